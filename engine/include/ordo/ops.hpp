@@ -1,0 +1,78 @@
+// Compute kernels. Every op's contract sits beside its declaration: shapes are
+// row-major, "[M, K]" means M rows of K contiguous floats. All ops compute in F32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ordo/tensor.hpp"
+
+namespace ordo {
+
+// ---- GEMM backends -------------------------------------------------------
+
+enum class Backend { OpenBLAS, OneDNN };
+
+const char* backend_name(Backend b);
+// Parses "openblas" / "onednn" (case-insensitive); throws Error naming the value otherwise.
+Backend parse_backend(const std::string& name);
+
+// A linear layer's parameters. weight is [N, K] (out, in) like nn.Linear; bias is [N] or empty.
+// weight may be F32, F16, BF16, or I8 with per-output-row `scales` [N] (F32).
+struct Linear {
+  Tensor weight;
+  Tensor bias;
+  Tensor scales;
+  bool present() const { return !weight.empty(); }
+  int64_t out_features() const { return weight.dim(0); }
+  int64_t in_features() const { return weight.dim(1); }
+};
+
+// y[M, N] = x[M, K] · Wᵀ + b, through the chosen backend.
+// x and y must not alias. Throws Error if K does not match the weight.
+void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
+
+// C[M, N] = alpha · A[M, K] · B[N, K]ᵀ + beta · C  (plain F32 GEMM, both backends).
+void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// ---- threads --------------------------------------------------------------
+
+// Sets the one thread count used by OpenMP kernels, OpenBLAS and oneDNN (0 = all cores).
+void set_num_threads(int n);
+int num_threads();
+
+// ---- element-wise and row ops --------------------------------------------
+
+enum class NormKind { RMS, Layer };
+enum class Activation { SiLU, GeluErf, GeluTanh, ReLU };
+
+const char* activation_name(Activation a);
+
+// Root-mean-square norm over each row: y = x / sqrt(mean(x²) + eps) · w.   x, y: [M, D]; w: [D].
+// y may alias x.
+void rmsnorm(const float* x, const float* w, float eps, int64_t M, int64_t D, float* y);
+
+// LayerNorm over each row: y = (x − mean) / sqrt(var + eps) · w + b (b may be null; w may be null
+// for weight 1). x, y: [M, D]; y may alias x.
+void layernorm(const float* x, const float* w, const float* b, float eps, int64_t M, int64_t D, float* y);
+
+// In place: x[i] = act(x[i]) for n elements.
+void activate(Activation a, float* x, int64_t n);
+
+// In place: gate[i] = act(gate[i]) · up[i] (SwiGLU / GeGLU).
+void gated_activate(Activation a, float* gate, const float* up, int64_t n);
+
+// In place numerically stable softmax over n values (−inf entries get weight 0).
+void softmax(float* x, int64_t n);
+
+// y[i] += x[i]
+void add_inplace(float* y, const float* x, int64_t n);
+
+// Dot product of two length-n vectors.
+float dot(const float* a, const float* b, int64_t n);
+
+// y[i] += a · x[i]
+void axpy(float a, const float* x, float* y, int64_t n);
+
+}  // namespace ordo

@@ -1,0 +1,126 @@
+// Position schemes. A scheme touches attention at exactly three points:
+//   (1) embed():          add to the input embeddings (learned, sinusoidal),
+//   (2) rotate():         rotate queries and keys (RoPE),
+//   (3) add_score_bias(): add a bias to one row of attention scores (T5 relative, ALiBi).
+// Long-context scaling is a separate, orthogonal setting (`Scaling`) that each scheme
+// interprets in its own terms, or rejects with an Error.
+//
+// A new scheme is one file under engine/src/position/ plus one line in registry.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ordo/tensor.hpp"
+
+namespace ordo {
+
+enum class ScalingType {
+  None,
+  Linear,    // RoPE: positions / s (PI). learned: table interpolated to s·L. sinusoidal: p·L/L'. ALiBi: slopes / s. T5: distance / s.
+  NTK,       // RoPE only: static NTK-aware base scaling
+  Dynamic,   // RoPE only: dynamic NTK, recomputed from the current length
+  YaRN,      // RoPE only
+  Llama3,    // RoPE only
+  LongRoPE,  // RoPE only
+};
+
+const char* scaling_name(ScalingType t);
+// "none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope" (HF's "default" = none).
+// Throws Error naming the value and listing the known ones.
+ScalingType parse_scaling(const std::string& name);
+
+struct Scaling {
+  ScalingType type = ScalingType::None;
+  double factor = 1.0;
+  int64_t original_max_positions = 0;  // 0: the model's trained length
+  // YaRN
+  double beta_fast = 32.0, beta_slow = 1.0;
+  bool truncate = true;                     // floor/ceil the correction range (HF default)
+  std::optional<double> attention_factor;   // YaRN / LongRoPE magnitude override
+  std::optional<double> mscale, mscale_all_dim;  // YaRN (DeepSeek variant)
+  // Llama-3
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;
+  // LongRoPE
+  std::vector<double> short_factor, long_factor;
+  std::optional<double> short_mscale, long_mscale;
+};
+
+enum class RopeLayout { HalfSplit, Interleaved };         // (x_i, x_{i+d/2}) vs (x_2i, x_2i+1)
+enum class SinusoidalLayout { Concat, Interleaved };     // [sin… | cos…] vs [sin, cos, sin, cos…]
+
+struct PositionConfig {
+  std::string scheme = "none";  // none | learned | sinusoidal | relative | rope | alibi
+  int64_t max_positions = 0;    // the length the model was trained on
+  // rope
+  double rope_theta = 10000.0;
+  int64_t rotary_dim = 0;  // 0: the whole head
+  RopeLayout rope_layout = RopeLayout::HalfSplit;
+  // learned
+  int64_t learned_offset = 0;  // OPT looks rows up at position + 2
+  // sinusoidal
+  SinusoidalLayout sinusoidal_layout = SinusoidalLayout::Concat;
+  // relative (T5)
+  int64_t num_buckets = 32, max_distance = 128;
+  // alibi
+  double alibi_max_bias = 8.0;
+  Scaling scaling;
+};
+
+// What a scheme may know about the attention it serves.
+struct PositionContext {
+  int64_t d_model = 0, n_heads = 0, head_dim = 0;
+  bool causal = true;  // decoder self-attention (T5 causal buckets) vs encoder (bidirectional)
+};
+
+// Weights some schemes read from the checkpoint (absent tensors are empty).
+struct PositionWeights {
+  Tensor table;          // learned: [rows, d_model] (F32)
+  Tensor relative_bias;  // relative: [num_buckets, n_heads] (F32)
+};
+
+class PositionScheme {
+ public:
+  virtual ~PositionScheme() = default;
+  virtual const char* name() const = 0;
+
+  // Throws Error (with a suggested fix) if positions [0, max_pos] cannot be represented,
+  // e.g. a learned table shorter than the sequence and no interpolation.
+  virtual void check_positions(int64_t max_pos) const { (void)max_pos; }
+
+  // (1) x: [T, d_model]; x[t] += pe(pos[t]).
+  virtual void embed(float* x, const int32_t* pos, int64_t T) const { (void)x, (void)pos, (void)T; }
+
+  // (2) x: [T, n_heads_x, head_dim] (queries or keys), rotated in place for positions pos[t].
+  // seq_len is the length this forward sees (max position + 1): dynamic NTK and LongRoPE depend on it.
+  virtual void rotate(float* x, int64_t n_heads_x, const int32_t* pos, int64_t T, int64_t seq_len) const {
+    (void)x, (void)n_heads_x, (void)pos, (void)T, (void)seq_len;
+  }
+
+  // (3) scores[j] += bias(head, qpos, kpos[j]) for j < nk.
+  virtual bool has_score_bias() const { return false; }
+  virtual void add_score_bias(float* scores, int64_t head, int32_t qpos, const int32_t* kpos,
+                              int64_t nk) const {
+    (void)scores, (void)head, (void)qpos, (void)kpos, (void)nk;
+  }
+
+  // True when keys already rotated for a sequence of length old_len would be rotated differently
+  // for length new_len (LongRoPE's short/long switch). The generator then re-encodes the cache.
+  virtual bool rotation_changes(int64_t old_len, int64_t new_len) const {
+    (void)old_len, (void)new_len;
+    return false;
+  }
+};
+
+// Builds the scheme named in cfg.scheme. Throws Error for an unknown name (listing the known ones),
+// a scaling type the scheme does not support, or weights the scheme needs but the model lacks.
+std::unique_ptr<PositionScheme> make_position_scheme(const PositionConfig& cfg, const PositionContext& ctx,
+                                                     const PositionWeights& weights);
+
+// Names of all registered schemes, in registry order.
+std::vector<std::string> position_scheme_names();
+
+}  // namespace ordo

@@ -1,0 +1,61 @@
+// Tensors: a dtype, a row-major shape and a pointer to bytes that are either
+// owned (heap) or borrowed (a memory-mapped file kept alive by `owner`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ordo {
+
+enum class DType { F32, F16, BF16, I8 };
+
+const char* dtype_name(DType t);
+size_t dtype_size(DType t);
+
+// Thrown for every user-facing failure (bad file, bad config, bad token id, ...).
+// The message names the file, field or token at fault.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Tensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+  std::shared_ptr<void> owner;  // keeps `data` alive (heap block or mapping)
+
+  bool empty() const { return data == nullptr; }
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  int64_t dim(int i) const { return shape.at(i < 0 ? shape.size() + i : i); }
+  int ndim() const { return static_cast<int>(shape.size()); }
+  std::string shape_str() const;
+
+  float* f32() { return static_cast<float*>(data); }
+  const float* f32() const { return static_cast<const float*>(data); }
+
+  // A zero-filled owned tensor.
+  static Tensor zeros(std::vector<int64_t> shape, DType dtype = DType::F32);
+  static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);
+  // A view that shares `owner` with this tensor: rows [row_begin, row_end) of dim 0.
+  Tensor rows(int64_t row_begin, int64_t row_end) const;
+  // An owned F32 copy (converting F16/BF16). Throws for I8.
+  Tensor to_f32() const;
+};
+
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t f32_to_bf16(float f);
+
+}  // namespace ordo

@@ -1,0 +1,156 @@
+#include "ordo/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace ordo {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I8: return "I8";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::I8: return 1;
+  }
+  return 0;
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string Tensor::shape_str() const {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  // 64-byte alignment so SIMD kernels can use aligned loads on rows of owned tensors.
+  size_t bytes = (t.nbytes() + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes ? bytes : 64);
+  if (!p) throw Error("out of memory allocating tensor " + t.shape_str());
+  std::memset(p, 0, bytes);
+  t.owner = std::shared_ptr<void>(p, std::free);
+  t.data = p;
+  return t;
+}
+
+Tensor Tensor::from(std::vector<int64_t> shape, const std::vector<float>& values) {
+  Tensor t = zeros(std::move(shape));
+  if (static_cast<size_t>(t.numel()) != values.size())
+    throw Error("Tensor::from: " + std::to_string(values.size()) + " values for shape " + t.shape_str());
+  std::memcpy(t.data, values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+Tensor Tensor::rows(int64_t row_begin, int64_t row_end) const {
+  if (shape.empty() || row_begin < 0 || row_end > shape[0] || row_begin > row_end)
+    throw Error("Tensor::rows: range [" + std::to_string(row_begin) + ", " + std::to_string(row_end) +
+                ") outside " + shape_str());
+  Tensor v = *this;
+  int64_t row_elems = shape[0] ? numel() / shape[0] : 0;
+  v.shape[0] = row_end - row_begin;
+  v.data = static_cast<char*>(data) + row_begin * row_elems * dtype_size(dtype);
+  return v;
+}
+
+Tensor Tensor::to_f32() const {
+  Tensor out = zeros(shape);
+  const int64_t n = numel();
+  float* dst = out.f32();
+  switch (dtype) {
+    case DType::F32: std::memcpy(dst, data, n * 4); break;
+    case DType::F16: {
+      auto src = static_cast<const uint16_t*>(data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+      break;
+    }
+    case DType::BF16: {
+      auto src = static_cast<const uint16_t*>(data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+      break;
+    }
+    case DType::I8: throw Error("to_f32: I8 tensors need their scales to dequantize");
+  }
+  return out;
+}
+
+float f16_to_f32(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ff;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;  // round to nearest even
+  return static_cast<uint16_t>(half);
+}
+
+uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+}  // namespace ordo

@@ -1,0 +1,4 @@
+#pragma once
+namespace ordo {
+const char* version();
+}

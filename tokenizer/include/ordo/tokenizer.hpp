@@ -1,0 +1,77 @@
+// Tokenizers: sentencepiece (libsentencepiece), byte-level BPE (GPT-2 vocab.json + merges.txt or
+// tokenizer.json, pre-tokenized with PCRE2), WordPiece (BERT vocab.txt). load_tokenizer() picks one
+// from the files a model directory holds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ordo {
+
+struct TokenizerOptions {
+  // Special-token handling for encode(text, add_special=true). Unset: from the model directory
+  // (tokenizer_config.json / config.json) or the tokenizer kind's usual default.
+  std::optional<bool> add_bos, add_eos;
+  std::optional<int32_t> bos_id, eos_id, pad_id, unk_id;
+  // sentencepiece: HF LlamaTokenizer/T5Tokenizer `legacy` flag (default true, as HF).
+  std::optional<bool> legacy;
+  // sentencepiece: number of <extra_id_N> tokens appended after the vocabulary (T5: 100).
+  std::optional<int> extra_ids;
+  // WordPiece: lowercase and strip accents (default true).
+  std::optional<bool> do_lower_case;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual const char* kind() const = 0;  // "sentencepiece", "bpe", "wordpiece"
+
+  // Text to ids. add_special adds BOS/EOS/[CLS]/[SEP] as the tokenizer is configured to.
+  virtual std::vector<int32_t> encode(const std::string& text, bool add_special = true) const = 0;
+  // Token strings (pieces) as HF tokenizer.tokenize() gives them.
+  virtual std::vector<std::string> tokenize(const std::string& text) const = 0;
+  // Ids to text (HF decode with skip_special_tokens and no clean-up of spaces).
+  // Throws Error naming the id if it is outside the vocabulary.
+  virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
+  virtual int32_t vocab_size() const = 0;
+  virtual std::string id_to_piece(int32_t id) const = 0;
+
+  int32_t bos_id() const { return bos_; }
+  int32_t eos_id() const { return eos_; }
+  int32_t pad_id() const { return pad_; }
+  int32_t unk_id() const { return unk_; }
+
+ protected:
+  int32_t bos_ = -1, eos_ = -1, pad_ = -1, unk_ = -1;
+};
+
+// Streams decoded text token by token. push() returns only complete UTF-8 text: bytes of a
+// character split over several byte-fallback tokens are held back until the character completes.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context = {});
+  std::string push(int32_t id);
+  std::string flush();  // whatever is left (invalid trailing bytes become U+FFFD)
+
+ private:
+  const Tokenizer& tok_;
+  std::vector<int32_t> ids_;
+  std::string emitted_;
+  size_t prefix_ids_ = 0;
+};
+
+// Chooses by the files in dir: tokenizer.model / spiece.model (sentencepiece), tokenizer.json,
+// vocab.json + merges.txt (byte-level BPE), vocab.txt (WordPiece). Throws Error naming dir if none.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts = {});
+
+// Direct constructors, for tests and for callers who know the kind.
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file, const TokenizerOptions& opts = {});
+std::unique_ptr<Tokenizer> load_bpe(const std::string& vocab_json, const std::string& merges_txt,
+                                    const TokenizerOptions& opts = {});
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& tokenizer_json, const TokenizerOptions& opts = {});
+std::unique_ptr<Tokenizer> load_wordpiece(const std::string& vocab_txt, const TokenizerOptions& opts = {});
+
+}  // namespace ordo

@@ -1,0 +1,1 @@
+#include "ordo/tokenizer.hpp"
