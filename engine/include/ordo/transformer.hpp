@@ -1,0 +1,105 @@
+// The forward pass: one graph for decoder-only, encoder-only and encoder-decoder models.
+//
+//   x = embed(ids)                          [T, d]   token (+ token type) (+ scheme (1)), embed_norm
+//   for each layer:
+//     pre-norm:  x += attn(n1(x)); [x += cross(nc(x))]; x += ffn(n2(x))
+//     parallel:  x += attn(n1(x)) + ffn(n2(x) or n1(x))
+//     post-norm: x = n1(x + attn(x)); [x = nc(x + cross(x))]; x = n2(x + ffn(x))
+//   h = final_norm(x); logits = (h · logits_scale) · Wᵀ + b
+//
+// attn(h): q = h·Wqᵀ [T, H, hd], k/v = h·Wk/vᵀ [T, KV, hd]; scheme (2) rotates q and k; k, v are
+// appended to the KV cache; per head, per query row: s_j = scale · q·k_j + scheme (3) bias, masked
+// (causal, padding), softmax, Σ p_j v_j. Memory beyond the cache is O(T) per head (one score row).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ordo/ops.hpp"
+#include "ordo/position.hpp"
+#include "ordo/spec.hpp"
+#include "ordo/tensor.hpp"
+
+namespace ordo {
+
+// Keys and values of one attention stack, preallocated: per layer [n_kv, capacity, hd].
+struct KVCache {
+  std::vector<Tensor> k, v;
+  int64_t capacity = 0;
+  int64_t length = 0;  // slots in use
+  std::vector<int32_t> positions;  // position of each cached token (for score biases)
+  std::vector<uint8_t> valid;      // 0 for padding: never attended to
+};
+
+// One sequence's decoding state.
+struct Sequence {
+  KVCache self;
+  // Encoder-decoder: the encoder output's keys/values per decoder layer (computed once).
+  KVCache cross;
+  int64_t next_position = 0;  // position the next real token gets
+  // Tokens fed so far (the generator re-encodes them if the position scheme's rotation changes).
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> token_valid;
+  int64_t length() const { return self.length; }
+};
+
+struct ForwardOutput {
+  Tensor logits;               // [T, vocab] (or [1, vocab] when only the last row was asked)
+  std::vector<Tensor> hidden;  // hidden states as the fixtures define them (when asked)
+};
+
+class Transformer {
+ public:
+  explicit Transformer(ModelSpec spec, Backend backend = Backend::OpenBLAS);
+
+  const ModelSpec& spec() const { return spec_; }
+  Backend backend() const { return backend_; }
+  void set_backend(Backend b) { backend_ = b; }
+
+  // Replaces the position scheme and/or its scaling (ablations, long context).
+  // Throws Error if the weights cannot support it (e.g. no learned table).
+  void set_position(const PositionConfig& cfg);
+  const PositionScheme& decoder_scheme() const { return *dec_scheme_; }
+
+  // A fresh decoding state with room for `capacity` tokens (0: the model's trained length).
+  Sequence new_sequence(int64_t capacity = 0) const;
+
+  // Encoder forward (Encoder / EncoderDecoder). mask: 1 real, 0 padding (empty: all real);
+  // token_types may be empty. Returns the final hidden state [T, d].
+  Tensor encode(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types,
+                const std::vector<uint8_t>& mask, std::vector<Tensor>* hidden = nullptr) const;
+  // BERT pooler: tanh(pooler(h[0])) → [d].
+  Tensor pool(const Tensor& encoder_out) const;
+
+  // Encoder-decoder: stores the encoder output's keys/values for every decoder layer in seq.
+  void attach_encoder(Sequence& seq, const Tensor& encoder_out, const std::vector<uint8_t>& mask) const;
+
+  // Decoder forward: appends ids to seq (mask 0 marks padding), returns logits of every new
+  // position (all_logits) or only the last one, and hidden states of the new positions if asked.
+  ForwardOutput decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask = {},
+                       bool all_logits = true, bool want_hidden = false) const;
+
+  // Logits for hidden rows h [T, d] (after the final norm).
+  Tensor logits(const float* h, int64_t T) const;
+
+ private:
+  void embed(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types, const int32_t* pos,
+             const PositionScheme& scheme, float* x) const;
+  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t T, const int32_t* pos,
+                 KVCache* cache, const KVCache* cross, std::vector<Tensor>* hidden, int64_t seq_len) const;
+  // Self-attention passes its cache as both self_cache (to append) and cache; cross-attention
+  // passes self_cache = nullptr and the encoder's keys/values as cache.
+  void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t T,
+                 const int32_t* pos, KVCache* self_cache, const KVCache& cache, int layer, bool causal,
+                 int64_t seq_len, float* out) const;
+  void feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const;
+  void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
+  KVCache make_cache(int64_t n_layers, int64_t capacity) const;
+
+  ModelSpec spec_;
+  Backend backend_;
+  std::unique_ptr<PositionScheme> enc_scheme_, dec_scheme_;
+};
+
+}  // namespace ordo

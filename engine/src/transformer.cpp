@@ -1,0 +1,430 @@
+#include "ordo/transformer.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace ordo {
+
+namespace {
+
+// Reads row `r` of an embedding table of any float dtype into dst[0..d).
+void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
+  switch (table.dtype) {
+    case DType::F32: std::memcpy(dst, table.f32() + r * d, d * sizeof(float)); return;
+    case DType::F16: {
+      auto src = static_cast<const uint16_t*>(table.data) + r * d;
+      for (int64_t i = 0; i < d; ++i) dst[i] = f16_to_f32(src[i]);
+      return;
+    }
+    case DType::BF16: {
+      auto src = static_cast<const uint16_t*>(table.data) + r * d;
+      for (int64_t i = 0; i < d; ++i) dst[i] = bf16_to_f32(src[i]);
+      return;
+    }
+    case DType::I8: throw Error("embedding tables cannot be stored as I8");
+  }
+}
+
+PositionContext position_context(const ModelSpec& s, bool causal) {
+  PositionContext c;
+  c.d_model = s.d_model;
+  c.n_heads = s.n_heads;
+  c.head_dim = s.head_dim;
+  c.causal = causal;
+  return c;
+}
+
+}  // namespace
+
+const char* graph_kind_name(GraphKind g) {
+  switch (g) {
+    case GraphKind::Decoder: return "decoder";
+    case GraphKind::Encoder: return "encoder";
+    case GraphKind::EncoderDecoder: return "encoder-decoder";
+  }
+  return "?";
+}
+
+int64_t ModelSpec::parameter_count() const {
+  std::vector<const void*> seen;
+  int64_t n = 0;
+  auto add = [&](const Tensor& t) {
+    if (t.empty() || std::find(seen.begin(), seen.end(), t.data) != seen.end()) return;
+    seen.push_back(t.data);
+    n += t.numel();
+  };
+  auto add_lin = [&](const Linear& l) {
+    add(l.weight);
+    add(l.bias);
+  };
+  auto add_norm = [&](const Norm& m) {
+    add(m.weight);
+    add(m.bias);
+  };
+  auto add_attn = [&](const AttentionWeights& a) {
+    add_lin(a.q);
+    add_lin(a.k);
+    add_lin(a.v);
+    add_lin(a.out);
+  };
+  auto add_stack = [&](const Stack& s) {
+    for (const Layer& l : s.layers) {
+      add_norm(l.attn_norm);
+      add_attn(l.self_attn);
+      add_norm(l.cross_norm);
+      add_attn(l.cross_attn);
+      add_norm(l.ffn_norm);
+      add_lin(l.ffn.up);
+      add_lin(l.ffn.gate);
+      add_lin(l.ffn.down);
+    }
+    add_norm(s.final_norm);
+    add(s.position.table);
+    add(s.position.relative_bias);
+  };
+  add(tok_embed);
+  add(token_type_embed);
+  add_norm(embed_norm);
+  add_stack(encoder);
+  add_stack(decoder);
+  add_lin(lm_head);
+  add(final_logits_bias);
+  add_lin(pooler);
+  return n;
+}
+
+Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec)), backend_(backend) {
+  if (spec_.d_model <= 0 || spec_.n_heads <= 0 || spec_.head_dim <= 0 || spec_.vocab_size <= 0)
+    throw Error("model spec: d_model, n_heads, head_dim and vocab_size must be positive");
+  if (spec_.n_kv_heads <= 0) spec_.n_kv_heads = spec_.n_heads;
+  if (spec_.n_heads % spec_.n_kv_heads != 0)
+    throw Error("model spec: n_heads (" + std::to_string(spec_.n_heads) + ") is not a multiple of n_kv_heads (" +
+                std::to_string(spec_.n_kv_heads) + ")");
+  set_position(spec_.position);
+}
+
+void Transformer::set_position(const PositionConfig& cfg) {
+  std::unique_ptr<PositionScheme> enc, dec;
+  if (spec_.graph != GraphKind::Decoder)
+    enc = make_position_scheme(cfg, position_context(spec_, false), spec_.encoder.position);
+  if (spec_.graph != GraphKind::Encoder)
+    dec = make_position_scheme(cfg, position_context(spec_, true), spec_.decoder.position);
+  spec_.position = cfg;
+  enc_scheme_ = std::move(enc);
+  dec_scheme_ = std::move(dec);
+}
+
+KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity) const {
+  KVCache c;
+  c.capacity = capacity;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    c.k.push_back(Tensor::zeros({spec_.n_kv_heads, capacity, spec_.head_dim}));
+    c.v.push_back(Tensor::zeros({spec_.n_kv_heads, capacity, spec_.head_dim}));
+  }
+  return c;
+}
+
+Sequence Transformer::new_sequence(int64_t capacity) const {
+  if (capacity <= 0) capacity = spec_.position.max_positions > 0 ? spec_.position.max_positions : 512;
+  Sequence s;
+  s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity);
+  return s;
+}
+
+// Grows a cache (keeping its contents) so that `needed` slots fit.
+static void reserve_cache(KVCache& c, int64_t needed) {
+  if (needed <= c.capacity) return;
+  int64_t cap = std::max(needed, c.capacity * 2);
+  for (size_t l = 0; l < c.k.size(); ++l) {
+    for (Tensor* t : {&c.k[l], &c.v[l]}) {
+      const int64_t heads = t->dim(0), hd = t->dim(2);
+      Tensor n = Tensor::zeros({heads, cap, hd});
+      for (int64_t h = 0; h < heads; ++h)
+        std::memcpy(n.f32() + h * cap * hd, t->f32() + h * c.capacity * hd, c.length * hd * sizeof(float));
+      *t = std::move(n);
+    }
+  }
+  c.capacity = cap;
+}
+
+void Transformer::apply_norm(const Norm& n, const float* x, int64_t T, float* y) const {
+  const float* w = n.weight.empty() ? nullptr : n.weight.f32();
+  if (n.kind == NormKind::RMS) {
+    if (!w) throw Error("RMSNorm without a weight");
+    rmsnorm(x, w, n.eps, T, spec_.d_model, y);
+  } else {
+    layernorm(x, w, n.bias.empty() ? nullptr : n.bias.f32(), n.eps, T, spec_.d_model, y);
+  }
+}
+
+void Transformer::embed(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types,
+                        const int32_t* pos, const PositionScheme& scheme, float* x) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), d = spec_.d_model;
+  const int64_t n_types = spec_.token_type_embed.empty() ? 0 : spec_.token_type_embed.dim(0);
+  std::vector<float> row(d);
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t id = ids[t];
+    if (id < 0 || id >= spec_.vocab_size)
+      throw Error("token id " + std::to_string(id) + " at position " + std::to_string(t) + " is out of range [0, " +
+                  std::to_string(spec_.vocab_size) + ")");
+    float* xt = x + t * d;
+    table_row(spec_.tok_embed, id, d, xt);
+    if (spec_.embed_scale != 1.0f)
+      for (int64_t i = 0; i < d; ++i) xt[i] *= spec_.embed_scale;
+    if (n_types) {
+      const int32_t tt = token_types.empty() ? 0 : token_types[t];
+      if (tt < 0 || tt >= n_types)
+        throw Error("token type id " + std::to_string(tt) + " at position " + std::to_string(t) +
+                    " is out of range [0, " + std::to_string(n_types) + ")");
+      table_row(spec_.token_type_embed, tt, d, row.data());
+      add_inplace(xt, row.data(), d);
+    }
+  }
+  scheme.embed(x, pos, T);
+  if (spec_.embed_norm.present) apply_norm(spec_.embed_norm, x, T, x);
+}
+
+void Transformer::attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t T,
+                            const int32_t* pos, KVCache* self_cache, const KVCache& cache, int layer, bool causal,
+                            int64_t seq_len, float* out) const {
+  const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model;
+  const int64_t group = H / KV;
+  const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+
+  std::vector<float> q(T * H * hd);
+  linear(backend_, h, T, d, w.q, q.data());
+  if (scheme) scheme->rotate(q.data(), H, pos, T, seq_len);
+  // Self-attention appends this chunk's keys/values at slots [length, length + T); the caller
+  // advances `length` once every layer has run.
+  const int64_t base = self_cache ? self_cache->length : 0;
+  if (self_cache) {
+    std::vector<float> k(T * KV * hd), v(T * KV * hd);
+    linear(backend_, h, T, d, w.k, k.data());
+    linear(backend_, h, T, d, w.v, v.data());
+    if (scheme) scheme->rotate(k.data(), KV, pos, T, seq_len);
+    float* K = self_cache->k[layer].f32();
+    float* V = self_cache->v[layer].f32();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t g = 0; g < KV; ++g) {
+        const int64_t slot = (g * self_cache->capacity + base + t) * hd;
+        std::memcpy(K + slot, &k[(t * KV + g) * hd], hd * sizeof(float));
+        std::memcpy(V + slot, &v[(t * KV + g) * hd], hd * sizeof(float));
+      }
+  }
+  const int64_t total = self_cache ? base + T : cache.length;
+  const bool bias = scheme && scheme->has_score_bias();
+  const float* K = cache.k[layer].f32();
+  const float* V = cache.v[layer].f32();
+  const uint8_t* key_valid = cache.valid.empty() ? nullptr : cache.valid.data();
+  const int32_t* key_pos = cache.positions.empty() ? nullptr : cache.positions.data();
+
+  std::vector<float> ctx(T * H * hd, 0.0f);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+#pragma omp parallel
+  {
+    std::vector<float> scores(total);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t hh = 0; hh < H; ++hh)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t g = hh / group;
+        const float* qt = &q[(t * H + hh) * hd];
+        const int64_t nk = causal ? base + t + 1 : total;
+        const float* Kg = K + g * cache.capacity * hd;
+        const float* Vg = V + g * cache.capacity * hd;
+        for (int64_t j = 0; j < nk; ++j) scores[j] = scale * dot(qt, Kg + j * hd, hd);
+        if (bias) scheme->add_score_bias(scores.data(), hh, pos[t], key_pos, nk);
+        if (key_valid)
+          for (int64_t j = 0; j < nk; ++j)
+            if (!key_valid[j]) scores[j] = neg_inf;
+        softmax(scores.data(), nk);
+        float* ct = &ctx[(t * H + hh) * hd];
+        for (int64_t j = 0; j < nk; ++j)
+          if (scores[j] != 0.0f) axpy(scores[j], Vg + j * hd, ct, hd);
+      }
+  }
+  linear(backend_, ctx.data(), T, H * hd, w.out, out);
+}
+
+void Transformer::feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const {
+  const int64_t d = spec_.d_model, n = f.up.out_features();
+  std::vector<float> up(T * n);
+  linear(backend_, h, T, d, f.up, up.data());
+  if (f.gate.present()) {
+    std::vector<float> gate(T * n);
+    linear(backend_, h, T, d, f.gate, gate.data());
+    gated_activate(f.act, gate.data(), up.data(), T * n);
+    linear(backend_, gate.data(), T, n, f.down, out);
+  } else {
+    activate(f.act, up.data(), T * n);
+    linear(backend_, up.data(), T, n, f.down, out);
+  }
+}
+
+void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t T,
+                            const int32_t* pos, KVCache* cache, const KVCache* cross, std::vector<Tensor>* hidden,
+                            int64_t seq_len) const {
+  const int64_t d = spec_.d_model;
+  const int64_t L = static_cast<int64_t>(stack.layers.size());
+  std::vector<float> h(T * d), a(T * d), f(T * d);
+  auto snapshot = [&](const float* src) {
+    Tensor t = Tensor::zeros({T, d});
+    std::memcpy(t.f32(), src, T * d * sizeof(float));
+    hidden->push_back(std::move(t));
+  };
+  if (hidden) snapshot(x);
+  for (int64_t l = 0; l < L; ++l) {
+    const Layer& ly = stack.layers[l];
+    if (spec_.pre_norm) {
+      apply_norm(ly.attn_norm, x, T, h.data());
+      attention(ly.self_attn, &scheme, h.data(), T, pos, cache, *cache, l, stack.causal, seq_len, a.data());
+      if (spec_.parallel_residual) {
+        if (ly.ffn_norm.present) apply_norm(ly.ffn_norm, x, T, h.data());
+        feed_forward(ly.ffn, h.data(), T, f.data());
+        add_inplace(x, a.data(), T * d);
+        add_inplace(x, f.data(), T * d);
+      } else {
+        add_inplace(x, a.data(), T * d);
+        if (cross) {
+          apply_norm(ly.cross_norm, x, T, h.data());
+          attention(ly.cross_attn, nullptr, h.data(), T, pos, nullptr, *cross, l, false, seq_len, a.data());
+          add_inplace(x, a.data(), T * d);
+        }
+        apply_norm(ly.ffn_norm, x, T, h.data());
+        feed_forward(ly.ffn, h.data(), T, f.data());
+        add_inplace(x, f.data(), T * d);
+      }
+    } else {  // post-norm
+      attention(ly.self_attn, &scheme, x, T, pos, cache, *cache, l, stack.causal, seq_len, a.data());
+      add_inplace(x, a.data(), T * d);
+      apply_norm(ly.attn_norm, x, T, x);
+      if (cross) {
+        attention(ly.cross_attn, nullptr, x, T, pos, nullptr, *cross, l, false, seq_len, a.data());
+        add_inplace(x, a.data(), T * d);
+        apply_norm(ly.cross_norm, x, T, x);
+      }
+      feed_forward(ly.ffn, x, T, f.data());
+      add_inplace(x, f.data(), T * d);
+      apply_norm(ly.ffn_norm, x, T, x);
+    }
+    if (hidden && l + 1 < L) snapshot(x);
+  }
+  if (stack.final_norm.present) apply_norm(stack.final_norm, x, T, x);
+  if (hidden) snapshot(x);
+}
+
+Tensor Transformer::encode(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types,
+                           const std::vector<uint8_t>& mask, std::vector<Tensor>* hidden) const {
+  if (spec_.graph == GraphKind::Decoder) throw Error(spec_.architecture + " is a decoder-only model: it has no encoder");
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (!mask.empty() && static_cast<int64_t>(mask.size()) != T)
+    throw Error("attention mask has " + std::to_string(mask.size()) + " entries for " + std::to_string(T) + " tokens");
+  KVCache cache = make_cache(static_cast<int64_t>(spec_.encoder.layers.size()), std::max<int64_t>(T, 1));
+  cache.positions.resize(T);
+  cache.valid.assign(T, 1);
+  int32_t next = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    const bool real = mask.empty() || mask[t];
+    cache.valid[t] = real;
+    cache.positions[t] = real ? next++ : 0;
+  }
+  if (next > 0) enc_scheme_->check_positions(next - 1);
+  Tensor x = Tensor::zeros({T, spec_.d_model});
+  embed(ids, token_types, cache.positions.data(), *enc_scheme_, x.f32());
+  run_stack(spec_.encoder, *enc_scheme_, x.f32(), T, cache.positions.data(), &cache, nullptr, hidden, next);
+  return x;
+}
+
+Tensor Transformer::pool(const Tensor& encoder_out) const {
+  if (!spec_.pooler.present()) throw Error(spec_.architecture + " has no pooler");
+  Tensor out = Tensor::zeros({spec_.d_model});
+  linear(backend_, encoder_out.f32(), 1, spec_.d_model, spec_.pooler, out.f32());
+  for (int64_t i = 0; i < spec_.d_model; ++i) out.f32()[i] = std::tanh(out.f32()[i]);
+  return out;
+}
+
+void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const std::vector<uint8_t>& mask) const {
+  if (spec_.graph != GraphKind::EncoderDecoder) throw Error(spec_.architecture + " has no cross-attention");
+  const int64_t T = encoder_out.dim(0), d = spec_.d_model, KV = spec_.n_kv_heads, hd = spec_.head_dim;
+  const int64_t L = static_cast<int64_t>(spec_.decoder.layers.size());
+  seq.cross = make_cache(L, std::max<int64_t>(T, 1));
+  seq.cross.length = T;
+  seq.cross.valid.assign(T, 1);
+  for (int64_t t = 0; t < T && !mask.empty(); ++t) seq.cross.valid[t] = mask[t];
+  std::vector<float> k(T * KV * hd), v(T * KV * hd);
+  for (int64_t l = 0; l < L; ++l) {
+    const AttentionWeights& w = spec_.decoder.layers[l].cross_attn;
+    linear(backend_, encoder_out.f32(), T, d, w.k, k.data());
+    linear(backend_, encoder_out.f32(), T, d, w.v, v.data());
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t g = 0; g < KV; ++g) {
+        std::memcpy(seq.cross.k[l].f32() + (g * T + t) * hd, &k[(t * KV + g) * hd], hd * sizeof(float));
+        std::memcpy(seq.cross.v[l].f32() + (g * T + t) * hd, &v[(t * KV + g) * hd], hd * sizeof(float));
+      }
+  }
+}
+
+ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask,
+                                  bool all_logits, bool want_hidden) const {
+  if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
+  if (spec_.graph == GraphKind::EncoderDecoder && seq.cross.k.empty())
+    throw Error("encoder-decoder decode needs the encoder output: call attach_encoder first");
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (T == 0) throw Error("decode: no tokens");
+  if (!mask.empty() && static_cast<int64_t>(mask.size()) != T)
+    throw Error("attention mask has " + std::to_string(mask.size()) + " entries for " + std::to_string(T) + " tokens");
+
+  KVCache& cache = seq.self;
+  const int64_t base = cache.length;
+  std::vector<int32_t> pos(T);
+  int64_t next = seq.next_position;
+  for (int64_t t = 0; t < T; ++t) pos[t] = (mask.empty() || mask[t]) ? static_cast<int32_t>(next++) : 0;
+  if (next > seq.next_position) dec_scheme_->check_positions(next - 1);
+
+  reserve_cache(cache, base + T);
+  cache.positions.resize(base + T);
+  cache.valid.resize(base + T);
+  for (int64_t t = 0; t < T; ++t) {
+    cache.positions[base + t] = pos[t];
+    cache.valid[base + t] = mask.empty() ? 1 : mask[t];
+  }
+
+  ForwardOutput out;
+  Tensor x = Tensor::zeros({T, spec_.d_model});
+  static const std::vector<int32_t> no_types;
+  embed(ids, no_types, pos.data(), *dec_scheme_, x.f32());
+  run_stack(spec_.decoder, *dec_scheme_, x.f32(), T, pos.data(), &cache,
+            spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, want_hidden ? &out.hidden : nullptr,
+            std::max<int64_t>(next, 1));
+  cache.length = base + T;
+  seq.next_position = next;
+  seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
+  for (int64_t t = 0; t < T; ++t) seq.token_valid.push_back(mask.empty() ? 1 : mask[t]);
+
+  if (all_logits)
+    out.logits = logits(x.f32(), T);
+  else
+    out.logits = logits(x.f32() + (T - 1) * spec_.d_model, 1);
+  return out;
+}
+
+Tensor Transformer::logits(const float* h, int64_t T) const {
+  const int64_t d = spec_.d_model;
+  Tensor out = Tensor::zeros({T, spec_.vocab_size});
+  if (spec_.logits_scale != 1.0f) {
+    std::vector<float> hs(h, h + T * d);
+    for (float& v : hs) v *= spec_.logits_scale;
+    linear(backend_, hs.data(), T, d, spec_.lm_head, out.f32());
+  } else {
+    linear(backend_, h, T, d, spec_.lm_head, out.f32());
+  }
+  if (!spec_.final_logits_bias.empty())
+    for (int64_t t = 0; t < T; ++t) add_inplace(out.f32() + t * spec_.vocab_size, spec_.final_logits_bias.f32(), spec_.vocab_size);
+  return out;
+}
+
+}  // namespace ordo

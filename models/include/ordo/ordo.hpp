@@ -1,0 +1,88 @@
+// ordo's public API: load a Hugging Face model directory, tokenize, run forward passes, generate.
+//
+//   ordo::Model m = ordo::Model::load("models/stories260K");
+//   auto ids = m.encode("Once upon a time");
+//   ordo::ForwardOutput out = m.forward(ids);            // out.logits: [T, vocab]
+//   ordo::TextGenerateParams p;  p.max_new_tokens = 32;
+//   m.generate("Once upon a time", p, [](const std::string& piece) { std::cout << piece; return true; });
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ordo/generate.hpp"
+#include "ordo/ops.hpp"
+#include "ordo/position.hpp"
+#include "ordo/spec.hpp"
+#include "ordo/tokenizer.hpp"
+#include "ordo/transformer.hpp"
+
+namespace ordo {
+
+struct ModelOptions {
+  Backend backend = Backend::OpenBLAS;
+  std::string position;            // replaces the model's position scheme ("" keeps it)
+  std::optional<Scaling> scaling;  // replaces the model's long-context scaling
+  int threads = 0;                 // 0: all cores
+  bool load_tokenizer = true;      // false: ids only (e.g. the fixtures, which ship no tokenizer)
+};
+
+struct TextGenerateParams : GenerateParams {
+  std::vector<std::string> stop_strings;  // generation ends at the first occurrence (not printed)
+  bool add_special = true;                // BOS (or the tokenizer's specials) before the prompt
+};
+
+struct TextResult {
+  std::string text;  // generated text only (stop string excluded)
+  GenerateResult generation;
+};
+
+class Model {
+ public:
+  // Reads dir/config.json, dir/model.safetensors (memory-mapped, validated) and the tokenizer files.
+  // Throws Error naming the file, field or tensor on any problem.
+  static Model load(const std::string& dir, const ModelOptions& opts = {});
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  const std::string& dir() const;
+  const std::string& family() const;  // the family file that built it ("llama", "gpt2", ...)
+  const ModelSpec& spec() const;
+  const Transformer& engine() const;
+  Transformer& engine();
+  bool has_tokenizer() const;
+  const Tokenizer& tokenizer() const;  // throws Error if the directory has no tokenizer
+
+  std::vector<int32_t> encode(const std::string& text, bool add_special = true) const;
+  std::string decode(const std::vector<int32_t>& ids) const;
+
+  // Decoder-only: logits [T, vocab] of every position, hidden states (embedding, each layer, final)
+  // when asked. Encoder-only: logits empty, hidden states of the encoder, last one = output.
+  ForwardOutput forward(const std::vector<int32_t>& ids, bool want_hidden = false) const;
+  // Encoder-decoder: logits [T_dec, vocab]; hidden = encoder states followed by decoder states.
+  ForwardOutput forward_seq2seq(const std::vector<int32_t>& encoder_ids, const std::vector<int32_t>& decoder_ids,
+                                bool want_hidden = false, std::vector<Tensor>* encoder_hidden = nullptr) const;
+
+  // Generates from token ids (decoder-only: prefix; encoder-decoder: encoder input).
+  GenerateResult generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,
+                              const TokenCallback& on_token = nullptr, bool keep_logits = false) const;
+  // Generates from text, streaming decoded text pieces (complete UTF-8) to on_text; return false
+  // from on_text to stop early.
+  TextResult generate(const std::string& prompt, const TextGenerateParams& params,
+                      const std::function<bool(const std::string&)>& on_text = nullptr) const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Builds the engine spec for a model directory without tokenizer or runtime (for `ordo inspect`).
+// Returns the family name in *family when given.
+ModelSpec load_spec(const std::string& dir, std::string* family = nullptr);
+
+}  // namespace ordo

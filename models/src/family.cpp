@@ -1,0 +1,126 @@
+#include "family.hpp"
+
+#include <cstring>
+
+namespace ordo {
+
+FamilyContext::FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation)
+    : dir_(std::move(dir)), config_(std::move(config)), weights_(std::move(weights)), generation_(std::move(generation)) {}
+
+static std::string shape_of(const std::vector<int64_t>& s) {
+  Tensor t;
+  t.shape = s;
+  return t.shape_str();
+}
+
+Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& shape) const {
+  const Tensor& t = weights_.get(name);
+  if (!shape.empty() && t.shape != shape)
+    throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+                shape_of(shape) + " from config.json");
+  if (t.dtype == DType::F32) return t;
+  if (t.dtype == DType::I8) throw Error(weights_.path() + ": tensor '" + name + "' is I8; expected a float type");
+  return t.to_f32();
+}
+
+Tensor FamilyContext::get_optional(const std::string& name, const std::vector<int64_t>& shape) const {
+  return has(name) ? get(name, shape) : Tensor{};
+}
+
+Linear FamilyContext::linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required) const {
+  Linear l;
+  l.weight = get(prefix + ".weight", {out, in});
+  l.bias = bias_required ? get(prefix + ".bias", {out}) : get_optional(prefix + ".bias", {out});
+  return l;
+}
+
+Linear FamilyContext::linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const {
+  Linear l;
+  l.weight = get(prefix + ".weight", {out, in});
+  return l;
+}
+
+Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const {
+  Norm n;
+  n.kind = kind;
+  n.eps = eps;
+  n.present = true;
+  n.weight = get(prefix + ".weight", {dim});
+  if (kind == NormKind::Layer) n.bias = get_optional(prefix + ".bias", {dim});
+  return n;
+}
+
+int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {
+  for (const JsonConfig* c : {&generation_, &config_}) {
+    if (!c->has(key)) continue;
+    // Some configs list several ids (e.g. eos_token_id: [1, 2]); the first is the canonical one.
+    if (c->raw().at(key).is_array()) {
+      const auto& a = c->raw().at(key);
+      if (!a.empty() && a[0].is_number_integer()) return a[0].get<int32_t>();
+      continue;
+    }
+    return static_cast<int32_t>(c->get_int(key));
+  }
+  return def;
+}
+
+Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end) {
+  Tensor v = w.rows(begin, end);
+  Tensor out = Tensor::zeros(v.shape);
+  std::memcpy(out.data, v.data, v.nbytes());
+  return out;
+}
+
+void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, Tensor* k, Tensor* v) {
+  const int64_t cols = w.ndim() == 2 ? w.dim(1) : 1;
+  std::vector<int64_t> shape = {heads * hd};
+  if (w.ndim() == 2) shape.push_back(cols);
+  *q = Tensor::zeros(shape);
+  *k = Tensor::zeros(shape);
+  *v = Tensor::zeros(shape);
+  const size_t row_bytes = cols * sizeof(float);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int part = 0; part < 3; ++part) {
+      Tensor* dst = part == 0 ? q : part == 1 ? k : v;
+      const float* src = w.f32() + ((h * 3 + part) * hd) * cols;
+      std::memcpy(dst->f32() + h * hd * cols, src, hd * row_bytes);
+    }
+}
+
+Tensor transpose(const Tensor& w) {
+  const int64_t r = w.dim(0), c = w.dim(1);
+  Tensor out = Tensor::zeros({c, r});
+  const float* s = w.f32();
+  float* d = out.f32();
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) d[j * r + i] = s[i * c + j];
+  return out;
+}
+
+Scaling parse_rope_scaling(const JsonConfig& config) {
+  Scaling s;
+  if (!config.has("rope_scaling")) return s;
+  JsonConfig rs = config.child("rope_scaling");
+  std::string type = rs.has("rope_type") ? rs.get_string("rope_type") : rs.get_string("type");
+  s.type = parse_scaling(type);
+  if (s.type == ScalingType::None) return s;
+  s.factor = rs.get_double("factor", 1.0);
+  s.original_max_positions = rs.get_int("original_max_position_embeddings", 0);
+  if (s.type == ScalingType::LongRoPE && s.original_max_positions == 0)
+    s.original_max_positions = config.get_int("original_max_position_embeddings", 0);
+  s.beta_fast = rs.get_double("beta_fast", s.beta_fast);
+  s.beta_slow = rs.get_double("beta_slow", s.beta_slow);
+  if (rs.has("truncate")) s.truncate = rs.get_bool("truncate");
+  if (rs.has("attention_factor")) s.attention_factor = rs.get_double("attention_factor");
+  if (rs.has("mscale")) s.mscale = rs.get_double("mscale");
+  if (rs.has("mscale_all_dim")) s.mscale_all_dim = rs.get_double("mscale_all_dim");
+  s.low_freq_factor = rs.get_double("low_freq_factor", s.low_freq_factor);
+  s.high_freq_factor = rs.get_double("high_freq_factor", s.high_freq_factor);
+  if (rs.has("short_factor")) s.short_factor = rs.get_double_array("short_factor");
+  if (rs.has("long_factor")) s.long_factor = rs.get_double_array("long_factor");
+  if (rs.has("short_mscale")) s.short_mscale = rs.get_double("short_mscale");
+  if (rs.has("long_mscale")) s.long_mscale = rs.get_double("long_mscale");
+  return s;
+}
+
+}  // namespace ordo

@@ -1,0 +1,70 @@
+// What a family file sees: the model directory's config.json and weights, with helpers that fetch
+// tensors by Hugging Face name (converted to the engine's layout) and fail with the file and
+// tensor named. One file per family under families/ turns these into a ModelSpec.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "json_config.hpp"
+#include "ordo/safetensors.hpp"
+#include "ordo/spec.hpp"
+
+namespace ordo {
+
+class FamilyContext {
+ public:
+  FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation);
+
+  const std::string& dir() const { return dir_; }
+  const JsonConfig& config() const { return config_; }
+  const JsonConfig& generation() const { return generation_; }
+  const SafeTensors& weights() const { return weights_; }
+
+  bool has(const std::string& name) const { return weights_.has(name); }
+  // The tensor as F32 (borrowed from the mapping when stored F32, converted otherwise), checked
+  // against `shape` when given. Errors name the file and tensor.
+  Tensor get(const std::string& name, const std::vector<int64_t>& shape = {}) const;
+  // Empty tensor when absent.
+  Tensor get_optional(const std::string& name, const std::vector<int64_t>& shape = {}) const;
+  // nn.Linear "<prefix>.weight" [out, in] and "<prefix>.bias" [out] (bias optional unless required).
+  Linear linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required = false) const;
+  Linear linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const;
+  // Norm "<prefix>.weight" (+ "<prefix>.bias" for LayerNorm when present).
+  Norm norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const;
+
+  // Special token ids: generation_config.json first, then config.json, else `def`.
+  int32_t token_id(const std::string& key, int32_t def = -1) const;
+
+ private:
+  std::string dir_;
+  JsonConfig config_;
+  SafeTensors weights_;
+  JsonConfig generation_;
+};
+
+// Copies rows [begin, end) of a 2-D weight into a new tensor (used to split fused projections).
+Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end);
+// Gathers rows of a [heads·3·hd, in] "per head [q|k|v]" fused weight (GPT-NeoX, BLOOM) into q, k, v.
+void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, Tensor* k, Tensor* v);
+// Transposes a 2-D [rows, cols] tensor (GPT-2 Conv1D weights are stored [in, out]).
+Tensor transpose(const Tensor& w);
+
+// rope_scaling from config.json (HF spellings: "type" or "rope_type", "factor",
+// "original_max_position_embeddings", beta_fast/beta_slow, low/high_freq_factor, short/long_factor,
+// attention_factor, mscale, mscale_all_dim). Null or absent → ScalingType::None.
+Scaling parse_rope_scaling(const JsonConfig& config);
+
+using FamilyBuilder = std::function<ModelSpec(const FamilyContext&)>;
+
+struct Family {
+  const char* name;                      // family file / ordo's name for it
+  std::vector<const char*> model_types;  // config.json model_type values it handles
+  FamilyBuilder build;
+};
+
+// The registry: one line per family in families.cpp.
+const std::vector<Family>& families();
+
+}  // namespace ordo

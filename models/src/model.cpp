@@ -1,0 +1,182 @@
+#include <algorithm>
+#include <filesystem>
+
+#include "family.hpp"
+#include "ordo/ordo.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ordo {
+
+namespace {
+
+JsonConfig load_optional_json(const fs::path& p) {
+  if (fs::exists(p)) return JsonConfig::load(p.string());
+  return JsonConfig::parse("{}", p.string());
+}
+
+}  // namespace
+
+ModelSpec load_spec(const std::string& dir, std::string* family) {
+  const fs::path d(dir);
+  if (!fs::is_directory(d)) throw Error(dir + ": not a model directory");
+  const fs::path config_path = d / "config.json";
+  if (!fs::exists(config_path)) throw Error(config_path.string() + ": missing (every model directory needs config.json)");
+  JsonConfig config = JsonConfig::load(config_path.string());
+  const std::string model_type = config.get_string("model_type");
+  const Family* fam = nullptr;
+  std::string known;
+  for (const Family& f : families())
+    for (const char* t : f.model_types) {
+      known += (known.empty() ? "" : ", ") + std::string(t);
+      if (model_type == t) fam = &f;
+    }
+  if (!fam) throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
+  const fs::path weights_path = d / "model.safetensors";
+  if (!fs::exists(weights_path)) throw Error(weights_path.string() + ": missing");
+  FamilyContext ctx(dir, std::move(config), SafeTensors::open(weights_path.string()),
+                    load_optional_json(d / "generation_config.json"));
+  ModelSpec spec = fam->build(ctx);
+  if (family) *family = fam->name;
+  return spec;
+}
+
+struct Model::Impl {
+  std::string dir, family;
+  std::unique_ptr<Transformer> engine;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::load(const std::string& dir, const ModelOptions& opts) {
+  set_num_threads(opts.threads);
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  ModelSpec spec = load_spec(dir, &impl->family);
+  impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
+  if (!opts.position.empty() || opts.scaling) {
+    PositionConfig pc = impl->engine->spec().position;
+    if (!opts.position.empty()) pc.scheme = opts.position;
+    if (opts.scaling) pc.scaling = *opts.scaling;
+    impl->engine->set_position(pc);
+  }
+  if (opts.load_tokenizer) {
+    TokenizerOptions to;
+    const ModelSpec& s = impl->engine->spec();
+    if (s.bos_id >= 0) to.bos_id = s.bos_id;
+    if (s.eos_id >= 0) to.eos_id = s.eos_id;
+    impl->tokenizer = load_tokenizer(dir, to);
+  }
+  return Model(std::move(impl));
+}
+
+const std::string& Model::dir() const { return impl_->dir; }
+const std::string& Model::family() const { return impl_->family; }
+const ModelSpec& Model::spec() const { return impl_->engine->spec(); }
+const Transformer& Model::engine() const { return *impl_->engine; }
+Transformer& Model::engine() { return *impl_->engine; }
+bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+
+const Tokenizer& Model::tokenizer() const {
+  if (!impl_->tokenizer) throw Error(impl_->dir + ": no tokenizer loaded (pass token ids instead of text)");
+  return *impl_->tokenizer;
+}
+
+std::vector<int32_t> Model::encode(const std::string& text, bool add_special) const {
+  return tokenizer().encode(text, add_special);
+}
+
+std::string Model::decode(const std::vector<int32_t>& ids) const { return tokenizer().decode(ids); }
+
+ForwardOutput Model::forward(const std::vector<int32_t>& ids, bool want_hidden) const {
+  const Transformer& e = *impl_->engine;
+  if (e.spec().graph == GraphKind::Encoder) {
+    ForwardOutput out;
+    Tensor h = e.encode(ids, {}, {}, want_hidden ? &out.hidden : nullptr);
+    if (!want_hidden) out.hidden.push_back(h);
+    return out;
+  }
+  if (e.spec().graph == GraphKind::EncoderDecoder)
+    throw Error(e.spec().architecture + " is an encoder-decoder model: give decoder ids too (forward_seq2seq)");
+  Sequence seq = e.new_sequence(static_cast<int64_t>(ids.size()));
+  return e.decode(seq, ids, {}, true, want_hidden);
+}
+
+ForwardOutput Model::forward_seq2seq(const std::vector<int32_t>& encoder_ids, const std::vector<int32_t>& decoder_ids,
+                                     bool want_hidden, std::vector<Tensor>* encoder_hidden) const {
+  const Transformer& e = *impl_->engine;
+  Tensor enc = e.encode(encoder_ids, {}, {}, encoder_hidden);
+  Sequence seq = e.new_sequence(static_cast<int64_t>(decoder_ids.size()));
+  e.attach_encoder(seq, enc, {});
+  return e.decode(seq, decoder_ids, {}, true, want_hidden);
+}
+
+GenerateResult Model::generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,
+                                   const TokenCallback& on_token, bool keep_logits) const {
+  const Transformer& e = *impl_->engine;
+  GenerateParams p = params;
+  if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);
+  if (e.spec().graph == GraphKind::EncoderDecoder) {
+    Tensor enc = e.encode(prompt, {}, {});
+    const int32_t start = e.spec().decoder_start_id >= 0 ? e.spec().decoder_start_id : e.spec().pad_id;
+    return ordo::generate(e, {start}, p, on_token, &enc, {}, keep_logits);
+  }
+  if (e.spec().graph == GraphKind::Encoder) throw Error(e.spec().architecture + " is an encoder-only model: it cannot generate");
+  return ordo::generate(e, prompt, p, on_token, nullptr, {}, keep_logits);
+}
+
+TextResult Model::generate(const std::string& prompt, const TextGenerateParams& params,
+                           const std::function<bool(const std::string&)>& on_text) const {
+  const Tokenizer& tok = tokenizer();
+  const std::vector<int32_t> ids = tok.encode(prompt, params.add_special);
+  const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
+  StreamDecoder stream(tok, seq2seq ? std::vector<int32_t>{} : ids);
+  TextResult res;
+  size_t shown = 0;  // bytes of res.text already passed to on_text
+  bool stopped = false;
+  // Text is held back while its tail could still become a stop string.
+  auto release = [&](bool final) {
+    size_t safe = res.text.size();
+    if (!final)
+      for (const std::string& s : params.stop_strings)
+        for (size_t k = std::min(s.size() - 1, res.text.size()); k > 0; --k)
+          if (res.text.compare(res.text.size() - k, k, s, 0, k) == 0) {
+            safe = std::min(safe, res.text.size() - k);
+            break;
+          }
+    if (safe > shown && on_text) {
+      if (!on_text(res.text.substr(shown, safe - shown))) stopped = true;
+      shown = safe;
+    }
+  };
+  auto on_token = [&](int32_t id) {
+    const bool is_eos = id == spec().eos_id;
+    if (!is_eos) res.text += stream.push(id);
+    for (const std::string& s : params.stop_strings) {
+      size_t at = s.empty() ? std::string::npos : res.text.find(s);
+      if (at != std::string::npos) {
+        res.text.resize(at);
+        release(true);
+        return false;
+      }
+    }
+    release(false);
+    return !stopped;
+  };
+  res.generation = generate_ids(ids, params, on_token);
+  if (!stopped) {
+    res.text += stream.flush();
+    for (const std::string& s : params.stop_strings) {
+      size_t at = s.empty() ? std::string::npos : res.text.find(s);
+      if (at != std::string::npos) res.text.resize(at);
+    }
+    release(true);
+  }
+  return res;
+}
+
+}  // namespace ordo

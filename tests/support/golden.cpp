@@ -1,0 +1,60 @@
+#include "support/golden.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace ordo::test {
+
+std::string data_path(const std::string& relative) { return std::string(ORDO_TEST_DATA) + "/" + relative; }
+
+std::string model_dir(const std::string& fixture) {
+  if (fixture == "stories260K") return std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
+  return data_path("fixtures/" + fixture);
+}
+
+Golden Golden::load(const std::string& fixture) {
+  const std::string dir = data_path("fixtures/" + fixture);
+  std::ifstream f(dir + "/golden.json");
+  if (!f) throw Error(dir + "/golden.json: cannot open");
+  Golden g{fixture, nlohmann::json::parse(f), SafeTensors::open(dir + "/golden.safetensors")};
+  return g;
+}
+
+const nlohmann::json& Golden::case_json(const std::string& case_name) const {
+  for (const auto& c : json.at("cases"))
+    if (c.at("name") == case_name) return c;
+  throw Error(name + ": no case '" + case_name + "'");
+}
+
+std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
+
+::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden, const std::vector<int64_t>& rows,
+                                            double rel) {
+  const int64_t n_rows = golden.ndim() >= 2 ? golden.numel() / golden.dim(-1) : 1;
+  const int64_t width = golden.ndim() >= 1 ? golden.dim(-1) : 1;
+  std::vector<int64_t> use = rows;
+  if (use.empty())
+    for (int64_t r = 0; r < n_rows; ++r) use.push_back(r);
+  const float* ref = golden.f32();
+  double max_ref = 0, max_err = 0;
+  int64_t worst = -1;
+  for (int64_t r : use)
+    for (int64_t i = 0; i < width; ++i) max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[r * width + i])));
+  for (int64_t r : use)
+    for (int64_t i = 0; i < width; ++i) {
+      const double e = std::fabs(static_cast<double>(got[r * width + i]) - ref[r * width + i]);
+      if (!(e <= max_err)) {  // also catches NaN
+        max_err = std::isnan(e) ? INFINITY : e;
+        worst = r * width + i;
+      }
+    }
+  const double tol = rel * std::max(1.0, max_ref);
+  std::ostringstream os;
+  os << "max |diff| " << max_err << " (tolerance " << tol << ", max |golden| " << max_ref << ")";
+  if (max_err <= tol) return ::testing::AssertionSuccess() << os.str();
+  os << " worst at flat index " << worst << ": got " << got[worst] << ", golden " << ref[worst];
+  return ::testing::AssertionFailure() << os.str();
+}
+
+}  // namespace ordo::test

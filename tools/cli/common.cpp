@@ -1,0 +1,116 @@
+#include "common.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace ordo::cli {
+
+void ModelArgs::add(CLI::App* app, bool with_position) {
+  app->add_option("-m,--model", dir, "Model directory (config.json, model.safetensors, tokenizer); default: bundled stories260K");
+  app->add_option("--backend", backend, "GEMM backend: openblas or onednn")->capture_default_str();
+  app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
+  if (!with_position) return;
+  app->add_option("--position", position,
+                  "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi");
+  app->add_option("--scaling", scaling,
+                  "Long-context scaling: none, linear, ntk, dynamic, yarn, llama3, longrope (replaces config.json's)");
+  app->add_option("--factor", factor, "Scaling factor (e.g. 4 for 4x the trained length)");
+  app->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
+}
+
+std::string ModelArgs::resolved_dir() const {
+  if (!dir.empty()) return dir;
+  if (const char* env = std::getenv("ORDO_DEFAULT_MODEL")) return env;
+  // Installed layout: <prefix>/bin/ordo and <prefix>/share/ordo/models/stories260K.
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path().parent_path() / "share/ordo/models/stories260K";
+    if (fs::exists(installed / "config.json")) return installed.string();
+  }
+  return ORDO_DEFAULT_MODEL_DIR;
+}
+
+ModelOptions ModelArgs::options() const {
+  ModelOptions o;
+  o.backend = parse_backend(backend);
+  o.threads = threads;
+  o.position = position;
+  if (!scaling.empty() || factor != 0 || original_max != 0) {
+    if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
+    Scaling s;
+    s.type = parse_scaling(scaling);
+    s.factor = factor != 0 ? factor : 1.0;
+    s.original_max_positions = original_max;
+    if (s.type != ScalingType::None && s.factor < 1.0 && s.type != ScalingType::Linear)
+      throw Error("--factor must be >= 1 for " + scaling + " scaling, got " + std::to_string(s.factor));
+    if (s.factor <= 0) throw Error("--factor must be positive, got " + std::to_string(s.factor));
+    o.scaling = s;
+  }
+  return o;
+}
+
+Model ModelArgs::load(bool tokenizer) const {
+  ModelOptions o = options();
+  o.load_tokenizer = tokenizer;
+  return Model::load(resolved_dir(), o);
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::string item;
+  std::istringstream in(text);
+  auto flush = [&]() {
+    if (item.empty()) return;
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (*end != '\0' || errno != 0 || v < INT32_MIN || v > INT32_MAX)
+      throw Error("token id '" + item + "' is not an integer");
+    ids.push_back(static_cast<int32_t>(v));
+    item.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\t')
+      flush();
+    else
+      item += ch;
+  }
+  flush();
+  return ids;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? sep : "") + std::to_string(ids[i]);
+  return s;
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  std::string shape = "(";
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  shape += t.shape.size() == 1 ? ",)" : ")";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  // magic (6) + version (2) + header length (2) + header, padded with spaces to a multiple of 64, ending in \n
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open for writing");
+  f.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  f.put(static_cast<char>(len & 0xff));
+  f.put(static_cast<char>(len >> 8));
+  f << header;
+  Tensor c = t.dtype == DType::F32 ? t : t.to_f32();
+  f.write(static_cast<const char*>(c.data), c.nbytes());
+  if (!f) throw Error(path + ": write failed");
+}
+
+}  // namespace ordo::cli

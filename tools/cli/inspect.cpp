@@ -1,0 +1,66 @@
+// ordo inspect: what a model directory holds and how ordo will run it.
+#include <iomanip>
+#include <iostream>
+
+#include "common.hpp"
+#include "ordo/safetensors.hpp"
+
+namespace ordo::cli {
+namespace {
+
+struct InspectCommand : Command {
+  ModelArgs model;
+  bool no_tensors = false;
+
+  CLI::App* add(CLI::App& app) override {
+    CLI::App* c = app.add_subcommand("inspect", "Architecture, parameter count, position scheme and tensors of a model");
+    model.add(c);
+    c->add_flag("--no-tensors", no_tensors, "Omit the tensor list");
+    return c;
+  }
+
+  int run() override {
+    const std::string dir = model.resolved_dir();
+    Model m = model.load(false);
+    const ModelSpec& s = m.spec();
+    const PositionConfig& p = s.position;
+    std::cout << "model:        " << dir << "\n"
+              << "family:       " << m.family() << " (model_type " << s.architecture << ")\n"
+              << "graph:        " << graph_kind_name(s.graph) << "\n"
+              << "parameters:   " << s.parameter_count() << "\n"
+              << "layers:       " << (s.graph == GraphKind::Decoder ? 0 : s.encoder.layers.size()) << " encoder, "
+              << (s.graph == GraphKind::Encoder ? 0 : s.decoder.layers.size()) << " decoder\n"
+              << "d_model:      " << s.d_model << "\n"
+              << "heads:        " << s.n_heads << " (" << s.n_kv_heads << " key/value), head_dim " << s.head_dim << "\n"
+              << "vocab:        " << s.vocab_size << "\n"
+              << "norm:         " << (s.pre_norm ? "pre-norm" : "post-norm")
+              << (s.parallel_residual ? ", parallel residual" : "") << "\n"
+              << "position:     " << p.scheme;
+    if (p.scheme == "rope")
+      std::cout << " (theta " << p.rope_theta << ", rotary_dim " << (p.rotary_dim ? p.rotary_dim : s.head_dim) << ", "
+                << (p.rope_layout == RopeLayout::HalfSplit ? "half-split" : "interleaved") << ")";
+    if (p.scheme == "learned" && p.learned_offset) std::cout << " (offset " << p.learned_offset << ")";
+    if (p.scheme == "relative") std::cout << " (" << p.num_buckets << " buckets, max_distance " << p.max_distance << ")";
+    if (p.scheme == "alibi") std::cout << " (max_bias " << p.alibi_max_bias << ")";
+    std::cout << "\n"
+              << "scaling:      " << scaling_name(p.scaling.type);
+    if (p.scaling.type != ScalingType::None) std::cout << " x" << p.scaling.factor;
+    std::cout << "\n"
+              << "trained len:  " << p.max_positions << "\n";
+    if (no_tensors) return 0;
+    SafeTensors st = SafeTensors::open(dir + "/model.safetensors");
+    std::cout << "tensors:\n";
+    for (const std::string& name : st.names()) {
+      const Tensor& t = st.get(name);
+      std::cout << "  " << std::left << std::setw(56) << name << " " << std::setw(5) << dtype_name(t.dtype) << " "
+                << t.shape_str() << "\n";
+    }
+    return 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_inspect() { return std::make_unique<InspectCommand>(); }
+
+}  // namespace ordo::cli
