@@ -13,3 +13,4 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ordoConfigVersion.c
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ordoConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/ordoConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ordo)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/stories260K DESTINATION ${CMAKE_INSTALL_DATADIR}/ordo/models)

@@ -83,10 +83,14 @@ GenerateResult generate(const Transformer& model, const std::vector<int32_t>& pr
   GenerateResult res;
   res.prompt_tokens = static_cast<int64_t>(prompt.size());
   std::vector<int32_t> history(prompt);
+  std::vector<uint8_t> history_mask = params.prompt_mask;
+  if (!history_mask.empty() && history_mask.size() != prompt.size())
+    throw Error("generate: prompt_mask has " + std::to_string(history_mask.size()) + " entries for " +
+                std::to_string(prompt.size()) + " prompt tokens");
 
   auto t0 = clock::now();
   Sequence seq = fresh_sequence(model, capacity, encoder_out, encoder_mask);
-  Tensor logits = model.decode(seq, prompt, {}, false).logits;
+  Tensor logits = model.decode(seq, prompt, history_mask, false).logits;
   res.prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
 
   auto t1 = clock::now();
@@ -99,6 +103,7 @@ GenerateResult generate(const Transformer& model, const std::vector<int32_t>& pr
     const int32_t id = sampler.sample(logits.f32(), V, history);
     res.ids.push_back(id);
     history.push_back(id);
+    if (!history_mask.empty()) history_mask.push_back(1);
     const bool is_stop = std::find(params.stop_ids.begin(), params.stop_ids.end(), id) != params.stop_ids.end();
     if (on_token && !on_token(id)) break;
     if (is_stop) {
@@ -112,7 +117,7 @@ GenerateResult generate(const Transformer& model, const std::vector<int32_t>& pr
       // Recompute every key with the rotation in force for the new length (LongRoPE's
       // short→long switch, or the uncached reference mode).
       seq = fresh_sequence(model, capacity, encoder_out, encoder_mask);
-      logits = model.decode(seq, history, {}, false).logits;
+      logits = model.decode(seq, history, history_mask, false).logits;
     } else {
       logits = model.decode(seq, {id}, {}, false).logits;
     }

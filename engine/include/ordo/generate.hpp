@@ -37,6 +37,7 @@ struct GenerateParams {
   std::vector<int32_t> stop_ids;  // generation ends after emitting one of these
   bool use_cache = true;          // false: recompute the whole sequence every step (reference mode)
   int64_t capacity = 0;           // KV-cache slots to preallocate (0: prompt + max_new_tokens)
+  std::vector<uint8_t> prompt_mask;  // 0 marks padding in the prompt (left-padded batches); empty: none
 };
 
 // Called once per generated token; return false to stop (e.g. a stop string was seen).
