@@ -1,0 +1,225 @@
+#include "json_config.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+namespace ordo {
+namespace {
+
+// "string \"64\"", "number 2.5", "null", ... for error messages.
+std::string describe_value(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return std::string(v.type_name()) + " " + s;  // "string", "number", "boolean", "array", "object"
+}
+
+std::string read_text_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw Error(path + ": cannot open: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": cannot open: " + (S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file"));
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw Error(path + ": read failed: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
+std::string describe_json_parse_error(const nlohmann::json::parse_error& e, const char* text, size_t size) {
+  // e.byte is the 1-based index of the character where parsing failed (size + 1 at end of input).
+  size_t pos = e.byte > 0 ? static_cast<size_t>(e.byte - 1) : 0;
+  if (pos > size) pos = size;
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < pos; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  const size_t column = pos - line_start + 1;
+
+  std::string detail = e.what();
+  size_t at = detail.find("parse error");
+  if (at != std::string::npos) {
+    size_t colon = detail.find(": ", at);
+    if (colon != std::string::npos) detail = detail.substr(colon + 2);
+  }
+  return "at line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + detail;
+}
+
+JsonConfig::JsonConfig(nlohmann::json value, std::string origin) : json_(std::move(value)), origin_(std::move(origin)) {
+  if (!json_.is_object()) fail("expected a JSON object, got " + describe_value(json_));
+}
+
+JsonConfig JsonConfig::load(const std::string& path) { return parse(read_text_file(path), path); }
+
+JsonConfig JsonConfig::parse(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(origin + ": malformed JSON " + describe_json_parse_error(e, text.data(), text.size()));
+  }
+  return JsonConfig(std::move(j), origin);
+}
+
+void JsonConfig::fail(const std::string& msg) const { throw Error(origin_ + ": " + msg); }
+
+void JsonConfig::wrong_type(const std::string& what, const char* expected, const nlohmann::json& got) const {
+  fail(what + " must be " + expected + ", got " + describe_value(got));
+}
+
+std::string JsonConfig::field(const std::string& key) { return "field '" + key + "'"; }
+
+bool JsonConfig::has(const std::string& key) const {
+  auto it = json_.find(key);
+  return it != json_.end() && !it->is_null();
+}
+
+std::optional<std::string> JsonConfig::first_present(std::initializer_list<std::string> keys) const {
+  for (const std::string& k : keys)
+    if (has(k)) return k;
+  return std::nullopt;
+}
+
+const nlohmann::json& JsonConfig::require(const std::string& key) const {
+  auto it = json_.find(key);
+  if (it == json_.end() || it->is_null()) fail("field '" + key + "' missing");
+  return *it;
+}
+
+int64_t JsonConfig::to_int(const std::string& what, const nlohmann::json& v) const {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) fail(what + " is out of range: " + v.dump());
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    // 2^63 is exactly representable; valid doubles are in [-2^63, 2^63).
+    if (std::isfinite(d) && d == std::trunc(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+      return static_cast<int64_t>(d);
+  }
+  wrong_type(what, "an integer", v);
+}
+
+double JsonConfig::to_double(const std::string& what, const nlohmann::json& v) const {
+  if (!v.is_number()) wrong_type(what, "a number", v);
+  return v.get<double>();
+}
+
+int64_t JsonConfig::get_int(const std::string& key) const { return to_int(field(key), require(key)); }
+
+int64_t JsonConfig::get_int(const std::string& key, int64_t def) const {
+  return has(key) ? to_int(field(key), json_.at(key)) : def;
+}
+
+double JsonConfig::get_double(const std::string& key) const { return to_double(field(key), require(key)); }
+
+double JsonConfig::get_double(const std::string& key, double def) const {
+  return has(key) ? to_double(field(key), json_.at(key)) : def;
+}
+
+bool JsonConfig::get_bool(const std::string& key) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_boolean()) wrong_type(field(key), "a boolean", v);
+  return v.get<bool>();
+}
+
+bool JsonConfig::get_bool(const std::string& key, bool def) const { return has(key) ? get_bool(key) : def; }
+
+std::string JsonConfig::get_string(const std::string& key) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_string()) wrong_type(field(key), "a string", v);
+  return v.get<std::string>();
+}
+
+std::string JsonConfig::get_string(const std::string& key, const std::string& def) const {
+  return has(key) ? get_string(key) : def;
+}
+
+std::vector<double> JsonConfig::get_double_array(const std::string& key) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_array()) wrong_type(field(key), "an array of numbers", v);
+  std::vector<double> out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(to_double(field(key) + " entry " + std::to_string(i), v[i]));
+  return out;
+}
+
+std::vector<int64_t> JsonConfig::get_int_array(const std::string& key) const {
+  const nlohmann::json& v = require(key);
+  if (v.is_number()) return {to_int(field(key), v)};
+  if (!v.is_array()) wrong_type(field(key), "an integer or an array of integers", v);
+  std::vector<int64_t> out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(to_int(field(key) + " entry " + std::to_string(i), v[i]));
+  return out;
+}
+
+std::string JsonConfig::none_present(std::initializer_list<std::string> keys) const {
+  std::string list;
+  for (const std::string& k : keys) list += (list.empty() ? "'" : ", '") + k + "'";
+  return "none of the fields " + list + " is present";
+}
+
+int64_t JsonConfig::get_int_any(std::initializer_list<std::string> keys) const {
+  auto k = first_present(keys);
+  if (!k) fail(none_present(keys));
+  return get_int(*k);
+}
+
+int64_t JsonConfig::get_int_any(std::initializer_list<std::string> keys, int64_t def) const {
+  auto k = first_present(keys);
+  return k ? get_int(*k) : def;
+}
+
+double JsonConfig::get_double_any(std::initializer_list<std::string> keys) const {
+  auto k = first_present(keys);
+  if (!k) fail(none_present(keys));
+  return get_double(*k);
+}
+
+double JsonConfig::get_double_any(std::initializer_list<std::string> keys, double def) const {
+  auto k = first_present(keys);
+  return k ? get_double(*k) : def;
+}
+
+JsonConfig JsonConfig::child(const std::string& key) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_object()) wrong_type(field(key), "an object", v);
+  JsonConfig c;
+  c.json_ = v;
+  c.origin_ = origin_ + (nested_ ? "." : ": ") + key;
+  c.nested_ = true;
+  return c;
+}
+
+}  // namespace ordo
