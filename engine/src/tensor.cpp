@@ -79,14 +79,15 @@ Tensor Tensor::to_f32() const {
   float* dst = out.f32();
   switch (dtype) {
     case DType::F32: std::memcpy(dst, data, n * 4); break;
-    case DType::F16: {
-      auto src = static_cast<const uint16_t*>(data);
-      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-      break;
-    }
+    // Mapped tensors may sit at any byte offset: read 16-bit values with memcpy.
+    case DType::F16:
     case DType::BF16: {
-      auto src = static_cast<const uint16_t*>(data);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+      auto src = static_cast<const unsigned char*>(data);
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
       break;
     }
     case DType::I8: throw Error("to_f32: I8 tensors need their scales to dequantize");

@@ -16,14 +16,14 @@ namespace {
 void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
   switch (table.dtype) {
     case DType::F32: std::memcpy(dst, table.f32() + r * d, d * sizeof(float)); return;
-    case DType::F16: {
-      auto src = static_cast<const uint16_t*>(table.data) + r * d;
-      for (int64_t i = 0; i < d; ++i) dst[i] = f16_to_f32(src[i]);
-      return;
-    }
+    case DType::F16:
     case DType::BF16: {
-      auto src = static_cast<const uint16_t*>(table.data) + r * d;
-      for (int64_t i = 0; i < d; ++i) dst[i] = bf16_to_f32(src[i]);
+      auto src = static_cast<const unsigned char*>(table.data) + 2 * r * d;
+      for (int64_t i = 0; i < d; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = table.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
       return;
     }
     case DType::I8: throw Error("embedding tables cannot be stored as I8");

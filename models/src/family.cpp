@@ -18,7 +18,13 @@ Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& s
   if (!shape.empty() && t.shape != shape)
     throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                 shape_of(shape) + " from config.json");
-  if (t.dtype == DType::F32) return t;
+  // F32 borrowed from the mapping when 4-byte aligned (the usual case); copied otherwise.
+  if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) return t;
+  if (t.dtype == DType::F32) {
+    Tensor c = Tensor::zeros(t.shape);
+    std::memcpy(c.data, t.data, t.nbytes());
+    return c;
+  }
   if (t.dtype == DType::I8) throw Error(weights_.path() + ": tensor '" + name + "' is I8; expected a float type");
   return t.to_f32();
 }
