@@ -7,8 +7,8 @@
 //   * M > 1, F16/BF16/I8 weights: blocks of rows are dequantised into a per-thread F32 scratch
 //     (about 4 MB) and each block goes through the chosen backend, writing its columns of y;
 //     I8 scales and the bias are applied to y afterwards. The weight is never expanded whole.
-//   * Inside an OpenMP parallel region both backends go through oneDNN, which then runs
-//     sequentially (the pthread OpenBLAS would start its own threads there).
+//   * Threads: everything runs on the one OpenMP pool (see threads.cpp, gemm_openblas.cpp).
+//     Called from inside an OpenMP parallel region, every path runs on the calling thread.
 #include <omp.h>
 
 #include <algorithm>
@@ -251,7 +251,6 @@ void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const flo
       for (int64_t n = 0; n < N; ++n) C[m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[m * ldc + n];
     return;
   }
-  if (omp_in_parallel()) be = Backend::OneDNN;
   detail::ensure_threads();
   if (be == Backend::OneDNN) {
     detail::onednn_gemm_nt(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -288,7 +287,6 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.0f;
     return;
   }
-  if (omp_in_parallel()) be = Backend::OneDNN;
   detail::ensure_threads();
 
   if (M == 1) {

@@ -12,14 +12,14 @@ namespace ordo::detail {
 // and re-applies omp_set_num_threads() in threads that have not seen the latest count.
 int ensure_threads();
 
-// ---- OpenBLAS (gemm_openblas.cpp). Call from serial code only: the pthread OpenBLAS
-// runs its own pool sized by set_num_threads(). ---------------------------------------------
+// ---- OpenBLAS (gemm_openblas.cpp): single-threaded OpenBLAS calls, split over the OpenMP
+// threads; sequential inside an enclosing parallel region. ----------------------------------
 void openblas_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                       const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 // y[M, N] (row stride ldy) = x[M, K] (ldx) · W[N, K] (ldw)ᵀ + bias (bias may be null).
 void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                      int64_t N, const float* bias, float* y, int64_t ldy);
-// y[N] = W[N, K] · x[K] + bias via cblas_sgemv.
+// y[N] = W[N, K] · x[K] + bias via cblas_sgemv (single-threaded; for the benchmark).
 void openblas_gemv(const float* x, int64_t K, const float* W, int64_t N, const float* bias, float* y);
 
 // ---- oneDNN (gemm_onednn.cpp). OpenMP-threaded; sequential inside a parallel region. -------

@@ -1,5 +1,8 @@
-// One thread count for our OpenMP kernels, OpenBLAS (its own pthread pool) and oneDNN
-// (Debian builds it on OpenMP, so it follows omp_get_max_threads() of the calling thread).
+// One thread count for our OpenMP kernels, OpenBLAS and oneDNN. Everything runs on the one
+// OpenMP pool: oneDNN (built on OpenMP in Debian) follows omp_get_max_threads() of the calling
+// thread, and the pthread OpenBLAS is kept at one thread per call, its GEMMs being split over
+// the OpenMP threads by gemm_openblas.cpp (its own pool spinning against OpenMP's was measured
+// to be far slower).
 #include <cblas.h>
 #include <omp.h>
 
@@ -28,7 +31,7 @@ int all_cores() {
 void set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (n <= 0) n = all_cores();
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
   g_threads.store(n, std::memory_order_release);
   uint64_t gen = g_generation.fetch_add(1, std::memory_order_acq_rel) + 1;
   // omp_set_num_threads() only sets the calling thread's ICV; other threads pick the new
