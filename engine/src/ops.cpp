@@ -148,7 +148,7 @@ void act_any(Activation a, float* x, const float* up, int64_t n) {
 
 float sum_sq(const float* x, int64_t n) {
   int64_t i = 0;
-  float s = 0.0f;
+  double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
 #ifdef ORDO_OPS_SIMD
   __m256 a = _mm256_setzero_ps(), b = a;
   for (; i + 16 <= n; i += 16) {
@@ -162,13 +162,13 @@ float sum_sq(const float* x, int64_t n) {
   }
   s = hsum(_mm256_add_ps(a, b));
 #endif
-  for (; i < n; ++i) s += x[i] * x[i];
-  return s;
+  for (; i < n; ++i) s += double(x[i]) * x[i];
+  return float(s);
 }
 
 float sum(const float* x, int64_t n) {
   int64_t i = 0;
-  float s = 0.0f;
+  double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
 #ifdef ORDO_OPS_SIMD
   __m256 a = _mm256_setzero_ps(), b = a;
   for (; i + 16 <= n; i += 16) {
@@ -179,13 +179,13 @@ float sum(const float* x, int64_t n) {
   s = hsum(_mm256_add_ps(a, b));
 #endif
   for (; i < n; ++i) s += x[i];
-  return s;
+  return float(s);
 }
 
 // Σ (x − mean)²
 float sum_sq_dev(const float* x, float mean, int64_t n) {
   int64_t i = 0;
-  float s = 0.0f;
+  double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
 #ifdef ORDO_OPS_SIMD
   const __m256 m = _mm256_set1_ps(mean);
   __m256 a = _mm256_setzero_ps(), b = a;
@@ -200,8 +200,8 @@ float sum_sq_dev(const float* x, float mean, int64_t n) {
   }
   s = hsum(_mm256_add_ps(a, b));
 #endif
-  for (; i < n; ++i) s += (x[i] - mean) * (x[i] - mean);
-  return s;
+  for (; i < n; ++i) s += double(x[i] - mean) * (x[i] - mean);
+  return float(s);
 }
 
 }  // namespace
