@@ -266,6 +266,30 @@ TEST_P(GemmTest, EmptyAndZeroK) {
   EXPECT_THROW(ordo::gemm_nt(be, 2, 2, 3, 1.0f, C.data(), 2, C.data(), 3, 0.0f, C.data(), 2), ordo::Error);
 }
 
+TEST_P(GemmTest, InsideOpenMPParallelRegion) {
+  // Attention may call gemm_nt per head from its own parallel loop.
+  const Backend be = GetParam();
+  const int64_t M = 6, N = 19, K = 64;
+  constexpr int kHeads = 6;
+  const std::vector<float> A = random_vec(size_t(kHeads * M * K), 101), B = random_vec(size_t(kHeads * N * K), 102);
+  std::vector<float> C(size_t(kHeads * M * N));
+#pragma omp parallel for num_threads(2)
+  for (int h = 0; h < kHeads; ++h)
+    ordo::gemm_nt(be, M, N, K, 0.125f, A.data() + h * M * K, K, B.data() + h * N * K, K, 0.0f,
+                  C.data() + h * M * N, N);
+  for (int h = 0; h < kHeads; ++h)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, scale = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = double(A[size_t((h * M + m) * K + k)]) * B[size_t((h * N + n) * K + k)];
+          ref += p;
+          scale += std::fabs(p);
+        }
+        ASSERT_NEAR(C[size_t((h * M + m) * N + n)], 0.125 * ref, 1e-5 * scale) << h << ":" << m << "," << n;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GemmTest, ::testing::Values(Backend::OpenBLAS, Backend::OneDNN),
                          backend_param_name);
 
