@@ -7,6 +7,13 @@
 // Prefill benchmarks reuse one weight (compute-bound).
 //
 //   ordo_bench_kernels [--threads=N] [google benchmark flags, e.g. --benchmark_filter=decode]
+//
+// Environment that changes the results:
+//   * On a shared/oversubscribed machine libgomp's default spin-wait (up to ~15 ms per idle
+//     thread on recent Xeons) turns every parallel region into a scheduler-quantum stall;
+//     measure with GOMP_SPINCOUNT=10000 (or OMP_WAIT_POLICY=passive) there.
+//   * OpenBLAS 0.3.21 does not know CPUs newer than Ice Lake and falls back to its Haswell
+//     (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 ones (~2x on GEMM).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
