@@ -101,3 +101,8 @@ std::vector<Param> params_for(const std::vector<std::string>& fixtures) {
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(Llama, DecoderFixture, testing::ValuesIn(params_for({"llama", "stories260K"})), param_name);
+
+INSTANTIATE_TEST_SUITE_P(RopeScaling, DecoderFixture,
+                         testing::ValuesIn(params_for({"llama-linear", "llama-dynamic", "llama-yarn", "llama-llama3",
+                                                       "llama-longrope"})),
+                         param_name);
