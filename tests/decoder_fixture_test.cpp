@@ -41,7 +41,7 @@ TEST_P(DecoderFixture, LogitsAndHiddenStatesMatchReference) {
   for (const auto& c : golden_->json.at("cases")) {
     const std::string name = c.at("name");
     SCOPED_TRACE("case " + name);
-    if (c.at("input_ids")[0].is_array()) continue;  // batched cases: see PaddedBatchFixture below
+    if (c.at("input_ids")[0].is_array()) continue;  // batched cases: see PaddedBatchDecoderFixture below
     const std::vector<int32_t> ids = ids_of(c.at("input_ids"));
     ForwardOutput out = model_->forward(ids, true);
     EXPECT_TRUE(within_tolerance(out.logits.f32(), golden_->tensor(name + ".logits")));
@@ -90,12 +90,12 @@ TEST_P(DecoderFixture, GreedyWithoutCacheMatchesReference) {
 }
 
 // Fixtures with batched cases (BLOOM's left-padded batch).
-class PaddedBatchFixture : public DecoderFixture {};
+class PaddedBatchDecoderFixture : public DecoderFixture {};
 
 // Each row runs alone with its attention mask (0 = padding); logits and hidden states are compared
 // at real positions only, greedy ids and step logits row by row (prompt_mask), with and without
 // the KV cache.
-TEST_P(PaddedBatchFixture, RowsMatchReferenceAtRealPositions) {
+TEST_P(PaddedBatchDecoderFixture, RowsMatchReferenceAtRealPositions) {
   bool any = false;
   for (const auto& c : golden_->json.at("cases")) {
     if (!c.at("input_ids")[0].is_array()) continue;
@@ -121,10 +121,12 @@ TEST_P(PaddedBatchFixture, RowsMatchReferenceAtRealPositions) {
       SCOPED_TRACE("case " + name + " row " + std::to_string(b));
       const std::vector<int32_t> ids = ids_of(c.at("input_ids")[b]);
       const int64_t T = static_cast<int64_t>(ids.size());
-      const nlohmann::json& mrow = masks.is_null() ? no_mask : masks[b];
-      const std::vector<int64_t> rows = real_rows(mrow, T);
+      const std::vector<uint8_t> mask = mask_of(masks.is_null() ? no_mask : masks[b], ids.size());
+      std::vector<int64_t> rows;  // real (mask 1) positions
+      for (int64_t t = 0; t < T; ++t)
+        if (mask[t]) rows.push_back(t);
       Sequence seq = model_->engine().new_sequence(T);
-      ForwardOutput out = model_->engine().decode(seq, ids, mask_of(mrow, ids.size()), LogitsFor::All, true);
+      ForwardOutput out = model_->engine().decode(seq, ids, mask, LogitsFor::All, true);
       EXPECT_TRUE(within_tolerance(out.logits.f32(), row_of(name + ".logits", b), rows));
       ASSERT_EQ(out.hidden.size(), n_hidden);
       for (size_t i = 0; i < n_hidden; ++i) {
@@ -174,4 +176,4 @@ INSTANTIATE_TEST_SUITE_P(Llama, DecoderFixture, testing::ValuesIn(params_for({"l
 INSTANTIATE_TEST_SUITE_P(Decoders, DecoderFixture,
                          testing::ValuesIn(params_for({"gpt2", "opt", "gpt-neox", "gptj", "bloom", "mpt"})),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Bloom, PaddedBatchFixture, testing::ValuesIn(params_for({"bloom"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Bloom, PaddedBatchDecoderFixture, testing::ValuesIn(params_for({"bloom"})), param_name);
