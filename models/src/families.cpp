@@ -4,10 +4,22 @@
 namespace ordo {
 
 ModelSpec build_llama(const FamilyContext&);
+ModelSpec build_gpt2(const FamilyContext&);
+ModelSpec build_opt(const FamilyContext&);
+ModelSpec build_gpt_neox(const FamilyContext&);
+ModelSpec build_gptj(const FamilyContext&);
+ModelSpec build_bloom(const FamilyContext&);
+ModelSpec build_mpt(const FamilyContext&);
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
       {"llama", {"llama", "mistral", "qwen2"}, build_llama},
+      {"gpt2", {"gpt2"}, build_gpt2},
+      {"opt", {"opt"}, build_opt},
+      {"gpt_neox", {"gpt_neox"}, build_gpt_neox},
+      {"gptj", {"gptj"}, build_gptj},
+      {"bloom", {"bloom"}, build_bloom},
+      {"mpt", {"mpt"}, build_mpt},
   };
   return all;
 }
