@@ -63,7 +63,7 @@ struct PplCommand : Command {
     c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str();
     c->add_option("--scaling", scaling_list,
                   "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
-                  "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length")
+                  "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length (dynamic: 1)")
         ->capture_default_str();
     c->add_option("--factor", factor, "Factor for settings that give none");
     c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
@@ -105,7 +105,11 @@ struct PplCommand : Command {
         if (!s.from_model) {
           Scaling sc = s.type == base.scaling.type ? base.scaling : Scaling{};
           sc.type = s.type;
-          const double f = s.factor > 0 ? s.factor : factor > 0 ? factor : std::max(1.0, double(ctx) / double(trained));
+          // Dynamic NTK derives its stretch from the length itself (factor 1 gives NTK at exactly
+          // ctx / trained); a factor of ctx / trained on top would compound to s·ctx/trained − (s−1).
+          const double automatic =
+              s.type == ScalingType::Dynamic ? 1.0 : std::max(1.0, double(ctx) / double(trained));
+          const double f = s.factor > 0 ? s.factor : factor > 0 ? factor : automatic;
           if (s.type != ScalingType::None) sc.factor = f;
           if (original_max > 0) sc.original_max_positions = original_max;
           pc.scaling = sc;
