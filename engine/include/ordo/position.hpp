@@ -47,6 +47,10 @@ struct Scaling {
   // LongRoPE
   std::vector<double> short_factor, long_factor;
   std::optional<double> short_mscale, long_mscale;
+  // Dynamic NTK: HF keeps cached keys with the rotation they were stored with (rotation_changes()
+  // is false, matching HF's cached generation). true: rotation_changes() reports every change of the
+  // effective base so the generator re-encodes the cache (= HF use_cache=False; YaRN paper §3.3).
+  bool dynamic_rerotate = false;
 };
 
 enum class RopeLayout { HalfSplit, Interleaved };         // (x_i, x_{i+d/2}) vs (x_2i, x_2i+1)
@@ -122,5 +126,26 @@ std::unique_ptr<PositionScheme> make_position_scheme(const PositionConfig& cfg, 
 
 // Names of all registered schemes, in registry order.
 std::vector<std::string> position_scheme_names();
+
+// ---- Formula helpers, exposed for tests and tools -------------------------------------------------
+
+// RoPE inverse frequencies [rotary_dim/2] (float32, computed with HF transformers' float32 op order)
+// and the magnitude that multiplies cos and sin, as cfg.rope_theta/cfg.scaling give them for a
+// forward that sees `seq_len` positions (max position + 1). seq_len <= 0 means "as at model
+// construction" (seq_len = cfg.max_positions): dynamic NTK then equals the default, LongRoPE picks
+// long_factor when max_positions > original_max_positions. Throws Error for invalid settings.
+struct RopeFrequencies {
+  std::vector<float> inv_freq;
+  double attention_scaling = 1.0;
+};
+RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t rotary_dim, int64_t seq_len);
+
+// ALiBi slopes for n_heads heads (BLOOM / MPT / ggml convention, which agree for every head count):
+// c = 2^floor(log2 n), m0 = 2^(-max_bias/c), m1 = 2^(-(max_bias/2)/c),
+// slope_h = h < c ? m0^(h+1) : m1^(2(h-c)+1).
+std::vector<float> alibi_slopes(int64_t n_heads, double max_bias = 8.0);
+
+// T5 relative-position bucket of rp = key_pos - query_pos (HF `_relative_position_bucket`).
+int64_t t5_relative_bucket(int64_t rp, bool bidirectional, int64_t num_buckets, int64_t max_distance);
 
 }  // namespace ordo
