@@ -43,5 +43,6 @@ std::unique_ptr<Command> make_run();
 std::unique_ptr<Command> make_tokenize();
 std::unique_ptr<Command> make_inspect();
 std::unique_ptr<Command> make_forward();
+std::unique_ptr<Command> make_embed();
 
 }  // namespace ordo::cli
