@@ -311,6 +311,13 @@ TEST(Alibi, DecodeStepGetsItsBias) {
     for (int j = 0; j <= 10; ++j) EXPECT_EQ(sc[j], 1.0f - m[h] * static_cast<float>(10 - j)) << h << " " << j;
     EXPECT_EQ(sc[0], 1.0f - 10.0f * m[h]);  // not 0: the bias uses the real query position
   }
+  // Causal form is -m(i-j), not -m|i-j| (a key after the query is masked anyway, but the sign shows the form).
+  {
+    const int32_t future[] = {12};
+    float sc1 = 0.0f;
+    causal->add_score_bias(&sc1, 0, 10, future, 1);
+    EXPECT_EQ(sc1, 0.5f);
+  }
   // Bidirectional: -m|i-j| with keys on both sides.
   const int32_t k2[] = {2, 5, 8};
   std::vector<float> sc(3, 0.0f);

@@ -90,7 +90,7 @@ GenerateResult generate(const Transformer& model, const std::vector<int32_t>& pr
 
   auto t0 = clock::now();
   Sequence seq = fresh_sequence(model, capacity, encoder_out, encoder_mask);
-  Tensor logits = model.decode(seq, prompt, history_mask, false).logits;
+  Tensor logits = model.decode(seq, prompt, history_mask, LogitsFor::Last).logits;
   res.prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
 
   auto t1 = clock::now();
@@ -117,9 +117,9 @@ GenerateResult generate(const Transformer& model, const std::vector<int32_t>& pr
       // Recompute every key with the rotation in force for the new length (LongRoPE's
       // short→long switch, or the uncached reference mode).
       seq = fresh_sequence(model, capacity, encoder_out, encoder_mask);
-      logits = model.decode(seq, history, history_mask, false).logits;
+      logits = model.decode(seq, history, history_mask, LogitsFor::Last).logits;
     } else {
-      logits = model.decode(seq, {id}, {}, false).logits;
+      logits = model.decode(seq, {id}, {}, LogitsFor::Last).logits;
     }
   }
   res.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();

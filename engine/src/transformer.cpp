@@ -369,7 +369,7 @@ void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const
 }
 
 ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask,
-                                  bool all_logits, bool want_hidden) const {
+                                  LogitsFor which, bool want_hidden) const {
   if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
   if (spec_.graph == GraphKind::EncoderDecoder && seq.cross.k.empty())
     throw Error("encoder-decoder decode needs the encoder output: call attach_encoder first");
@@ -405,10 +405,11 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
   seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
   for (int64_t t = 0; t < T; ++t) seq.token_valid.push_back(mask.empty() ? 1 : mask[t]);
 
-  if (all_logits)
-    out.logits = logits(x.f32(), T);
-  else
-    out.logits = logits(x.f32() + (T - 1) * spec_.d_model, 1);
+  switch (which) {
+    case LogitsFor::All: out.logits = logits(x.f32(), T); break;
+    case LogitsFor::Last: out.logits = logits(x.f32() + (T - 1) * spec_.d_model, 1); break;
+    case LogitsFor::None: out.final_hidden = std::move(x); break;
+  }
   return out;
 }
 

@@ -103,7 +103,7 @@ ForwardOutput Model::forward(const std::vector<int32_t>& ids, bool want_hidden) 
   if (e.spec().graph == GraphKind::EncoderDecoder)
     throw Error(e.spec().architecture + " is an encoder-decoder model: give decoder ids too (forward_seq2seq)");
   Sequence seq = e.new_sequence(static_cast<int64_t>(ids.size()));
-  return e.decode(seq, ids, {}, true, want_hidden);
+  return e.decode(seq, ids, {}, LogitsFor::All, want_hidden);
 }
 
 ForwardOutput Model::forward_seq2seq(const std::vector<int32_t>& encoder_ids, const std::vector<int32_t>& decoder_ids,
@@ -112,7 +112,7 @@ ForwardOutput Model::forward_seq2seq(const std::vector<int32_t>& encoder_ids, co
   Tensor enc = e.encode(encoder_ids, {}, {}, encoder_hidden);
   Sequence seq = e.new_sequence(static_cast<int64_t>(decoder_ids.size()));
   e.attach_encoder(seq, enc, {});
-  return e.decode(seq, decoder_ids, {}, true, want_hidden);
+  return e.decode(seq, decoder_ids, {}, LogitsFor::All, want_hidden);
 }
 
 GenerateResult Model::generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,

@@ -43,6 +43,7 @@ std::unique_ptr<Command> make_run();
 std::unique_ptr<Command> make_tokenize();
 std::unique_ptr<Command> make_inspect();
 std::unique_ptr<Command> make_forward();
+std::unique_ptr<Command> make_ppl();
 std::unique_ptr<Command> make_embed();
 
 }  // namespace ordo::cli

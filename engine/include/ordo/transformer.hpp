@@ -44,8 +44,12 @@ struct Sequence {
   int64_t length() const { return self.length; }
 };
 
+// Which rows of logits a decoder forward computes.
+enum class LogitsFor { All, Last, None };
+
 struct ForwardOutput {
-  Tensor logits;               // [T, vocab] (or [1, vocab] when only the last row was asked)
+  Tensor logits;               // [T, vocab], [1, vocab] (Last) or empty (None)
+  Tensor final_hidden;         // [T, d] after the final norm (None only: compute logits in chunks)
   std::vector<Tensor> hidden;  // hidden states as the fixtures define them (when asked)
 };
 
@@ -75,10 +79,10 @@ class Transformer {
   // Encoder-decoder: stores the encoder output's keys/values for every decoder layer in seq.
   void attach_encoder(Sequence& seq, const Tensor& encoder_out, const std::vector<uint8_t>& mask) const;
 
-  // Decoder forward: appends ids to seq (mask 0 marks padding), returns logits of every new
-  // position (all_logits) or only the last one, and hidden states of the new positions if asked.
+  // Decoder forward: appends ids to seq (mask 0 marks padding), returns logits of the new
+  // positions as `which` asks, and hidden states of the new positions if asked.
   ForwardOutput decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask = {},
-                       bool all_logits = true, bool want_hidden = false) const;
+                       LogitsFor which = LogitsFor::All, bool want_hidden = false) const;
 
   // Logits for hidden rows h [T, d] (after the final norm).
   Tensor logits(const float* h, int64_t T) const;

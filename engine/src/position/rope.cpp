@@ -3,7 +3,8 @@
 // (HalfSplit, HF rotate_half / NeoX) or (x_{2i}, x_{2i+1}) (Interleaved, GPT-J / Meta).
 //   x'_a = x_a*cos - x_b*sin,  x'_b = x_b*cos + x_a*sin,  angle_i = float(pos) * inv_freq_i
 // computed like HF: the angle is a float32 product, cos/sin are rounded to float32 and then
-// multiplied by float32(attention_scaling).
+// multiplied by float32(attention_scaling). (The compiler may fuse x_a*cos - x_b*sin into an fma:
+// a last-bit difference from PyTorch's separately rounded ops, far inside the 1e-4 tolerance.)
 //
 // Length dependence: dynamic NTK recomputes inv_freq from seq_len on every call (seq_len > L0);
 // LongRoPE uses short_factor for seq_len <= L0 and long_factor above. Everything else is static.
@@ -88,13 +89,15 @@ class Rope final : public PositionScheme {
       cs = &dynamic;
     }
 
-    std::vector<float> cbuf(static_cast<size_t>(half_)), sbuf(static_cast<size_t>(half_));
+    std::vector<float> cbuf, sbuf;  // only for positions outside the table
     for (int64_t t = 0; t < T; ++t) {
       const float *c, *s;
       if (pos[t] >= 0 && pos[t] < cs->cap) {
         c = cs->cos.data() + pos[t] * half_;
         s = cs->sin.data() + pos[t] * half_;
       } else {
+        cbuf.resize(static_cast<size_t>(half_));
+        sbuf.resize(static_cast<size_t>(half_));
         cs->compute(pos[t], cbuf.data(), sbuf.data());
         c = cbuf.data();
         s = sbuf.data();

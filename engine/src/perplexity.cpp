@@ -1,0 +1,74 @@
+#include "ordo/perplexity.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ordo {
+
+double PerplexityResult::ppl() const { return tokens ? std::exp(nll_sum / static_cast<double>(tokens)) : NAN; }
+
+double token_nll(const float* logits, int64_t vocab, int32_t target) {
+  const float mx = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  return std::log(sum) + mx - logits[target];
+}
+
+namespace {
+
+struct Window {
+  int64_t begin, end, first_scored;  // score targets at indices [first_scored, end)
+};
+
+std::vector<Window> plan_windows(int64_t n, int64_t ctx, int64_t stride) {
+  std::vector<Window> w;
+  if (stride == 0) {
+    for (int64_t b = 0; b + ctx <= n; b += ctx) w.push_back({b, b + ctx, b + 1});
+    return w;
+  }
+  int64_t scored_until = 1;  // token 0 is never scored
+  for (int64_t b = 0; scored_until < n; b += stride) {
+    const int64_t e = std::min(b + ctx, n);
+    if (e > scored_until) w.push_back({b, e, std::max(scored_until, b + 1)});
+    scored_until = std::max(scored_until, e);
+    if (e == n) break;
+  }
+  return w;
+}
+
+}  // namespace
+
+PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride,
+                            const std::function<void(int64_t, int64_t)>& progress) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (ctx < 2) throw Error("perplexity: context length must be at least 2, got " + std::to_string(ctx));
+  if (stride < 0 || stride > ctx)
+    throw Error("perplexity: stride must be in [1, ctx] (or 0 for non-overlapping windows), got " + std::to_string(stride));
+  if (n < ctx)
+    throw Error("perplexity: the text has " + std::to_string(n) + " tokens, fewer than the context length " +
+                std::to_string(ctx) + "; give a longer text or a shorter --ctx");
+  const std::vector<Window> windows = plan_windows(n, ctx, stride);
+  const int64_t V = model.spec().vocab_size, d = model.spec().d_model;
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(256, (int64_t{1} << 24) / V));
+
+  PerplexityResult r;
+  r.ctx = ctx;
+  for (size_t wi = 0; wi < windows.size(); ++wi) {
+    const Window& w = windows[wi];
+    Sequence seq = model.new_sequence(w.end - w.begin);
+    std::vector<int32_t> window(ids.begin() + w.begin, ids.begin() + w.end);
+    ForwardOutput out = model.decode(seq, window, {}, LogitsFor::None);
+    // Row t of the window predicts token begin + t + 1.
+    for (int64_t t0 = w.first_scored - 1 - w.begin; t0 < w.end - w.begin - 1; t0 += chunk) {
+      const int64_t rows = std::min(chunk, w.end - w.begin - 1 - t0);
+      Tensor lg = model.logits(out.final_hidden.f32() + t0 * d, rows);
+      for (int64_t i = 0; i < rows; ++i) r.nll_sum += token_nll(lg.f32() + i * V, V, ids[w.begin + t0 + i + 1]);
+      r.tokens += rows;
+    }
+    ++r.windows;
+    if (progress) progress(r.windows, static_cast<int64_t>(windows.size()));
+  }
+  return r;
+}
+
+}  // namespace ordo

@@ -1,0 +1,166 @@
+// ordo ppl: perplexity against context length, for one or several long-context scaling settings.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common.hpp"
+#include "ordo/perplexity.hpp"
+#include "svg_chart.hpp"
+
+namespace ordo::cli {
+namespace {
+
+struct Setting {
+  std::string label;  // as given: "model", "none", "linear", "yarn:8"
+  bool from_model = false;
+  ScalingType type = ScalingType::None;
+  double factor = 0;  // 0: automatic (ctx / trained length, at least 1)
+};
+
+std::vector<Setting> parse_settings(const std::string& list) {
+  std::vector<Setting> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    Setting s;
+    s.label = item;
+    const size_t colon = item.find(':');
+    const std::string type = item.substr(0, colon);
+    if (type == "model") {
+      s.from_model = true;
+    } else {
+      s.type = parse_scaling(type);
+    }
+    if (colon != std::string::npos) {
+      const std::string f = item.substr(colon + 1);
+      char* end = nullptr;
+      s.factor = std::strtod(f.c_str(), &end);
+      if (*end || s.factor <= 0) throw Error("--scaling: factor '" + f + "' in '" + item + "' is not a positive number");
+    }
+    out.push_back(s);
+  }
+  if (out.empty()) throw Error("--scaling: empty list");
+  return out;
+}
+
+struct PplCommand : Command {
+  ModelArgs model;
+  std::string text_file, ctx_list = "128,256,512,1024", scaling_list = "model", json_out, plot_out, position;
+  int64_t stride = 0, original_max = 0;
+  double factor = 0;
+
+  CLI::App* add(CLI::App& app) override {
+    CLI::App* c = app.add_subcommand("ppl", "Perplexity at several context lengths and scaling settings");
+    model.add(c, false);
+    c->add_option("--text", text_file, "Text file to score")->required()->check(CLI::ExistingFile);
+    c->add_option("--ctx", ctx_list, "Context lengths, comma-separated")->capture_default_str();
+    c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str();
+    c->add_option("--scaling", scaling_list,
+                  "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
+                  "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length")
+        ->capture_default_str();
+    c->add_option("--factor", factor, "Factor for settings that give none");
+    c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
+    c->add_option("--position", position, "Replace the model's position scheme");
+    c->add_option("--json", json_out, "Write results as JSON");
+    c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (.svg)");
+    return c;
+  }
+
+  int run() override {
+    std::vector<int64_t> ctxs;
+    for (int32_t v : parse_ids(ctx_list)) {
+      if (v < 2) throw Error("--ctx: context length " + std::to_string(v) + " must be at least 2");
+      ctxs.push_back(v);
+    }
+    const std::vector<Setting> settings = parse_settings(scaling_list);
+    if (!plot_out.empty() && plot_out.size() < 4) throw Error("--plot needs a file name ending in .svg");
+    Model m = model.load(true);
+    std::ifstream in(text_file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<int32_t> ids = m.encode(text, false);
+    const PositionConfig base = m.spec().position;
+    const int64_t trained = original_max > 0                               ? original_max
+                            : base.scaling.original_max_positions > 0 ? base.scaling.original_max_positions
+                                                                       : base.max_positions;
+    const bool tty = isatty(STDERR_FILENO);
+    std::cerr << text_file << ": " << ids.size() << " tokens; trained length " << trained << "\n";
+
+    nlohmann::json results = nlohmann::json::array();
+    std::vector<Series> series;
+    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(8) << "ctx"
+              << std::setw(10) << "tokens" << "ppl\n";
+    for (const Setting& s : settings) {
+      Series line;
+      line.name = s.label;
+      for (int64_t ctx : ctxs) {
+        PositionConfig pc = base;
+        if (!position.empty()) pc.scheme = position;
+        if (!s.from_model) {
+          Scaling sc = s.type == base.scaling.type ? base.scaling : Scaling{};
+          sc.type = s.type;
+          const double f = s.factor > 0 ? s.factor : factor > 0 ? factor : std::max(1.0, double(ctx) / double(trained));
+          if (s.type != ScalingType::None) sc.factor = f;
+          if (original_max > 0) sc.original_max_positions = original_max;
+          pc.scaling = sc;
+        }
+        nlohmann::json row = {{"scaling", s.label}, {"type", scaling_name(pc.scaling.type)},
+                              {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor}, {"ctx", ctx}};
+        try {
+          m.engine().set_position(pc);
+          PerplexityResult r = perplexity(m.engine(), ids, ctx, stride, [&](int64_t done, int64_t total) {
+            if (tty)
+              std::cerr << "\r[" << s.label << "] ctx " << ctx << ": " << done << "/" << total << " windows" << std::flush;
+          });
+          if (tty) std::cerr << "\r\033[K";
+          row["tokens"] = r.tokens;
+          row["windows"] = r.windows;
+          row["ppl"] = r.ppl();
+          line.x.push_back(static_cast<double>(ctx));
+          line.y.push_back(r.ppl());
+        } catch (const Error& e) {
+          if (tty) std::cerr << "\r\033[K";
+          row["tokens"] = 0;
+          row["ppl"] = nullptr;
+          row["error"] = e.what();
+          std::cerr << "[" << s.label << "] ctx " << ctx << ": " << e.what() << "\n";
+        }
+        std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>()
+                  << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
+                  << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
+                  << std::flush;
+        results.push_back(row);
+      }
+      series.push_back(line);
+    }
+    m.engine().set_position(base);
+    if (!json_out.empty()) {
+      nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file}, {"text_tokens", ids.size()},
+                            {"stride", stride}, {"trained_length", trained}, {"results", results}};
+      std::ofstream(json_out) << doc.dump(2) << "\n";
+    }
+    if (!plot_out.empty()) {
+      ChartOptions o;
+      o.title = "perplexity vs context length (trained " + std::to_string(trained) + ")";
+      o.x_label = "context length (tokens)";
+      o.y_label = "perplexity";
+      o.log_x = o.log_y = true;
+      std::ofstream f(plot_out);
+      if (!f) throw Error(plot_out + ": cannot open for writing");
+      f << svg_line_chart(series, o);
+    }
+    return 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_ppl() { return std::make_unique<PplCommand>(); }
+
+}  // namespace ordo::cli

@@ -1,0 +1,22 @@
+// A self-contained SVG line chart (log-scaled axes optional), for ppl and compare reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ordo::cli {
+
+struct Series {
+  std::string name;
+  std::vector<double> x, y;  // NaN/inf y values are skipped
+};
+
+struct ChartOptions {
+  std::string title, x_label, y_label;
+  bool log_x = false, log_y = false;
+  int width = 720, height = 420;
+};
+
+std::string svg_line_chart(const std::vector<Series>& series, const ChartOptions& opts);
+
+}  // namespace ordo::cli
