@@ -113,7 +113,7 @@ TEST_P(Seq2SeqFixture, IncrementalDecodeMatchesFullPass) {
   const int64_t V = ref.dim(1);
   std::vector<float> got;
   for (int32_t id : dec) {
-    Tensor l = e.decode(seq, {id}, {}, false).logits;
+    Tensor l = e.decode(seq, {id}, {}, LogitsFor::Last).logits;
     got.insert(got.end(), l.f32(), l.f32() + V);
   }
   EXPECT_TRUE(within_tolerance(got.data(), ref));
