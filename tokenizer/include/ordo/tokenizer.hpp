@@ -22,6 +22,10 @@ struct TokenizerOptions {
   std::optional<int> extra_ids;
   // WordPiece: lowercase and strip accents (default true).
   std::optional<bool> do_lower_case;
+  // sentencepiece: which Hugging Face slow tokenizer to mirror: "llama" (LlamaTokenizer, the
+  // default), "t5" (T5Tokenizer; the default when extra_ids > 0) or "plain" (bare SentencePiece
+  // encode/decode: no special-token splitting, no HF prefix-space rules).
+  std::optional<std::string> sp_style;
 };
 
 class Tokenizer {
@@ -50,17 +54,29 @@ class Tokenizer {
 
 // Streams decoded text token by token. push() returns only complete UTF-8 text: bytes of a
 // character split over several byte-fallback tokens are held back until the character completes.
+// The concatenation of all push() results and flush() equals the text decode() adds for the pushed
+// ids after `context` (ids already shown, e.g. the prompt, so a leading space is kept or dropped as
+// the full decode would). Each push() decodes a short window of recent ids, not the whole sequence.
+// Decoders whose output is not prefix-stable (HF's legacy Llama puts a space *before* an inline
+// special token) can only be followed approximately; skip_special avoids that case.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context = {});
+  explicit StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context = {}, bool skip_special = false);
   std::string push(int32_t id);
   std::string flush();  // whatever is left (invalid trailing bytes become U+FFFD)
+  const std::string& emitted() const { return emitted_; }  // everything returned so far
 
  private:
+  std::string window_text(size_t begin, size_t end) const;
+  bool good_start(size_t i) const;
+  std::string emit(size_t end, bool final);
+
   const Tokenizer& tok_;
   std::vector<int32_t> ids_;
   std::string emitted_;
-  size_t prefix_ids_ = 0;
+  size_t prefix_ids_ = 0;  // window start: ids_[prefix_ids_, read_ids_) are already emitted
+  size_t read_ids_ = 0;
+  bool skip_special_ = false;
 };
 
 // Chooses by the files in dir: tokenizer.model / spiece.model (sentencepiece), tokenizer.json,
