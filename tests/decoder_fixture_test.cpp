@@ -37,14 +37,6 @@ class DecoderFixture : public testing::TestWithParam<Param> {
   std::unique_ptr<Model> model_;
 };
 
-// Rows of a (possibly batched) case that are real tokens.
-std::vector<int64_t> real_rows(const nlohmann::json& mask_row, int64_t T) {
-  std::vector<int64_t> rows;
-  for (int64_t t = 0; t < T; ++t)
-    if (mask_row.is_null() || mask_row[t].get<int>() == 1) rows.push_back(t);
-  return rows;
-}
-
 TEST_P(DecoderFixture, LogitsAndHiddenStatesMatchReference) {
   for (const auto& c : golden_->json.at("cases")) {
     const std::string name = c.at("name");

@@ -10,7 +10,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake pkg-config libdnnl-dev libopenblas-dev libsentencepiece-dev
-          nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libbenchmark-dev)
+          nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libgtest-dev libbenchmark-dev)
 JOBS=${JOBS:-$(nproc)}
 if [[ "${ORDO_SANITIZE:-0}" == 1 ]]; then
   BUILD_DIR=${BUILD_DIR:-build-asan}

@@ -1,8 +1,21 @@
-// Element-wise and row kernels.
+// Element-wise and row kernels (AVX2/FMA where it matters, scalar tails and fallback).
+//
+// Threading: norms, activations and add_inplace split large inputs (rows, or chunks) over
+// OpenMP threads, but never start a parallel region from inside one. dot/axpy/softmax are
+// always single-threaded: they are the inner loops of attention, which parallelises over heads.
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ORDO_OPS_SIMD 1
+#endif
 
 namespace ordo {
 
@@ -16,28 +29,225 @@ const char* activation_name(Activation a) {
   return "?";
 }
 
+namespace {
+
+constexpr int64_t kParallelMinElems = 1 << 15;
+constexpr int64_t kChunk = 4096;  // element-wise work item (a multiple of 8)
+
+bool go_parallel(int64_t work) { return work >= kParallelMinElems && !omp_in_parallel(); }
+
+constexpr float kSqrt1_2 = 0.70710678118654752440f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+
+#ifdef ORDO_OPS_SIMD
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// exp(x) for 8 lanes, within ~2 ulp of expf over [-87.33, 88.72] (Cephes polynomial);
+// below that 0 (no denormals), above +inf, NaN stays NaN.
+inline __m256 exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654475f), hi = _mm256_set1_ps(88.72283905f);
+  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  const __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
+  x = _mm256_max_ps(lo, _mm256_min_ps(hi, x));  // operand order keeps NaN
+  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+  // 2^n as 2^(n/2) · 2^(n − n/2) so n in [−126, 128] never leaves the normal exponent range.
+  const __m256i n = _mm256_cvtps_epi32(fx);
+  const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  p = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  p = _mm256_andnot_ps(under, p);
+  return _mm256_blendv_ps(p, _mm256_set1_ps(std::numeric_limits<float>::infinity()), over);
+}
+
+// act(x) for 8 lanes; GeluErf goes through the scalar erfc (no accurate vector erf here).
+inline __m256 act8(Activation a, __m256 v) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  switch (a) {
+    case Activation::SiLU:  // x · σ(x) = x / (1 + e^−x)
+      return _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+    case Activation::GeluTanh: {  // 0.5x(1 + tanh(u)) = x / (1 + e^−2u)
+      const __m256 v3 = _mm256_mul_ps(_mm256_mul_ps(v, v), v);
+      const __m256 u = _mm256_mul_ps(_mm256_set1_ps(kSqrt2OverPi), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), v3, v));
+      return _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u))));
+    }
+    case Activation::ReLU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    case Activation::GeluErf: break;
+  }
+  return v;
+}
+#endif
+
+inline float act1(Activation a, float v) {
+  switch (a) {
+    case Activation::SiLU: return v / (1.0f + std::exp(-v));
+    // 0.5x(1 + erf(x/√2)) written with erfc to avoid cancellation for negative x.
+    case Activation::GeluErf: return 0.5f * v * std::erfc(-v * kSqrt1_2);
+    case Activation::GeluTanh: {
+      const float u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
+      return v / (1.0f + std::exp(-2.0f * u));
+    }
+    case Activation::ReLU: return v > 0.0f ? v : 0.0f;
+  }
+  return v;
+}
+
+// x[i] = act(x[i]) (· up[i] if up) over [0, n), single-threaded.
+void act_span(Activation a, float* x, const float* up, int64_t n) {
+  int64_t i = 0;
+#ifdef ORDO_OPS_SIMD
+  if (a != Activation::GeluErf) {
+    for (; i + 8 <= n; i += 8) {
+      __m256 v = act8(a, _mm256_loadu_ps(x + i));
+      if (up) v = _mm256_mul_ps(v, _mm256_loadu_ps(up + i));
+      _mm256_storeu_ps(x + i, v);
+    }
+  }
+#endif
+  if (up)
+    for (; i < n; ++i) x[i] = act1(a, x[i]) * up[i];
+  else
+    for (; i < n; ++i) x[i] = act1(a, x[i]);
+}
+
+void act_any(Activation a, float* x, const float* up, int64_t n) {
+  if (n <= 0) return;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const bool par = go_parallel(a == Activation::GeluErf ? n * 8 : n);  // erfc is ~8x dearer
+  const int nt = par ? detail::ensure_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t b = c * kChunk;
+    act_span(a, x + b, up ? up + b : nullptr, std::min(kChunk, n - b));
+  }
+}
+
+float sum_sq(const float* x, int64_t n) {
+  int64_t i = 0;
+  double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
+#ifdef ORDO_OPS_SIMD
+  __m256 a = _mm256_setzero_ps(), b = a;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 u = _mm256_loadu_ps(x + i), v = _mm256_loadu_ps(x + i + 8);
+    a = _mm256_fmadd_ps(u, u, a);
+    b = _mm256_fmadd_ps(v, v, b);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 u = _mm256_loadu_ps(x + i);
+    a = _mm256_fmadd_ps(u, u, a);
+  }
+  s = hsum(_mm256_add_ps(a, b));
+#endif
+  for (; i < n; ++i) s += double(x[i]) * x[i];
+  return float(s);
+}
+
+float sum(const float* x, int64_t n) {
+  int64_t i = 0;
+  double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
+#ifdef ORDO_OPS_SIMD
+  __m256 a = _mm256_setzero_ps(), b = a;
+  for (; i + 16 <= n; i += 16) {
+    a = _mm256_add_ps(a, _mm256_loadu_ps(x + i));
+    b = _mm256_add_ps(b, _mm256_loadu_ps(x + i + 8));
+  }
+  for (; i + 8 <= n; i += 8) a = _mm256_add_ps(a, _mm256_loadu_ps(x + i));
+  s = hsum(_mm256_add_ps(a, b));
+#endif
+  for (; i < n; ++i) s += x[i];
+  return float(s);
+}
+
+// Σ (x − mean)²
+float sum_sq_dev(const float* x, float mean, int64_t n) {
+  int64_t i = 0;
+  double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
+#ifdef ORDO_OPS_SIMD
+  const __m256 m = _mm256_set1_ps(mean);
+  __m256 a = _mm256_setzero_ps(), b = a;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 u = _mm256_sub_ps(_mm256_loadu_ps(x + i), m), v = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m);
+    a = _mm256_fmadd_ps(u, u, a);
+    b = _mm256_fmadd_ps(v, v, b);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 u = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
+    a = _mm256_fmadd_ps(u, u, a);
+  }
+  s = hsum(_mm256_add_ps(a, b));
+#endif
+  for (; i < n; ++i) s += double(x[i] - mean) * (x[i] - mean);
+  return float(s);
+}
+
+}  // namespace
+
 void rmsnorm(const float* x, const float* w, float eps, int64_t M, int64_t D, float* y) {
+  if (M <= 0 || D <= 0) return;
+  const bool par = go_parallel(M * D) && M > 1;
+  const int nt = par ? detail::ensure_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * D;
     float* yr = y + m * D;
-    double ss = 0;
-    for (int64_t i = 0; i < D; ++i) ss += double(xr[i]) * xr[i];
-    float inv = 1.0f / std::sqrt(float(ss / D) + eps);
-    for (int64_t i = 0; i < D; ++i) yr[i] = xr[i] * inv * w[i];
+    // As in HF: x · rsqrt(mean(x²) + eps), then · w.
+    const float inv = 1.0f / std::sqrt(sum_sq(xr, D) / static_cast<float>(D) + eps);
+    int64_t i = 0;
+#ifdef ORDO_OPS_SIMD
+    const __m256 vi = _mm256_set1_ps(inv);
+    for (; i + 8 <= D; i += 8)
+      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vi), _mm256_loadu_ps(w + i)));
+#endif
+    for (; i < D; ++i) yr[i] = (xr[i] * inv) * w[i];
   }
 }
 
 void layernorm(const float* x, const float* w, const float* b, float eps, int64_t M, int64_t D, float* y) {
+  if (M <= 0 || D <= 0) return;
+  const bool par = go_parallel(M * D) && M > 1;
+  const int nt = par ? detail::ensure_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * D;
     float* yr = y + m * D;
-    double s = 0;
-    for (int64_t i = 0; i < D; ++i) s += xr[i];
-    float mean = float(s / D);
-    double v = 0;
-    for (int64_t i = 0; i < D; ++i) v += double(xr[i] - mean) * (xr[i] - mean);
-    float inv = 1.0f / std::sqrt(float(v / D) + eps);
-    for (int64_t i = 0; i < D; ++i) {
+    const float mean = sum(xr, D) / static_cast<float>(D);
+    const float var = sum_sq_dev(xr, mean, D) / static_cast<float>(D);  // biased, as torch
+    const float inv = 1.0f / std::sqrt(var + eps);
+    int64_t i = 0;
+#ifdef ORDO_OPS_SIMD
+    const __m256 vm = _mm256_set1_ps(mean), vi = _mm256_set1_ps(inv);
+    for (; i + 8 <= D; i += 8) {
+      __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm), vi);
+      if (w) t = _mm256_mul_ps(t, _mm256_loadu_ps(w + i));
+      if (b) t = _mm256_add_ps(t, _mm256_loadu_ps(b + i));
+      _mm256_storeu_ps(yr + i, t);
+    }
+#endif
+    for (; i < D; ++i) {
       float t = (xr[i] - mean) * inv;
       if (w) t *= w[i];
       if (b) t += b[i];
@@ -46,54 +256,97 @@ void layernorm(const float* x, const float* w, const float* b, float eps, int64_
   }
 }
 
-static inline float act1(Activation a, float v) {
-  switch (a) {
-    case Activation::SiLU: return v / (1.0f + std::exp(-v));
-    case Activation::GeluErf: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    case Activation::GeluTanh:
-      return 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-    case Activation::ReLU: return v > 0 ? v : 0.0f;
-  }
-  return v;
-}
+void activate(Activation a, float* x, int64_t n) { act_any(a, x, nullptr, n); }
 
-void activate(Activation a, float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = act1(a, x[i]);
-}
-
-void gated_activate(Activation a, float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gate[i] = act1(a, gate[i]) * up[i];
-}
+void gated_activate(Activation a, float* gate, const float* up, int64_t n) { act_any(a, gate, up, n); }
 
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  if (mx == -std::numeric_limits<float>::infinity()) {
-    for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  float mx = ninf;
+#ifdef ORDO_OPS_SIMD
+  __m256 vmx = _mm256_set1_ps(ninf);
+  for (; i + 8 <= n; i += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(x + i));
+  mx = hmax(vmx);
+#endif
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  if (mx == ninf) {  // every entry −inf (e.g. a fully masked row): no distribution; write zeros
+    std::fill(x, x + n, 0.0f);
     return;
   }
-  float s = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  i = 0;
+  float s = 0.0f;
+#ifdef ORDO_OPS_SIMD
+  const __m256 vm = _mm256_set1_ps(mx);
+  __m256 vs = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(x + i, e);
+    vs = _mm256_add_ps(vs, e);
+  }
+  s = hsum(vs);
+#endif
+  for (; i < n; ++i) {
     x[i] = std::exp(x[i] - mx);
     s += x[i];
   }
-  float inv = 1.0f / s;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  const float inv = 1.0f / s;
+  i = 0;
+#ifdef ORDO_OPS_SIMD
+  const __m256 vi = _mm256_set1_ps(inv);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vi));
+#endif
+  for (; i < n; ++i) x[i] *= inv;
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  if (n <= 0) return;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const bool par = go_parallel(n * 4);  // memory-bound: only very large adds are worth threads
+  const int nt = par ? detail::ensure_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t i = c * kChunk;
+    const int64_t end = std::min(n, i + kChunk);
+#ifdef ORDO_OPS_SIMD
+    for (; i + 8 <= end; i += 8)
+      _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+#endif
+    for (; i < end; ++i) y[i] += x[i];
+  }
 }
 
 float dot(const float* a, const float* b, int64_t n) {
-  float s = 0;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  int64_t i = 0;
+  float s = 0.0f;
+#ifdef ORDO_OPS_SIMD
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+#endif
+  for (; i < n; ++i) s += a[i] * b[i];
   return s;
 }
 
 void axpy(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+  int64_t i = 0;
+#ifdef ORDO_OPS_SIMD
+  const __m256 va = _mm256_set1_ps(a);
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    _mm256_storeu_ps(y + i + 8, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8)));
+  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+#endif
+  for (; i < n; ++i) y[i] += a * x[i];
 }
 
 }  // namespace ordo

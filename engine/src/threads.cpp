@@ -1,18 +1,26 @@
-// One thread count for OpenMP kernels, OpenBLAS and oneDNN (which Debian builds on OpenMP).
+// One thread count for our OpenMP kernels, OpenBLAS and oneDNN. Everything runs on the one
+// OpenMP pool: oneDNN (built on OpenMP in Debian) follows omp_get_max_threads() of the calling
+// thread, and the pthread OpenBLAS is kept at one thread per call, its GEMMs being split over
+// the OpenMP threads by gemm_openblas.cpp (its own pool spinning against OpenMP's was measured
+// to be far slower).
 #include <cblas.h>
 #include <omp.h>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
+#include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
 
 namespace ordo {
 
 namespace {
-std::atomic<int> g_threads{0};  // 0 = not yet initialised
+std::atomic<int> g_threads{0};          // 0 = not yet initialised
+std::atomic<uint64_t> g_generation{0};  // bumped by every set_num_threads()
 std::mutex g_mu;
+thread_local uint64_t t_seen_generation = 0;
 
 int all_cores() {
   unsigned n = std::thread::hardware_concurrency();
@@ -23,18 +31,39 @@ int all_cores() {
 void set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (n <= 0) n = all_cores();
-  omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
   g_threads.store(n, std::memory_order_release);
+  uint64_t gen = g_generation.fetch_add(1, std::memory_order_acq_rel) + 1;
+  // omp_set_num_threads() only sets the calling thread's ICV; other threads pick the new
+  // count up in detail::ensure_threads().
+  if (!omp_in_parallel()) {
+    omp_set_num_threads(n);
+    t_seen_generation = gen;
+  }
 }
 
-int num_threads() {
+int num_threads() { return detail::ensure_threads(); }
+
+namespace detail {
+
+int ensure_threads() {
   int n = g_threads.load(std::memory_order_acquire);
   if (n == 0) {
-    set_num_threads(0);
+    std::unique_lock<std::mutex> lock(g_mu);
     n = g_threads.load(std::memory_order_acquire);
+    if (n == 0) {
+      lock.unlock();
+      set_num_threads(0);
+      n = g_threads.load(std::memory_order_acquire);
+    }
+  }
+  uint64_t gen = g_generation.load(std::memory_order_acquire);
+  if (t_seen_generation != gen && !omp_in_parallel()) {
+    omp_set_num_threads(n);
+    t_seen_generation = gen;
   }
   return n;
 }
 
+}  // namespace detail
 }  // namespace ordo

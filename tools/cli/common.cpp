@@ -13,11 +13,14 @@ namespace ordo::cli {
 
 void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("-m,--model", dir, "Model directory (config.json, model.safetensors, tokenizer); default: bundled stories260K");
-  app->add_option("--backend", backend, "GEMM backend: openblas or onednn")->capture_default_str();
+  app->add_option("--backend", backend, "GEMM backend: openblas or onednn")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
   app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
   if (!with_position) return;
   app->add_option("--position", position,
-                  "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi");
+                  "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi")
+      ->check(CLI::IsMember(position_scheme_names()));
   app->add_option("--scaling", scaling,
                   "Long-context scaling: none, linear, ntk, dynamic, yarn, llama3, longrope (replaces config.json's)");
   app->add_option("--factor", factor, "Scaling factor (e.g. 4 for 4x the trained length)");

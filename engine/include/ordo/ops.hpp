@@ -30,6 +30,11 @@ struct Linear {
 
 // y[M, N] = x[M, K] · Wᵀ + b, through the chosen backend.
 // x and y must not alias. Throws Error if K does not match the weight.
+// M == 1 (decode) uses a built-in AVX2 matrix-vector kernel for every backend (memory-bound;
+// F16/BF16/I8 converted on the fly). M > 1 with F16/BF16/I8 weights dequantises blocks of rows
+// into a per-thread F32 scratch (~4 MB) and runs the backend GEMM on each block.
+// Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
+// thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
 
 // C[M, N] = alpha · A[M, K] · B[N, K]ᵀ + beta · C  (plain F32 GEMM, both backends).
@@ -39,6 +44,8 @@ void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const flo
 // ---- threads --------------------------------------------------------------
 
 // Sets the one thread count used by OpenMP kernels, OpenBLAS and oneDNN (0 = all cores).
+// All three share the OpenMP pool: OpenBLAS itself is kept single-threaded and its GEMMs are
+// split over the OpenMP threads. Default on first use: all cores.
 void set_num_threads(int n);
 int num_threads();
 
@@ -64,6 +71,7 @@ void activate(Activation a, float* x, int64_t n);
 void gated_activate(Activation a, float* gate, const float* up, int64_t n);
 
 // In place numerically stable softmax over n values (−inf entries get weight 0).
+// If every entry is −inf (a fully masked row) all n outputs are written as 0.
 void softmax(float* x, int64_t n);
 
 // y[i] += x[i]

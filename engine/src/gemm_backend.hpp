@@ -1,0 +1,42 @@
+// Private: the pieces behind linear()/gemm_nt(), exposed so the kernel microbenchmark can time
+// each variant directly. Not installed.
+#pragma once
+
+#include <cstdint>
+
+#include "ordo/tensor.hpp"
+
+namespace ordo::detail {
+
+// Thread count for the calling thread: initialises the global count on first use (all cores)
+// and re-applies omp_set_num_threads() in threads that have not seen the latest count.
+int ensure_threads();
+
+// ---- OpenBLAS (gemm_openblas.cpp): single-threaded OpenBLAS calls, split over the OpenMP
+// threads; sequential inside an enclosing parallel region. ----------------------------------
+void openblas_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                      const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// y[M, N] (row stride ldy) = x[M, K] (ldx) · W[N, K] (ldw)ᵀ + bias (bias may be null).
+void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
+                     int64_t N, const float* bias, float* y, int64_t ldy);
+// y[N] = W[N, K] · x[K] + bias via cblas_sgemv (single-threaded; for the benchmark).
+void openblas_gemv(const float* x, int64_t K, const float* W, int64_t N, const float* bias, float* y);
+
+// ---- oneDNN (gemm_onednn.cpp). OpenMP-threaded; sequential inside a parallel region. -------
+void onednn_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// Same contract as openblas_linear, through a cached dnnl::matmul primitive (bias fused).
+void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
+                   int64_t N, const float* bias, float* y, int64_t ldy);
+// Number of cached matmul primitives (for tests).
+size_t onednn_cache_size();
+
+// ---- hand-written kernels (gemm.cpp) ------------------------------------------------------
+// y[N] = (W[N, K] · x[K]) · scales[n] + bias[n], converting W from `wt` on the fly.
+// scales (I8 only) and bias may be null. OpenMP over rows.
+void matvec(const float* x, int64_t K, const void* W, DType wt, const float* scales, const float* bias,
+            int64_t N, float* y);
+// dst[r, :] = float(W[r0 + r, :]) for r in [0, rows), without applying I8 scales.
+void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t rows, float* dst);
+
+}  // namespace ordo::detail

@@ -1,0 +1,125 @@
+// oneDNN v2.6 backend. Debian's libdnnl is built on OpenMP, so it uses the calling thread's
+// omp_get_max_threads() and runs sequentially inside an OpenMP parallel region.
+//
+// linear: a dnnl::matmul primitive per (M, N, K, strides, has_bias), created once and cached
+// (JIT creation costs far more than a decode-step matmul). The weight W[N, K] row-major is
+// described as a {K, N} matrix with strides {1, ldw} (format `ba`), so it is used in place.
+// gemm_nt: dnnl_sgemm (row-major BLAS-like entry point), which needs no primitive and so
+// suits attention shapes that change every decode step.
+#include <dnnl.hpp>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "gemm_backend.hpp"
+
+namespace ordo::detail {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream s(cpu_engine());
+  return s;
+}
+
+struct Key {
+  int64_t M, N, K, ldx, ldw, ldy;
+  bool bias;
+  bool operator==(const Key& o) const {
+    return M == o.M && N == o.N && K == o.K && ldx == o.ldx && ldw == o.ldw && ldy == o.ldy && bias == o.bias;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 1469598103934665603ull;
+    for (int64_t v : {k.M, k.N, k.K, k.ldx, k.ldw, k.ldy, static_cast<int64_t>(k.bias)})
+      h = (h ^ static_cast<size_t>(v)) * 1099511628211ull;
+    return h;
+  }
+};
+
+struct Entry {
+  dnnl::matmul prim;
+  memory::desc src, wei, bias, dst;
+};
+
+// Bounded: prompts of many different lengths would otherwise grow it without limit.
+constexpr size_t kMaxCached = 256;
+std::mutex g_cache_mu;
+std::unordered_map<Key, Entry, KeyHash> g_cache;
+
+Entry make_entry(const Key& k) {
+  Entry e;
+  e.src = memory::desc({k.M, k.K}, memory::data_type::f32, {k.ldx, 1});
+  e.wei = memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] viewed as Wᵀ (`ba`)
+  e.dst = memory::desc({k.M, k.N}, memory::data_type::f32, {k.ldy, 1});
+  if (k.bias) {
+    e.bias = memory::desc({1, k.N}, memory::data_type::f32, memory::format_tag::ab);
+    dnnl::matmul::desc d(e.src, e.wei, e.bias, e.dst);
+    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, cpu_engine()));
+  } else {
+    dnnl::matmul::desc d(e.src, e.wei, e.dst);
+    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, cpu_engine()));
+  }
+  return e;
+}
+
+Entry lookup(const Key& k) {
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    auto it = g_cache.find(k);
+    if (it != g_cache.end()) return it->second;
+  }
+  Entry e = make_entry(k);  // outside the lock: creation JITs code
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  if (g_cache.size() >= kMaxCached) g_cache.clear();
+  return g_cache.emplace(k, std::move(e)).first->second;
+}
+
+}  // namespace
+
+void onednn_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  dnnl_status_t st = dnnl_sgemm('N', 'T', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (st != dnnl_success)
+    throw Error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ") for M=" +
+                std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+}
+
+void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
+                   int64_t N, const float* bias, float* y, int64_t ldy) {
+  try {
+    Entry e = lookup(Key{M, N, K, ldx, ldw, ldy, bias != nullptr});
+    dnnl::engine& eng = cpu_engine();
+    memory src(e.src, eng, const_cast<float*>(x));
+    memory wei(e.wei, eng, const_cast<float*>(W));
+    memory dst(e.dst, eng, y);
+    dnnl::stream& s = cpu_stream();
+    if (bias) {
+      memory b(e.bias, eng, const_cast<float*>(bias));
+      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+    } else {
+      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+    }
+    s.wait();
+  } catch (const dnnl::error& err) {
+    throw Error("oneDNN matmul failed for M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                " K=" + std::to_string(K) + ": " + err.what());
+  }
+}
+
+size_t onednn_cache_size() {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  return g_cache.size();
+}
+
+}  // namespace ordo::detail

@@ -1,0 +1,154 @@
+// Bad model directories and bad inputs: each a clear Error naming the file, field, tensor or token.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ordo/ordo.hpp"
+#include "ordo/safetensors.hpp"
+#include "support/cli.hpp"
+#include "support/golden.hpp"
+
+namespace fs = std::filesystem;
+using ordo::Error;
+using ordo::Model;
+
+namespace {
+
+// A writable copy of the llama fixture's model directory.
+class BrokenModel : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ordo::test::make_temp_dir("model");
+    for (const char* f : {"config.json", "model.safetensors", "generation_config.json"})
+      fs::copy_file(ordo::test::model_dir("llama") + "/" + f, dir_ + "/" + f);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ + "/" + name) << text; }
+  std::string read(const std::string& name) {
+    std::ifstream f(dir_ + "/" + name);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  // Expects loading to throw an Error whose message contains every needle.
+  void expect_load_error(const std::vector<std::string>& needles) {
+    ordo::ModelOptions o;
+    o.load_tokenizer = false;
+    try {
+      Model::load(dir_, o);
+      FAIL() << "loading succeeded";
+    } catch (const Error& e) {
+      for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+    }
+  }
+  std::string dir_;
+};
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_F(BrokenModel, MalformedConfigJsonNamesFileAndLine) {
+  write("config.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 64,,\n}");
+  expect_load_error({"config.json", "line 3"});
+}
+
+TEST_F(BrokenModel, WrongTypeFieldNamesField) {
+  write("config.json", replace(read("config.json"), "\"hidden_size\": 64", "\"hidden_size\": \"64\""));
+  expect_load_error({"config.json", "hidden_size"});
+}
+
+TEST_F(BrokenModel, MissingFieldNamesField) {
+  write("config.json", replace(read("config.json"), "\"num_hidden_layers\": 2,", ""));
+  expect_load_error({"config.json", "num_hidden_layers"});
+}
+
+TEST_F(BrokenModel, UnknownModelTypeListsKnownOnes) {
+  write("config.json", replace(read("config.json"), "\"model_type\": \"llama\"", "\"model_type\": \"rwkv\""));
+  expect_load_error({"config.json", "rwkv", "llama"});
+}
+
+TEST_F(BrokenModel, ConfigDisagreeingWithWeightsNamesTensor) {
+  write("config.json", replace(read("config.json"), "\"intermediate_size\": 128", "\"intermediate_size\": 96"));
+  expect_load_error({"model.safetensors", "model.layers.0.mlp.gate_proj.weight", "[96, 64]"});
+}
+
+TEST_F(BrokenModel, MissingTensorNamesTensor) {
+  // Rewrite the weights without one tensor.
+  ordo::SafeTensors st = ordo::SafeTensors::open(dir_ + "/model.safetensors");
+  std::vector<std::pair<std::string, ordo::Tensor>> keep;
+  for (const auto& n : st.names())
+    if (n != "model.layers.1.self_attn.k_proj.weight") keep.push_back({n, st.get(n)});
+  ordo::write_safetensors(dir_ + "/model.safetensors", keep);
+  expect_load_error({"model.safetensors", "missing tensor 'model.layers.1.self_attn.k_proj.weight'"});
+}
+
+TEST_F(BrokenModel, TruncatedWeightsNameFile) {
+  fs::resize_file(dir_ + "/model.safetensors", fs::file_size(dir_ + "/model.safetensors") / 2);
+  expect_load_error({"model.safetensors"});
+}
+
+TEST_F(BrokenModel, MissingWeightsFile) {
+  fs::remove(dir_ + "/model.safetensors");
+  expect_load_error({"model.safetensors", "missing"});
+}
+
+TEST_F(BrokenModel, UnknownScalingTypeNamesIt) {
+  write("config.json", replace(read("config.json"), "\"rope_scaling\": null",
+                               "\"rope_scaling\": {\"type\": \"stretchy\", \"factor\": 2.0}"));
+  expect_load_error({"stretchy", "yarn"});
+}
+
+TEST(ModelErrors, TokenIdOutOfRangeNamesToken) {
+  ordo::ModelOptions o;
+  o.load_tokenizer = false;
+  Model m = Model::load(ordo::test::model_dir("llama"), o);
+  try {
+    m.forward({1, 2, 256});
+    FAIL() << "forward accepted id 256 with vocab 256";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token id 256 at position 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(m.forward({-1}), Error);
+}
+
+TEST(ModelErrors, UnknownPositionSchemeListsKnownOnes) {
+  ordo::ModelOptions o;
+  o.load_tokenizer = false;
+  o.position = "wobble";
+  try {
+    Model::load(ordo::test::model_dir("llama"), o);
+    FAIL();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("wobble"), std::string::npos) << msg;
+    for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"})
+      EXPECT_NE(msg.find(s), std::string::npos) << msg;
+  }
+}
+
+TEST(ModelErrors, LearnedSchemeWithoutTableSaysSo) {
+  ordo::ModelOptions o;
+  o.load_tokenizer = false;
+  o.position = "learned";
+  try {
+    Model::load(ordo::test::model_dir("llama"), o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("learned position table"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelErrors, ScalingThatDoesNotApplyIsRejected) {
+  ordo::ModelOptions o;
+  o.load_tokenizer = false;
+  o.position = "none";
+  ordo::Scaling s;
+  s.type = ordo::ScalingType::YaRN;
+  s.factor = 4;
+  o.scaling = s;
+  EXPECT_THROW(Model::load(ordo::test::model_dir("llama"), o), Error);
+}

@@ -1,0 +1,497 @@
+// Kernels vs double-precision references. Suites: OpsTest (element-wise/row ops, threads,
+// parse_backend), LinearTest and GemmTest (parameterised over both GEMM backends).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "../engine/src/gemm_backend.hpp"  // detail::onednn_cache_size (private)
+#include "ordo/ops.hpp"
+
+using ordo::Activation;
+using ordo::Backend;
+using ordo::DType;
+using ordo::Tensor;
+
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A weight [N, K] of dtype `dt` from random values, plus its exact dequantised F32 values.
+struct TestLinear {
+  ordo::Linear lin;
+  std::vector<float> w;  // dequantised [N, K] (scales applied for I8)
+};
+
+TestLinear make_linear(int64_t N, int64_t K, DType dt, bool bias, uint32_t seed) {
+  TestLinear t;
+  std::vector<float> src = random_vec(static_cast<size_t>(N * K), seed);
+  t.lin.weight = Tensor::zeros({N, K}, dt);
+  t.w.resize(src.size());
+  switch (dt) {
+    case DType::F32:
+      std::memcpy(t.lin.weight.data, src.data(), src.size() * 4);
+      t.w = src;
+      break;
+    case DType::F16: {
+      auto* p = static_cast<uint16_t*>(t.lin.weight.data);
+      for (size_t i = 0; i < src.size(); ++i) {
+        p[i] = ordo::f32_to_f16(src[i]);
+        t.w[i] = ordo::f16_to_f32(p[i]);
+      }
+      break;
+    }
+    case DType::BF16: {
+      auto* p = static_cast<uint16_t*>(t.lin.weight.data);
+      for (size_t i = 0; i < src.size(); ++i) {
+        p[i] = ordo::f32_to_bf16(src[i]);
+        t.w[i] = ordo::bf16_to_f32(p[i]);
+      }
+      break;
+    }
+    case DType::I8: {
+      auto* p = static_cast<int8_t*>(t.lin.weight.data);
+      std::vector<float> sc = random_vec(static_cast<size_t>(N), seed + 1, 0.001f, 0.02f);
+      t.lin.scales = Tensor::from({N}, sc);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k) {
+          const size_t i = static_cast<size_t>(n * K + k);
+          p[i] = static_cast<int8_t>(std::lround(src[i] * 127.0f));
+          t.w[i] = static_cast<float>(p[i]) * sc[static_cast<size_t>(n)];
+        }
+      break;
+    }
+  }
+  if (bias) t.lin.bias = Tensor::from({N}, random_vec(static_cast<size_t>(N), seed + 2));
+  return t;
+}
+
+// Checks y against a double reference x·wᵀ + b; the tolerance is relative to Σ|x·w| + |b|,
+// the natural scale of float rounding error in a dot product.
+void expect_linear_close(const std::vector<float>& x, int64_t M, int64_t K, const TestLinear& t,
+                         const std::vector<float>& y, double rel, const std::string& what) {
+  const int64_t N = t.lin.weight.dim(0);
+  const float* b = t.lin.bias.empty() ? nullptr : t.lin.bias.f32();
+  int bad = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double ref = b ? b[n] : 0.0, scale = b ? std::fabs(b[n]) : 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double p = double(x[size_t(m * K + k)]) * t.w[size_t(n * K + k)];
+        ref += p;
+        scale += std::fabs(p);
+      }
+      const double got = y[size_t(m * N + n)];
+      if (!(std::fabs(got - ref) <= rel * scale + 1e-30) && bad++ < 5)
+        ADD_FAILURE() << what << " y[" << m << "," << n << "] = " << got << ", reference " << ref;
+    }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+class LinearTest : public ::testing::TestWithParam<Backend> {};
+class GemmTest : public ::testing::TestWithParam<Backend> {};
+
+std::string backend_param_name(const ::testing::TestParamInfo<Backend>& info) {
+  return ordo::backend_name(info.param);
+}
+
+}  // namespace
+
+// ---- linear ------------------------------------------------------------------------------
+
+TEST_P(LinearTest, F32MatchesDoubleReference) {
+  const Backend be = GetParam();
+  const std::vector<std::pair<int64_t, int64_t>> kn = {{17, 33}, {33, 100}, {100, 17}, {1, 5}, {768, 300}};
+  uint32_t seed = 1;
+  for (int64_t M : {1, 7, 64})
+    for (auto [K, N] : kn)
+      for (bool bias : {false, true}) {
+        TestLinear t = make_linear(N, K, DType::F32, bias, seed++);
+        std::vector<float> x = random_vec(size_t(M * K), seed++);
+        std::vector<float> y(size_t(M * N), std::nanf(""));
+        ordo::linear(be, x.data(), M, K, t.lin, y.data());
+        expect_linear_close(x, M, K, t, y, 1e-4,
+                            "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
+                                (bias ? " bias" : ""));
+      }
+}
+
+TEST_P(LinearTest, ReducedPrecisionWeightsMatchDequantisedReference) {
+  const Backend be = GetParam();
+  uint32_t seed = 100;
+  for (DType dt : {DType::F16, DType::BF16, DType::I8})
+    for (int64_t M : {1, 7, 64})
+      for (auto [K, N] : std::vector<std::pair<int64_t, int64_t>>{{17, 33}, {100, 17}, {768, 129}})
+        for (bool bias : {false, true}) {
+          TestLinear t = make_linear(N, K, dt, bias, seed++);
+          std::vector<float> x = random_vec(size_t(M * K), seed++);
+          std::vector<float> y(size_t(M * N), std::nanf(""));
+          ordo::linear(be, x.data(), M, K, t.lin, y.data());
+          expect_linear_close(x, M, K, t, y, 1e-4,
+                              std::string(ordo::dtype_name(dt)) + " M=" + std::to_string(M) + " K=" +
+                                  std::to_string(K) + " N=" + std::to_string(N) + (bias ? " bias" : ""));
+        }
+}
+
+TEST_P(LinearTest, ReducedPrecisionSeveralDequantBlocks) {
+  // K = 4096 makes the dequantisation block 256 rows, so N = 600 takes three blocks (256, 256, 88).
+  const Backend be = GetParam();
+  const int64_t M = 3, K = 4096, N = 600;
+  for (DType dt : {DType::BF16, DType::I8}) {
+    TestLinear t = make_linear(N, K, dt, true, 7);
+    std::vector<float> x = random_vec(size_t(M * K), 8);
+    std::vector<float> y(size_t(M * N));
+    ordo::linear(be, x.data(), M, K, t.lin, y.data());
+    expect_linear_close(x, M, K, t, y, 1e-4, ordo::dtype_name(dt));
+  }
+}
+
+TEST_P(LinearTest, RejectsMismatchedShapes) {
+  const Backend be = GetParam();
+  TestLinear t = make_linear(8, 16, DType::F32, false, 3);
+  std::vector<float> x(32), y(16);
+  try {
+    ordo::linear(be, x.data(), 2, 15, t.lin, y.data());
+    FAIL() << "no error for K mismatch";
+  } catch (const ordo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("15"), std::string::npos) << e.what();
+  }
+  TestLinear q = make_linear(8, 16, DType::I8, false, 4);
+  q.lin.scales = Tensor();
+  EXPECT_THROW(ordo::linear(be, x.data(), 2, 16, q.lin, y.data()), ordo::Error);
+  t.lin.bias = Tensor::from({3}, {1, 2, 3});
+  EXPECT_THROW(ordo::linear(be, x.data(), 2, 16, t.lin, y.data()), ordo::Error);
+}
+
+TEST_P(LinearTest, InsideOpenMPParallelRegion) {
+  // Callers that parallelise themselves still get correct results (run sequentially inside).
+  const Backend be = GetParam();
+  const int64_t M = 5, K = 33, N = 40;
+  TestLinear t = make_linear(N, K, DType::F32, true, 11);
+  std::vector<float> x = random_vec(size_t(M * K), 12);
+  constexpr int kCopies = 4;
+  std::vector<std::vector<float>> ys(kCopies, std::vector<float>(size_t(M * N)));
+#pragma omp parallel for num_threads(2)
+  for (int c = 0; c < kCopies; ++c) ordo::linear(be, x.data(), c % 2 ? M : 1, K, t.lin, ys[size_t(c)].data());
+  for (int c = 0; c < kCopies; ++c) {
+    const int64_t m = c % 2 ? M : 1;
+    std::vector<float> xs(x.begin(), x.begin() + m * K), yc(ys[size_t(c)].begin(), ys[size_t(c)].begin() + m * N);
+    expect_linear_close(xs, m, K, t, yc, 1e-4, "copy " + std::to_string(c));
+  }
+}
+
+TEST(LinearTestOneDNN, PrimitivesAreCachedPerShape) {
+  TestLinear t = make_linear(24, 40, DType::F32, true, 21);
+  std::vector<float> x = random_vec(6 * 40, 22), y(6 * 24);
+  ordo::linear(Backend::OneDNN, x.data(), 6, 40, t.lin, y.data());
+  const size_t after_first = ordo::detail::onednn_cache_size();
+  for (int i = 0; i < 5; ++i) ordo::linear(Backend::OneDNN, x.data(), 6, 40, t.lin, y.data());
+  EXPECT_EQ(ordo::detail::onednn_cache_size(), after_first);
+  expect_linear_close(x, 6, 40, t, y, 1e-4, "cached");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LinearTest, ::testing::Values(Backend::OpenBLAS, Backend::OneDNN),
+                         backend_param_name);
+
+// ---- gemm_nt -----------------------------------------------------------------------------
+
+TEST_P(GemmTest, StridesAlphaBeta) {
+  const Backend be = GetParam();
+  const int64_t M = 9, N = 13, K = 21, lda = 25, ldb = 30, ldc = 17;
+  const std::vector<float> A = random_vec(size_t(M * lda), 31), B = random_vec(size_t(N * ldb), 32);
+  const std::vector<float> C0 = random_vec(size_t(M * ldc), 33);
+  for (float alpha : {1.0f, 0.5f})
+    for (float beta : {0.0f, 1.0f, -0.5f}) {
+      std::vector<float> C = C0;
+      if (beta == 0.0f)  // beta 0 must overwrite, even NaN
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) C[size_t(m * ldc + n)] = std::nanf("");
+      ordo::gemm_nt(be, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t n = 0; n < N; ++n) {
+          double ref = 0, scale = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double p = double(A[size_t(m * lda + k)]) * B[size_t(n * ldb + k)];
+            ref += p;
+            scale += std::fabs(p);
+          }
+          ref = alpha * ref + (beta == 0.0f ? 0.0 : beta * double(C0[size_t(m * ldc + n)]));
+          scale = std::fabs(alpha) * scale + std::fabs(beta * C0[size_t(m * ldc + n)]);
+          EXPECT_NEAR(C[size_t(m * ldc + n)], ref, 1e-5 * scale + 1e-30)
+              << "alpha=" << alpha << " beta=" << beta << " at " << m << "," << n;
+        }
+        for (int64_t n = N; n < ldc; ++n)  // padding between rows untouched
+          EXPECT_EQ(C[size_t(m * ldc + n)], C0[size_t(m * ldc + n)]);
+      }
+    }
+}
+
+TEST_P(GemmTest, LargeMatchesReference) {
+  const Backend be = GetParam();
+  const int64_t M = 70, N = 130, K = 200;
+  const std::vector<float> A = random_vec(size_t(M * K), 41), B = random_vec(size_t(N * K), 42);
+  std::vector<float> C(size_t(M * N));
+  ordo::gemm_nt(be, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double ref = 0, scale = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        ref += double(A[size_t(m * K + k)]) * B[size_t(n * K + k)];
+        scale += std::fabs(double(A[size_t(m * K + k)]) * B[size_t(n * K + k)]);
+      }
+      ASSERT_NEAR(C[size_t(m * N + n)], ref, 1e-5 * scale) << m << "," << n;
+    }
+}
+
+TEST_P(GemmTest, EmptyAndZeroK) {
+  const Backend be = GetParam();
+  std::vector<float> C = {1, 2, 3, 4};
+  ordo::gemm_nt(be, 0, 2, 3, 1.0f, nullptr, 3, nullptr, 3, 0.0f, C.data(), 2);
+  EXPECT_EQ(C, (std::vector<float>{1, 2, 3, 4}));
+  ordo::gemm_nt(be, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 1, 2.0f, C.data(), 2);
+  EXPECT_EQ(C, (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_THROW(ordo::gemm_nt(be, 2, 2, 3, 1.0f, C.data(), 2, C.data(), 3, 0.0f, C.data(), 2), ordo::Error);
+}
+
+TEST_P(GemmTest, InsideOpenMPParallelRegion) {
+  // Attention may call gemm_nt per head from its own parallel loop.
+  const Backend be = GetParam();
+  const int64_t M = 6, N = 19, K = 64;
+  constexpr int kHeads = 6;
+  const std::vector<float> A = random_vec(size_t(kHeads * M * K), 101), B = random_vec(size_t(kHeads * N * K), 102);
+  std::vector<float> C(size_t(kHeads * M * N));
+#pragma omp parallel for num_threads(2)
+  for (int h = 0; h < kHeads; ++h)
+    ordo::gemm_nt(be, M, N, K, 0.125f, A.data() + h * M * K, K, B.data() + h * N * K, K, 0.0f,
+                  C.data() + h * M * N, N);
+  for (int h = 0; h < kHeads; ++h)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, scale = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = double(A[size_t((h * M + m) * K + k)]) * B[size_t((h * N + n) * K + k)];
+          ref += p;
+          scale += std::fabs(p);
+        }
+        ASSERT_NEAR(C[size_t((h * M + m) * N + n)], 0.125 * ref, 1e-5 * scale) << h << ":" << m << "," << n;
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GemmTest, ::testing::Values(Backend::OpenBLAS, Backend::OneDNN),
+                         backend_param_name);
+
+// ---- element-wise and row ops ------------------------------------------------------------
+
+namespace {
+
+// Double references, in cancellation-free forms for negative x: 1 + erf(t) = erfc(−t) and
+// 1 + tanh(u) = 2 / (1 + e^−2u). (The textbook forms lose every digit in double below x ≈ −6.)
+double act_ref(Activation a, double x) {
+  switch (a) {
+    case Activation::SiLU: return x / (1.0 + std::exp(-x));
+    case Activation::GeluErf: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case Activation::GeluTanh:
+      return x / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::ReLU: return x > 0 ? x : 0.0;
+  }
+  return 0;
+}
+
+// Allowed relative error of a float activation at x: a few ulp, plus the float rounding of the
+// inner argument (x/√2, or the exponent −x, −2u) amplified by the function's condition number
+// (≈ x² for erfc(−x/√2), ≈ |z| for e^z) — this dominates far in the negative tail, where the
+// results are tiny anyway.
+double act_tol(Activation a, double x) {
+  double cond = 0;
+  switch (a) {
+    case Activation::SiLU: cond = std::fabs(x); break;
+    case Activation::GeluErf: cond = x * x; break;
+    case Activation::GeluTanh: cond = 2.0 * std::sqrt(2.0 / M_PI) * std::fabs(x + 0.044715 * x * x * x); break;
+    case Activation::ReLU: break;
+  }
+  return 4e-7 + 2.4e-7 * cond;
+}
+
+}  // namespace
+
+TEST(OpsTest, ActivationClosedForms) {
+  auto at = [](Activation a, float v) {
+    ordo::activate(a, &v, 1);
+    return v;
+  };
+  EXPECT_NEAR(at(Activation::SiLU, 1.0f), 0.7310585786300049, 1e-7);
+  EXPECT_NEAR(at(Activation::GeluErf, 1.0f), 0.8413447460685429, 1e-7);
+  EXPECT_NEAR(at(Activation::GeluTanh, 1.0f), 0.8411919906082768, 1e-7);
+  EXPECT_NEAR(at(Activation::GeluErf, -1.0f), -0.15865525393145707, 1e-7);
+  EXPECT_EQ(at(Activation::ReLU, -2.0f), 0.0f);
+  EXPECT_EQ(at(Activation::ReLU, 2.5f), 2.5f);
+  EXPECT_EQ(at(Activation::SiLU, 0.0f), 0.0f);
+  EXPECT_STREQ(ordo::activation_name(Activation::GeluTanh), "gelu_tanh");
+}
+
+TEST(OpsTest, ActivationsMatchDoubleOverRange) {
+  // 2003 values in [-12, 12] (SIMD body and scalar tail), plus extremes.
+  std::vector<float> xs;
+  for (int i = 0; i < 2003; ++i) xs.push_back(-12.0f + 24.0f * float(i) / 2002.0f);
+  for (float v : {-100.0f, -88.0f, 88.0f, 100.0f, 1e-6f, -1e-6f}) xs.push_back(v);
+  for (Activation a : {Activation::SiLU, Activation::GeluErf, Activation::GeluTanh, Activation::ReLU}) {
+    std::vector<float> y = xs;
+    ordo::activate(a, y.data(), int64_t(y.size()));
+    int bad = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double ref = act_ref(a, double(xs[i]));
+      // A few ulp relative, and an absolute floor for results that underflow toward 0.
+      if (!(std::fabs(y[i] - ref) <= act_tol(a, xs[i]) * std::fabs(ref) + 1e-37) && bad++ < 5)
+        ADD_FAILURE() << ordo::activation_name(a) << "(" << xs[i] << ") = " << y[i] << ", reference " << ref;
+    }
+    EXPECT_EQ(bad, 0) << ordo::activation_name(a);
+  }
+}
+
+TEST(OpsTest, LargeActivationAndGatedActivation) {
+  const int64_t n = 100003;  // multi-threaded path
+  std::vector<float> g = random_vec(size_t(n), 51, -6.0f, 6.0f), up = random_vec(size_t(n), 52);
+  for (Activation a : {Activation::SiLU, Activation::GeluErf, Activation::GeluTanh, Activation::ReLU}) {
+    std::vector<float> y = g;
+    ordo::gated_activate(a, y.data(), up.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = act_ref(a, g[size_t(i)]) * up[size_t(i)];
+      ASSERT_NEAR(y[size_t(i)], ref, (act_tol(a, g[size_t(i)]) + 1.2e-7) * std::fabs(ref) + 1e-37)
+          << ordo::activation_name(a) << " at " << i;
+    }
+  }
+}
+
+TEST(OpsTest, RmsNormMatchesDouble) {
+  const int64_t M = 5, D = 1003;
+  const std::vector<float> x = random_vec(size_t(M * D), 61, -3.0f, 3.0f), w = random_vec(size_t(D), 62);
+  std::vector<float> y(size_t(M * D)), inplace = x;
+  ordo::rmsnorm(x.data(), w.data(), 1e-5f, M, D, y.data());
+  ordo::rmsnorm(inplace.data(), w.data(), 1e-5f, M, D, inplace.data());
+  for (int64_t m = 0; m < M; ++m) {
+    double ss = 0;
+    for (int64_t i = 0; i < D; ++i) ss += double(x[size_t(m * D + i)]) * x[size_t(m * D + i)];
+    const double inv = 1.0 / std::sqrt(ss / double(D) + 1e-5);
+    for (int64_t i = 0; i < D; ++i) {
+      const double ref = x[size_t(m * D + i)] * inv * w[size_t(i)];
+      ASSERT_NEAR(y[size_t(m * D + i)], ref, 1e-5 * std::fabs(ref) + 1e-7) << m << "," << i;
+      ASSERT_EQ(inplace[size_t(m * D + i)], y[size_t(m * D + i)]);
+    }
+  }
+}
+
+TEST(OpsTest, LayerNormMatchesDouble) {
+  const int64_t M = 4, D = 771;
+  const std::vector<float> x = random_vec(size_t(M * D), 71, 2.0f, 6.0f);  // non-zero mean
+  const std::vector<float> w = random_vec(size_t(D), 72), b = random_vec(size_t(D), 73);
+  for (int variant = 0; variant < 3; ++variant) {
+    const float* wp = variant == 2 ? nullptr : w.data();
+    const float* bp = variant >= 1 ? nullptr : b.data();
+    std::vector<float> y = x;  // in place
+    ordo::layernorm(y.data(), wp, bp, 1e-5f, M, D, y.data());
+    for (int64_t m = 0; m < M; ++m) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < D; ++i) mean += x[size_t(m * D + i)];
+      mean /= double(D);
+      for (int64_t i = 0; i < D; ++i) var += (x[size_t(m * D + i)] - mean) * (x[size_t(m * D + i)] - mean);
+      var /= double(D);
+      for (int64_t i = 0; i < D; ++i) {
+        double ref = (x[size_t(m * D + i)] - mean) / std::sqrt(var + 1e-5);
+        if (wp) ref *= w[size_t(i)];
+        if (bp) ref += b[size_t(i)];
+        ASSERT_NEAR(y[size_t(m * D + i)], ref, 2e-5 * std::fabs(ref) + 2e-6) << variant << ":" << m << "," << i;
+      }
+    }
+  }
+}
+
+TEST(OpsTest, SoftmaxMatchesDoubleAndHandlesNegInf) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 7, 8, 37, 1000}) {
+    std::vector<float> x = random_vec(size_t(n), uint32_t(80 + n), -20.0f, 20.0f);
+    if (n > 2) x[1] = x[size_t(n - 1)] = ninf;
+    std::vector<float> y = x;
+    ordo::softmax(y.data(), n);
+    double mx = -INFINITY, s = 0;
+    for (float v : x) mx = std::max(mx, double(v));
+    for (float v : x) s += std::exp(double(v) - mx);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = std::exp(double(x[size_t(i)]) - mx) / s;
+      EXPECT_NEAR(y[size_t(i)], ref, 1e-6 * ref + 1e-12) << "n=" << n << " i=" << i;
+      if (x[size_t(i)] == ninf) {
+        EXPECT_EQ(y[size_t(i)], 0.0f);
+      }
+      total += y[size_t(i)];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+  std::vector<float> all(19, ninf);
+  ordo::softmax(all.data(), int64_t(all.size()));
+  for (float v : all) EXPECT_EQ(v, 0.0f);  // documented: all −inf → zeros
+}
+
+TEST(OpsTest, DotAxpyAdd) {
+  for (int64_t n : {0, 1, 7, 8, 33, 1000, 50001}) {
+    const std::vector<float> a = random_vec(size_t(n), 91), b = random_vec(size_t(n), 92);
+    double ref = 0, scale = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ref += double(a[size_t(i)]) * b[size_t(i)];
+      scale += std::fabs(double(a[size_t(i)]) * b[size_t(i)]);
+    }
+    EXPECT_NEAR(ordo::dot(a.data(), b.data(), n), ref, 1e-6 * scale + 1e-12) << n;
+    std::vector<float> y = b;
+    ordo::axpy(-0.75f, a.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[size_t(i)], b[size_t(i)] - 0.75 * a[size_t(i)], 1e-6) << n;
+    y = b;
+    ordo::add_inplace(y.data(), a.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[size_t(i)], b[size_t(i)] + a[size_t(i)]) << n;
+  }
+}
+
+TEST(OpsTest, ParseBackend) {
+  EXPECT_EQ(ordo::parse_backend("openblas"), Backend::OpenBLAS);
+  EXPECT_EQ(ordo::parse_backend("OpenBLAS"), Backend::OpenBLAS);
+  EXPECT_EQ(ordo::parse_backend("ONEDNN"), Backend::OneDNN);
+  EXPECT_EQ(ordo::parse_backend(ordo::backend_name(Backend::OneDNN)), Backend::OneDNN);
+  try {
+    ordo::parse_backend("cuBLAS");
+    FAIL() << "no error";
+  } catch (const ordo::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cuBLAS"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("openblas"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("onednn"), std::string::npos) << msg;
+  }
+}
+
+TEST(OpsTest, ThreadCount) {
+  const int before = ordo::num_threads();
+  EXPECT_GE(before, 1);
+  ordo::set_num_threads(1);
+  EXPECT_EQ(ordo::num_threads(), 1);
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  int seen_in_other_thread = 0;
+  std::thread([&] {
+    ordo::num_threads();  // applies the count to this thread's OpenMP ICV
+    seen_in_other_thread = omp_get_max_threads();
+  }).join();
+  EXPECT_EQ(seen_in_other_thread, 1);
+  ordo::set_num_threads(0);
+  const unsigned hc = std::thread::hardware_concurrency();
+  EXPECT_EQ(ordo::num_threads(), hc ? int(hc) : 1);
+  ordo::set_num_threads(before);
+}

@@ -1,0 +1,19 @@
+// Runs the built `ordo` binary and captures its output and exit code.
+#pragma once
+
+#include <string>
+
+namespace ordo::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// args is appended to the ordo binary path as given (shell-quoted by the caller where needed).
+CliResult run_cli(const std::string& args);
+std::string shell_quote(const std::string& s);
+// A fresh empty directory under the test temp dir.
+std::string make_temp_dir(const std::string& tag);
+
+}  // namespace ordo::test

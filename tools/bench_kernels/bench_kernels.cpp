@@ -1,0 +1,219 @@
+// Kernel microbenchmarks: ordo::linear and the variants behind it, at decode (M = 1) and
+// prefill (M = 128, 512) shapes, per backend and weight dtype. Counters: GFLOP/s (2·M·N·K) and
+// GB/s (weights + activations read/written once).
+//
+// Decode benchmarks rotate through copies of the weight totalling >= 512 MB so every call
+// streams its weight from DRAM, as in a real model whose layers do not fit in the LLC.
+// Prefill benchmarks reuse one weight (compute-bound).
+//
+//   ordo_bench_kernels [--threads=N] [google benchmark flags, e.g. --benchmark_filter=decode]
+//
+// Environment that changes the results:
+//   * On a shared/oversubscribed machine libgomp's default spin-wait (up to ~15 ms per idle
+//     thread on recent Xeons) turns every parallel region into a scheduler-quantum stall;
+//     measure with GOMP_SPINCOUNT=10000 (or OMP_WAIT_POLICY=passive) there.
+//   * OpenBLAS 0.3.21 does not know CPUs newer than Ice Lake and falls back to its Haswell
+//     (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 ones (~2x on GEMM).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gemm_backend.hpp"
+#include "ordo/ops.hpp"
+
+namespace {
+
+using ordo::Backend;
+using ordo::DType;
+using ordo::Tensor;
+
+constexpr size_t kColdBytes = size_t(512) << 20;
+
+void fill_random(float* p, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) p[i] = d(rng);
+}
+
+ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
+  std::vector<float> src(size_t(N * K));
+  fill_random(src.data(), src.size(), seed);
+  ordo::Linear l;
+  l.weight = Tensor::zeros({N, K}, dt);
+  switch (dt) {
+    case DType::F32: std::memcpy(l.weight.data, src.data(), src.size() * 4); break;
+    case DType::F16:
+      for (size_t i = 0; i < src.size(); ++i) static_cast<uint16_t*>(l.weight.data)[i] = ordo::f32_to_f16(src[i]);
+      break;
+    case DType::BF16:
+      for (size_t i = 0; i < src.size(); ++i) static_cast<uint16_t*>(l.weight.data)[i] = ordo::f32_to_bf16(src[i]);
+      break;
+    case DType::I8: {
+      for (size_t i = 0; i < src.size(); ++i) static_cast<int8_t*>(l.weight.data)[i] = int8_t(src[i] * 127.0f);
+      l.scales = Tensor::zeros({N});
+      for (int64_t n = 0; n < N; ++n) l.scales.f32()[n] = 1.0f / 127.0f;
+      break;
+    }
+  }
+  l.bias = Tensor::zeros({N});
+  fill_random(l.bias.f32(), size_t(N), seed + 1);
+  return l;
+}
+
+// Copies of one weight: enough to exceed kColdBytes when `cold`, else one.
+std::vector<ordo::Linear> make_ring(int64_t N, int64_t K, DType dt, bool cold) {
+  const size_t bytes = size_t(N * K) * ordo::dtype_size(dt);
+  size_t copies = cold ? (kColdBytes + bytes - 1) / bytes : 1;
+  if (copies < 1) copies = 1;
+  std::vector<ordo::Linear> ring;
+  ring.push_back(make_linear(N, K, dt, 1));
+  for (size_t i = 1; i < copies; ++i) {
+    ordo::Linear l = ring[0];
+    l.weight = Tensor::zeros(ring[0].weight.shape, dt);
+    std::memcpy(l.weight.data, ring[0].weight.data, bytes);
+    ring.push_back(l);
+  }
+  return ring;
+}
+
+using Kernel = std::function<void(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y)>;
+
+void run(benchmark::State& state, int64_t M, int64_t N, int64_t K, DType dt, bool cold, const Kernel& k) {
+  std::vector<ordo::Linear> ring = make_ring(N, K, dt, cold);
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  fill_random(x.data(), x.size(), 9);
+  k(x.data(), M, K, ring[0], y.data());  // warm-up (oneDNN primitive creation, page faults)
+  size_t i = 0;
+  for (auto _ : state) {
+    k(x.data(), M, K, ring[i], y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    if (++i == ring.size()) i = 0;
+  }
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double bytes = double(N * K) * double(ordo::dtype_size(dt)) + 4.0 * double(M * K + M * N + N);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// With --benchmark_repetitions, also report the fastest repetition: on a shared machine the
+// minimum time is the steadiest estimate of what the kernel can do. (The min row of a rate
+// counter is the lowest rate, not the rate of the fastest repetition: use its time.)
+double min_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); }
+
+void reg(const std::string& name, int64_t M, int64_t N, int64_t K, DType dt, bool cold, Kernel k) {
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { run(s, M, N, K, dt, cold, k); })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->ComputeStatistics("min", min_of);
+}
+
+std::string shape(int64_t M, int64_t N, int64_t K) {
+  return "M=" + std::to_string(M) + "/N=" + std::to_string(N) + "/K=" + std::to_string(K);
+}
+
+const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8};
+const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
+
+void register_all() {
+  // (N, K): attention/out projection, MLP up, MLP down, LM head.
+  const std::pair<int64_t, int64_t> decode_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {32000, 768}};
+  for (auto [N, K] : decode_shapes) {
+    const std::string s = shape(1, N, K);
+    for (DType dt : kDTypes)  // the public entry point (M == 1 takes the matvec kernel)
+      reg("decode/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true,
+          [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+            ordo::linear(Backend::OneDNN, x, M, K, w, y);
+          });
+    // F32 alternatives for the M == 1 decision.
+    reg("decode/variant/openblas_sgemv/F32/" + s, 1, N, K, DType::F32, true,
+        [](const float* x, int64_t, int64_t K, const ordo::Linear& w, float* y) {
+          ordo::detail::openblas_gemv(x, K, w.weight.f32(), w.weight.dim(0), w.bias.f32(), y);
+        });
+    reg("decode/variant/openblas_sgemm/F32/" + s, 1, N, K, DType::F32, true,
+        [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+          const int64_t N = w.weight.dim(0);
+          ordo::detail::openblas_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
+        });
+    reg("decode/variant/onednn_matmul/F32/" + s, 1, N, K, DType::F32, true,
+        [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+          const int64_t N = w.weight.dim(0);
+          ordo::detail::onednn_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
+        });
+    reg("decode/variant/onednn_sgemm/F32/" + s, 1, N, K, DType::F32, true,
+        [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+          const int64_t N = w.weight.dim(0);
+          ordo::detail::onednn_gemm_nt(M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
+        });
+  }
+
+  const std::pair<int64_t, int64_t> prefill_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}};
+  for (int64_t M : {128, 512})
+    for (auto [N, K] : prefill_shapes) {
+      const std::string s = shape(M, N, K);
+      for (Backend be : kBackends)
+        for (DType dt : kDTypes)
+          reg("prefill/linear/" + std::string(ordo::backend_name(be)) + "/" + ordo::dtype_name(dt) + "/" + s, M, N,
+              K, dt, false, [be](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+                ordo::linear(be, x, M, K, w, y);
+              });
+      reg("prefill/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, false,
+          [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+            const int64_t N = w.weight.dim(0);
+            ordo::detail::onednn_gemm_nt(M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
+          });
+    }
+
+  // A GPT-2-sized MLP block, rmsnorm → up → GELU → down → residual, so OpenMP kernels and the
+  // backend's threads alternate as in a real forward pass.
+  for (Backend be : kBackends)
+    for (int64_t M : {1, 16, 128}) {
+      const std::string name = "mlp_block/" + std::string(ordo::backend_name(be)) + "/M=" + std::to_string(M);
+      benchmark::RegisterBenchmark(name.c_str(), [be, M](benchmark::State& state) {
+        const int64_t D = 768, F = 3072;
+        ordo::Linear up = make_linear(F, D, DType::F32, 3), down = make_linear(D, F, DType::F32, 4);
+        std::vector<float> x(size_t(M * D)), h(size_t(M * D)), a(size_t(M * F)), o(size_t(M * D)), g(size_t(D), 1.0f);
+        fill_random(x.data(), x.size(), 5);
+        for (auto _ : state) {
+          ordo::rmsnorm(x.data(), g.data(), 1e-5f, M, D, h.data());
+          ordo::linear(be, h.data(), M, D, up, a.data());
+          ordo::activate(ordo::Activation::GeluErf, a.data(), M * F);
+          ordo::linear(be, a.data(), M, F, down, o.data());
+          ordo::add_inplace(o.data(), x.data(), M * D);
+          benchmark::DoNotOptimize(o.data());
+        }
+        state.counters["GFLOP/s"] =
+            benchmark::Counter(4.0 * double(M * D * F) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+      })->Unit(benchmark::kMicrosecond)->UseRealTime()->ComputeStatistics("min", min_of);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 0;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0)
+      threads = std::atoi(argv[i] + 10);
+    else
+      args.push_back(argv[i]);
+  }
+  ordo::set_num_threads(threads);
+  int n = int(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  benchmark::AddCustomContext("ordo_threads", std::to_string(ordo::num_threads()));
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
