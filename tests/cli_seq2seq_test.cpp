@@ -3,43 +3,25 @@
 // encoder-decoder prints only the generated ids.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
+#include "support/cli.hpp"
 #include "support/golden.hpp"
 
 using namespace ordo;
+using ordo::test::CliResult;
 using ordo::test::Golden;
 using ordo::test::ids_of;
+using ordo::test::make_temp_dir;
+using ordo::test::model_dir;
+using ordo::test::run_cli;
+using ordo::test::shell_quote;
 using ordo::test::within_tolerance;
 
 namespace {
-
-struct CliResult {
-  int status = -1;
-  std::string out;  // stdout
-};
-
-// Runs `ordo <args>` (stderr discarded) and captures stdout.
-CliResult run_cli(const std::string& args) {
-  const std::string cmd = std::string("\"") + ORDO_CLI + "\" " + args + " 2>/dev/null";
-  CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 std::string csv(const nlohmann::json& ids) {
   std::string s;
@@ -47,19 +29,16 @@ std::string csv(const nlohmann::json& ids) {
   return s;
 }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::path(testing::TempDir()) / ("ordo_cli_seq2seq_" + name)).string();
-}
-
 TEST(CliSeq2Seq, ForwardWritesT5Logits) {
   Golden g = Golden::load("t5");
   const auto& c = g.json.at("cases")[0];
   const std::string name = c.at("name");
-  const std::string out = temp_path("t5.safetensors");
-  std::filesystem::remove(out);
-  CliResult r = run_cli("forward -m " + quoted(ordo::test::model_dir("t5")) + " --ids " + csv(c.at("input_ids")) +
-                  " --decoder-ids " + csv(c.at("decoder_input_ids")) + " --hidden -o " + quoted(out));
-  ASSERT_EQ(r.status, 0);
+  const std::string dir = make_temp_dir("seq2seq-forward");
+  const std::string out = dir + "/t5.safetensors";
+  CliResult r =
+      run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids " + csv(c.at("input_ids")) +
+              " --decoder-ids " + csv(c.at("decoder_input_ids")) + " --hidden -o " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0);
   SafeTensors st = SafeTensors::open(out);
   const Tensor& ref = g.tensor(name + ".logits");
   ASSERT_EQ(st.get("logits").shape, ref.shape);
@@ -72,13 +51,14 @@ TEST(CliSeq2Seq, ForwardWritesT5Logits) {
     EXPECT_TRUE(within_tolerance(st.get(enc).f32(), g.tensor(name + "." + enc))) << enc;
     EXPECT_TRUE(within_tolerance(st.get(dec).f32(), g.tensor(name + "." + dec))) << dec;
   }
-  std::filesystem::remove(out);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSeq2Seq, ForwardWithoutDecoderIdsIsAnError) {
-  CliResult r = run_cli("forward -m " + quoted(ordo::test::model_dir("t5")) + " --ids 1,2,3 -o " +
-                  quoted(temp_path("none.npy")));
-  EXPECT_EQ(r.status, 1);
+  CliResult r = run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 -o " +
+                        "/nonexistent-dir/none.npy");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--decoder-ids"), std::string::npos) << r.err;
 }
 
 TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {
@@ -86,9 +66,9 @@ TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {
   for (const char* name : {"single", "pair"}) {
     SCOPED_TRACE(name);
     const auto& c = g.case_json(name);
-    CliResult r = run_cli("embed -m " + quoted(ordo::test::model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
-                    " --token-types " + csv(c.at("token_type_ids")));
-    ASSERT_EQ(r.status, 0);
+    CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
+                          " --token-types " + csv(c.at("token_type_ids")));
+    ASSERT_EQ(r.exit_code, 0);
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j.at("mode"), "pooled");
     EXPECT_EQ(j.at("pooling"), "pooler");
@@ -103,8 +83,9 @@ TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {
 TEST(CliSeq2Seq, EmbedTokensPrintsBertLastHiddenState) {
   Golden g = Golden::load("bert");
   const auto& c = g.case_json("single");
-  CliResult r = run_cli("embed -m " + quoted(ordo::test::model_dir("bert")) + " --ids " + csv(c.at("input_ids")) + " --tokens");
-  ASSERT_EQ(r.status, 0);
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
+                        " --tokens");
+  ASSERT_EQ(r.exit_code, 0);
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("mode"), "tokens");
   std::vector<float> flat;
@@ -119,8 +100,8 @@ TEST(CliSeq2Seq, EmbedWithoutPoolerMeansTheEncoderOutput) {
   Golden g = Golden::load("t5");
   const auto& c = g.json.at("cases")[0];
   const std::string name = c.at("name");
-  CliResult r = run_cli("embed -m " + quoted(ordo::test::model_dir("t5")) + " --ids " + csv(c.at("input_ids")));
-  ASSERT_EQ(r.status, 0);
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids " + csv(c.at("input_ids")));
+  ASSERT_EQ(r.exit_code, 0);
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("pooling"), "mean");
   const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
@@ -134,20 +115,22 @@ TEST(CliSeq2Seq, EmbedWithoutPoolerMeansTheEncoderOutput) {
 }
 
 TEST(CliSeq2Seq, EmbedNpyOutput) {
-  const std::string out = temp_path("bert.npy");
-  std::filesystem::remove(out);
-  CliResult r = run_cli("embed -m " + quoted(ordo::test::model_dir("bert")) + " --ids 1,2,3 --tokens -o " + quoted(out));
-  ASSERT_EQ(r.status, 0);
+  const std::string dir = make_temp_dir("seq2seq-embed");
+  const std::string out = dir + "/bert.npy";
+  CliResult r =
+      run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids 1,2,3 --tokens -o " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0);
   EXPECT_TRUE(r.out.empty());
   // 128-byte header (magic, version, length, dict) + 3·64 float32
   EXPECT_EQ(std::filesystem::file_size(out), 128u + 3 * 64 * 4);
-  std::filesystem::remove(out);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSeq2Seq, EmbedRejectsDecoderOnlyModels) {
-  CliResult r = run_cli("embed -m " + quoted(ordo::test::model_dir("stories260K")) + " --ids 1,2,3");
-  EXPECT_EQ(r.status, 1);
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids 1,2,3");
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("decoder-only"), std::string::npos) << r.err;
 }
 
 TEST(CliSeq2Seq, RunEncoderDecoderPrintsOnlyGeneratedIds) {
@@ -155,9 +138,10 @@ TEST(CliSeq2Seq, RunEncoderDecoderPrintsOnlyGeneratedIds) {
     SCOPED_TRACE(fixture);
     Golden g = Golden::load(fixture);
     const auto& greedy = g.json.at("cases")[0].at("greedy");
-    CliResult r = run_cli("run -m " + quoted(ordo::test::model_dir(fixture)) + " --ids " + csv(greedy.at("input_ids")) +
-                    " -n " + std::to_string(greedy.at("max_new_tokens").get<int>()) + " --temp 0 -q");
-    ASSERT_EQ(r.status, 0);
+    CliResult r =
+        run_cli("run -m " + shell_quote(model_dir(fixture)) + " --ids " + csv(greedy.at("input_ids")) +
+                " -n " + std::to_string(greedy.at("max_new_tokens").get<int>()) + " --temp 0 -q");
+    ASSERT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out, csv(greedy.at("output_ids")) + "\n");
   }
 }

@@ -8,7 +8,6 @@
 // -o out.json writes the JSON to a file, -o out.npy the bare float32 array.
 #include <fstream>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
@@ -18,8 +17,8 @@ namespace {
 
 // JSON with keys in insertion order and float numbers (float32 values print in their shortest
 // round-trip form).
-using fjson =
-    nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, std::int64_t, std::uint64_t, float>;
+using fjson = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, std::int64_t,
+                                   std::uint64_t, float>;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -37,15 +36,18 @@ struct EmbedCommand : Command {
   bool pooled = false, tokens = false, no_special = false;
 
   CLI::App* add(CLI::App& app) override {
-    CLI::App* c = app.add_subcommand(
-        "embed",
-        "Encoder output for a text or ids: pooled vector (pooler, else mean over tokens) or per-token vectors");
+    CLI::App* c = app.add_subcommand("embed",
+                                     "Encoder output for a text or ids: pooled vector (pooler, else mean "
+                                     "over tokens) or per-token vectors");
     model.add(c, false);
     auto* t = c->add_option("text", text, "Text to embed");
     auto* i = c->add_option("--ids", ids_text, "Token ids instead of text, e.g. 101,7592,102");
     t->excludes(i);
-    c->add_option("--token-types", types_text, "Token type (segment) ids, one per token (BERT; default all 0)");
-    auto* p = c->add_flag("--pooled", pooled, "One vector: the pooler output, or the mean over tokens without a pooler (default)");
+    c->add_option("--token-types", types_text,
+                  "Token type (segment) ids, one per token (BERT; default all 0)");
+    auto* p =
+        c->add_flag("--pooled", pooled,
+                    "One vector: the pooler output, or the mean over tokens without a pooler (default)");
     auto* k = c->add_flag("--tokens", tokens, "One vector per token (the encoder's last hidden state)");
     p->excludes(k);
     c->add_flag("--no-special", no_special, "Do not add special tokens ([CLS]/[SEP], EOS) to the text");
@@ -60,13 +62,14 @@ struct EmbedCommand : Command {
     Model m = model.load(ids_text.empty());
     const ModelSpec& spec = m.spec();
     if (spec.graph == GraphKind::Decoder)
-      throw Error(spec.architecture + " is a decoder-only model: embed needs an encoder (encoder or encoder-decoder model)");
+      throw Error(spec.architecture +
+                  " is a decoder-only model: embed needs an encoder (encoder or encoder-decoder model)");
     const std::vector<int32_t> ids = ids_text.empty() ? m.encode(text, !no_special) : parse_ids(ids_text);
     if (ids.empty()) throw Error("nothing to embed: no tokens");
     const std::vector<int32_t> types = parse_ids(types_text);
     if (!types.empty() && types.size() != ids.size())
-      throw Error("--token-types has " + std::to_string(types.size()) + " entries for " + std::to_string(ids.size()) +
-                  " tokens");
+      throw Error("--token-types has " + std::to_string(types.size()) + " entries for " +
+                  std::to_string(ids.size()) + " tokens");
     const std::vector<uint8_t> mask(ids.size(), 1);
     const Tensor h = m.engine().encode(ids, types, mask);
     const int64_t T = h.dim(0), d = h.dim(1);

@@ -13,7 +13,8 @@ Activation bert_activation(const JsonConfig& cfg) {
   if (a == "gelu_new" || a == "gelu_pytorch_tanh") return Activation::GeluTanh;
   if (a == "relu") return Activation::ReLU;
   if (a == "silu" || a == "swish") return Activation::SiLU;
-  throw Error(cfg.origin() + ": hidden_act '" + a + "' is not supported (known: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish)");
+  throw Error(cfg.origin() + ": hidden_act '" + a +
+              "' is not supported (known: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish)");
 }
 
 }  // namespace
@@ -28,8 +29,8 @@ ModelSpec build_bert(const FamilyContext& c) {
   s.n_heads = cfg.get_int("num_attention_heads");
   s.n_kv_heads = s.n_heads;
   if (s.d_model % s.n_heads != 0)
-    throw Error(cfg.origin() + ": hidden_size (" + std::to_string(s.d_model) + ") is not a multiple of num_attention_heads (" +
-                std::to_string(s.n_heads) + ")");
+    throw Error(cfg.origin() + ": hidden_size (" + std::to_string(s.d_model) +
+                ") is not a multiple of num_attention_heads (" + std::to_string(s.n_heads) + ")");
   s.head_dim = s.d_model / s.n_heads;
   s.vocab_size = cfg.get_int("vocab_size");
   const int64_t ffn = cfg.get_int("intermediate_size");
@@ -39,18 +40,21 @@ ModelSpec build_bert(const FamilyContext& c) {
   const Activation act = bert_activation(cfg);
   const std::string pos_type = cfg.get_string("position_embedding_type", "absolute");
   if (pos_type != "absolute")
-    throw Error(cfg.origin() + ": position_embedding_type '" + pos_type + "' is not supported (only 'absolute')");
+    throw Error(cfg.origin() + ": position_embedding_type '" + pos_type +
+                "' is not supported (only 'absolute')");
 
   // BertModel stores "embeddings...."; BertForMaskedLM & co. prefix the backbone with "bert.".
   const std::string p0 = c.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
 
   s.position.scheme = "learned";
   s.position.max_positions = cfg.get_int("max_position_embeddings", 512);
-  s.encoder.position.table = c.get(p0 + "embeddings.position_embeddings.weight", {s.position.max_positions, s.d_model});
+  s.encoder.position.table =
+      c.get(p0 + "embeddings.position_embeddings.weight", {s.position.max_positions, s.d_model});
   s.encoder.causal = false;
 
   s.tok_embed = c.get(p0 + "embeddings.word_embeddings.weight", {s.vocab_size, s.d_model});
-  if (n_types > 0) s.token_type_embed = c.get(p0 + "embeddings.token_type_embeddings.weight", {n_types, s.d_model});
+  if (n_types > 0)
+    s.token_type_embed = c.get(p0 + "embeddings.token_type_embeddings.weight", {n_types, s.d_model});
   s.embed_norm = c.norm(p0 + "embeddings.LayerNorm", NormKind::Layer, eps, s.d_model);
 
   for (int64_t l = 0; l < n_layers; ++l) {

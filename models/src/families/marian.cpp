@@ -34,18 +34,22 @@ ModelSpec build_marian(const FamilyContext& c) {
   const int64_t enc_heads = cfg.get_int("encoder_attention_heads");
   const int64_t dec_heads = cfg.get_int("decoder_attention_heads");
   if (enc_heads != dec_heads)
-    throw Error(cfg.origin() + ": encoder_attention_heads (" + std::to_string(enc_heads) + ") and decoder_attention_heads (" +
-                std::to_string(dec_heads) + ") differ; ordo needs one head count for both stacks");
+    throw Error(cfg.origin() + ": encoder_attention_heads (" + std::to_string(enc_heads) +
+                ") and decoder_attention_heads (" + std::to_string(dec_heads) +
+                ") differ; ordo needs one head count for both stacks");
   s.n_heads = s.n_kv_heads = enc_heads;
   if (s.d_model % s.n_heads != 0)
-    throw Error(cfg.origin() + ": d_model (" + std::to_string(s.d_model) + ") is not a multiple of the head count (" +
-                std::to_string(s.n_heads) + ")");
+    throw Error(cfg.origin() + ": d_model (" + std::to_string(s.d_model) +
+                ") is not a multiple of the head count (" + std::to_string(s.n_heads) + ")");
   s.head_dim = s.d_model / s.n_heads;
   if (cfg.has("decoder_vocab_size") && cfg.get_int("decoder_vocab_size") != s.vocab_size)
     throw Error(cfg.origin() + ": decoder_vocab_size (" + std::to_string(cfg.get_int("decoder_vocab_size")) +
-                ") differs from vocab_size (" + std::to_string(s.vocab_size) + "); separate vocabularies are not supported");
+                ") differs from vocab_size (" + std::to_string(s.vocab_size) +
+                "); separate vocabularies are not supported");
   if (!cfg.get_bool("share_encoder_decoder_embeddings", true))
-    throw Error(cfg.origin() + ": share_encoder_decoder_embeddings is false; separate encoder/decoder embeddings are not supported");
+    throw Error(
+        cfg.origin() +
+        ": share_encoder_decoder_embeddings is false; separate encoder/decoder embeddings are not supported");
   const int64_t n_enc = cfg.get_int("encoder_layers");
   const int64_t n_dec = cfg.get_int("decoder_layers");
   const int64_t enc_ffn = cfg.get_int("encoder_ffn_dim");
@@ -62,7 +66,8 @@ ModelSpec build_marian(const FamilyContext& c) {
     s.tok_embed = c.get("model.shared.weight", emb_shape);
   else
     s.tok_embed = c.get("model.encoder.embed_tokens.weight", emb_shape);
-  if (cfg.get_bool("scale_embedding", false)) s.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(s.d_model)));
+  if (cfg.get_bool("scale_embedding", false))
+    s.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(s.d_model)));
 
   auto attention = [&](const std::string& p) {
     AttentionWeights a;

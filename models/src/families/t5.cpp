@@ -18,7 +18,8 @@ Activation t5_activation(const std::string& name, const std::string& origin) {
   if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::GeluTanh;
   if (name == "gelu") return Activation::GeluErf;
   if (name == "silu" || name == "swish") return Activation::SiLU;
-  throw Error(origin + ": activation '" + name + "' is not supported (known: relu, gelu, gelu_new, silu, swish)");
+  throw Error(origin + ": activation '" + name +
+              "' is not supported (known: relu, gelu, gelu_new, silu, swish)");
 }
 
 }  // namespace
