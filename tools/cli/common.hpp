@@ -12,7 +12,7 @@ namespace ordo::cli {
 // -m/--model, --backend, --position, --scaling/--factor/--original-max, --threads.
 struct ModelArgs {
   std::string dir;
-  std::string backend = "openblas";
+  std::string backend = "onednn";
   std::string position;
   std::string scaling;
   double factor = 0;

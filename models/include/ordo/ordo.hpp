@@ -23,7 +23,7 @@
 namespace ordo {
 
 struct ModelOptions {
-  Backend backend = Backend::OpenBLAS;
+  Backend backend = Backend::OneDNN;  // prefill ~1.5-2x faster than Debian's OpenBLAS here
   std::string position;            // replaces the model's position scheme ("" keeps it)
   std::optional<Scaling> scaling;  // replaces the model's long-context scaling
   int threads = 0;                 // 0: all cores

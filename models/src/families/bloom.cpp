@@ -1,0 +1,64 @@
+// BLOOM family: ALiBi (no position embeddings), word_embeddings_layernorm right after the token
+// embedding, pre-LN blocks, fused query_key_value laid out per head as [q | k | v], tanh-gelu MLP
+// (4x), final ln_f, lm_head tied to word_embeddings.
+#include "../family.hpp"
+
+namespace ordo {
+
+ModelSpec build_bloom(const FamilyContext& c) {
+  const JsonConfig& cfg = c.config();
+  ModelSpec s;
+  s.architecture = cfg.get_string("model_type");
+  s.graph = GraphKind::Decoder;
+  s.d_model = cfg.get_int_any({"hidden_size", "n_embed"});
+  s.n_heads = cfg.get_int_any({"n_head", "num_attention_heads"});
+  s.n_kv_heads = s.n_heads;
+  if (s.d_model % s.n_heads != 0)
+    throw Error(cfg.origin() + ": hidden_size (" + std::to_string(s.d_model) +
+                ") is not a multiple of n_head (" + std::to_string(s.n_heads) + ")");
+  s.head_dim = s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_int("vocab_size");
+  const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
+  const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
+  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-5));
+  if (cfg.get_bool("apply_residual_connection_post_layernorm", false))
+    throw Error(cfg.origin() + ": apply_residual_connection_post_layernorm is not supported");
+  s.pre_norm = true;
+
+  // ALiBi has no trained table; the length is informational (and sizes the default KV cache).
+  s.position.scheme = "alibi";
+  s.position.alibi_max_bias = 8.0;
+  s.position.max_positions = cfg.get_int_any({"seq_length", "max_position_embeddings", "n_positions"}, 2048);
+
+  // Checkpoints saved from BloomModel (e.g. bigscience/bloom-560m) have no "transformer." prefix.
+  const std::string root = c.has("transformer.word_embeddings.weight") ? "transformer." : "";
+  s.tok_embed = c.get(root + "word_embeddings.weight", {s.vocab_size, d});
+  s.embed_norm = c.norm(root + "word_embeddings_layernorm", NormKind::Layer, eps, d);
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = root + "h." + std::to_string(l) + ".";
+    Layer ly;
+    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::Layer, eps, d);
+    const Linear qkv = c.linear(p + "self_attention.query_key_value", 3 * d, d, true);
+    AttentionWeights& a = ly.self_attn;
+    split_per_head_qkv(qkv.weight, H, hd, &a.q.weight, &a.k.weight, &a.v.weight);
+    split_per_head_qkv(qkv.bias, H, hd, &a.q.bias, &a.k.bias, &a.v.bias);
+    a.out = c.linear(p + "self_attention.dense", d, d, true);
+    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::Layer, eps, d);
+    ly.ffn.up = c.linear(p + "mlp.dense_h_to_4h", 4 * d, d, true);
+    ly.ffn.down = c.linear(p + "mlp.dense_4h_to_h", d, 4 * d, true);
+    ly.ffn.act = Activation::GeluTanh;
+    s.decoder.layers.push_back(std::move(ly));
+  }
+  s.decoder.final_norm = c.norm(root + "ln_f", NormKind::Layer, eps, d);
+  s.decoder.causal = true;
+  if (cfg.get_bool("tie_word_embeddings", true))
+    s.lm_head.weight = s.tok_embed;
+  else
+    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, d});
+  s.bos_id = c.token_id("bos_token_id", 1);
+  s.eos_id = c.token_id("eos_token_id", 2);
+  s.pad_id = c.token_id("pad_token_id", 3);
+  return s;
+}
+
+}  // namespace ordo

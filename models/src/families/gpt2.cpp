@@ -1,0 +1,90 @@
+// GPT-2 family: learned absolute positions (wpe), pre-LN blocks, Conv1D projections stored
+// [in, out] (transposed here to the engine's [out, in]), fused c_attn = [q | k | v] along the
+// output dimension, gelu_new MLP, final ln_f, lm_head tied to wte.
+#include "../family.hpp"
+
+namespace ordo {
+
+namespace {
+
+Activation gpt2_activation(const JsonConfig& cfg) {
+  const std::string a = cfg.get_string("activation_function", "gelu_new");
+  if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") return Activation::GeluTanh;
+  if (a == "gelu") return Activation::GeluErf;
+  if (a == "relu") return Activation::ReLU;
+  if (a == "silu" || a == "swish") return Activation::SiLU;
+  throw Error(cfg.origin() + ": activation_function '" + a +
+              "' is not supported (known: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu, relu, silu)");
+}
+
+// A Conv1D layer: weight [in, out] → Linear [out, in]; bias [out] required.
+Linear conv1d(const FamilyContext& c, const std::string& prefix, int64_t in, int64_t out) {
+  Linear l;
+  l.weight = transpose(c.get(prefix + ".weight", {in, out}));
+  l.bias = c.get(prefix + ".bias", {out});
+  return l;
+}
+
+}  // namespace
+
+ModelSpec build_gpt2(const FamilyContext& c) {
+  const JsonConfig& cfg = c.config();
+  ModelSpec s;
+  s.architecture = cfg.get_string("model_type");
+  s.graph = GraphKind::Decoder;
+  s.d_model = cfg.get_int_any({"n_embd", "hidden_size"});
+  s.n_heads = cfg.get_int_any({"n_head", "num_attention_heads"});
+  s.n_kv_heads = s.n_heads;
+  if (s.d_model % s.n_heads != 0)
+    throw Error(cfg.origin() + ": n_embd (" + std::to_string(s.d_model) + ") is not a multiple of n_head (" +
+                std::to_string(s.n_heads) + ")");
+  s.head_dim = s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_int("vocab_size");
+  const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
+  const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * s.d_model;
+  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-5));
+  const Activation act = gpt2_activation(cfg);
+  if (cfg.get_bool("scale_attn_by_inverse_layer_idx", false))
+    throw Error(cfg.origin() + ": scale_attn_by_inverse_layer_idx is not supported");
+  if (!cfg.get_bool("scale_attn_weights", true)) s.attn_scale = 1.0f;
+  s.pre_norm = true;
+
+  const int64_t n_pos = cfg.get_int_any({"n_positions", "max_position_embeddings"});
+  s.position.scheme = "learned";
+  s.position.max_positions = n_pos;
+  s.decoder.position.table = c.get("transformer.wpe.weight", {n_pos, s.d_model});
+
+  s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, s.d_model});
+  const int64_t d = s.d_model;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    Layer ly;
+    ly.attn_norm = c.norm(p + "ln_1", NormKind::Layer, eps, d);
+    const Linear qkv = conv1d(c, p + "attn.c_attn", d, 3 * d);
+    AttentionWeights& a = ly.self_attn;
+    Linear* parts[3] = {&a.q, &a.k, &a.v};
+    for (int i = 0; i < 3; ++i) {
+      parts[i]->weight = slice_rows(qkv.weight, i * d, (i + 1) * d);
+      parts[i]->bias = slice_rows(qkv.bias, i * d, (i + 1) * d);
+    }
+    a.out = conv1d(c, p + "attn.c_proj", d, d);
+    ly.ffn_norm = c.norm(p + "ln_2", NormKind::Layer, eps, d);
+    ly.ffn.up = conv1d(c, p + "mlp.c_fc", d, ffn);
+    ly.ffn.down = conv1d(c, p + "mlp.c_proj", ffn, d);
+    ly.ffn.act = act;
+    s.decoder.layers.push_back(std::move(ly));
+  }
+  s.decoder.final_norm = c.norm("transformer.ln_f", NormKind::Layer, eps, d);
+  s.decoder.causal = true;
+  // Tied unless the config says otherwise (a stored lm_head.weight is then ignored, as in HF).
+  if (cfg.get_bool("tie_word_embeddings", true))
+    s.lm_head.weight = s.tok_embed;
+  else
+    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, d});
+  s.bos_id = c.token_id("bos_token_id", 50256);
+  s.eos_id = c.token_id("eos_token_id", 50256);
+  s.pad_id = c.token_id("pad_token_id", -1);
+  return s;
+}
+
+}  // namespace ordo

@@ -1,0 +1,87 @@
+// GPT-NeoX family (Pythia, GPT-NeoX-20B): partial RoPE in the half-split (rotate_half) layout on
+// the first head_dim·rotary_pct dims of each head, fused query_key_value laid out per head as
+// [q | k | v], parallel residual x + attn(ln1(x)) + mlp(ln2(x)) (or sequential pre-LN when
+// use_parallel_residual is false), exact gelu, final_layer_norm, untied embed_out.
+#include <cmath>
+
+#include "../family.hpp"
+
+namespace ordo {
+
+ModelSpec build_gpt_neox(const FamilyContext& c) {
+  const JsonConfig& cfg = c.config();
+  ModelSpec s;
+  s.architecture = cfg.get_string("model_type");
+  s.graph = GraphKind::Decoder;
+  s.d_model = cfg.get_int("hidden_size");
+  s.n_heads = cfg.get_int("num_attention_heads");
+  s.n_kv_heads = s.n_heads;
+  if (s.d_model % s.n_heads != 0)
+    throw Error(cfg.origin() + ": hidden_size (" + std::to_string(s.d_model) +
+                ") is not a multiple of num_attention_heads (" + std::to_string(s.n_heads) + ")");
+  s.head_dim = s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_int("vocab_size");
+  const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
+  const int64_t n_layers = cfg.get_int("num_hidden_layers");
+  const int64_t ffn = cfg.get_int("intermediate_size");
+  const float eps = static_cast<float>(cfg.get_double("layer_norm_eps", 1e-5));
+  const std::string act_name = cfg.get_string("hidden_act", "gelu");
+  Activation act;
+  if (act_name == "gelu")
+    act = Activation::GeluErf;
+  else if (act_name == "gelu_new" || act_name == "gelu_fast" || act_name == "gelu_pytorch_tanh")
+    act = Activation::GeluTanh;
+  else if (act_name == "relu")
+    act = Activation::ReLU;
+  else if (act_name == "silu" || act_name == "swish")
+    act = Activation::SiLU;
+  else
+    throw Error(cfg.origin() + ": hidden_act '" + act_name +
+                "' is not supported (known: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, silu)");
+  const bool attn_bias = cfg.get_bool("attention_bias", true);
+  s.pre_norm = true;
+  s.parallel_residual = cfg.get_bool("use_parallel_residual", true);
+
+  // HF's GPTNeoXConfig takes rotary_pct / rotary_emb_base (newer spellings: partial_rotary_factor,
+  // rope_theta).
+  const double pct = cfg.get_double_any({"rotary_pct", "partial_rotary_factor"}, 1.0);
+  s.position.scheme = "rope";
+  s.position.max_positions = cfg.get_int_any({"max_position_embeddings", "n_positions"});
+  s.position.rope_theta = cfg.get_double_any({"rotary_emb_base", "rope_theta"}, 10000.0);
+  s.position.rope_layout = RopeLayout::HalfSplit;
+  s.position.rotary_dim = static_cast<int64_t>(static_cast<double>(hd) * pct);  // int() like HF
+  if (s.position.rotary_dim <= 0)
+    throw Error(cfg.origin() + ": rotary_pct " + std::to_string(pct) + " leaves no rotary dimensions");
+  s.position.scaling = parse_rope_scaling(cfg);
+
+  s.tok_embed = c.get("gpt_neox.embed_in.weight", {s.vocab_size, d});
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
+    Layer ly;
+    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::Layer, eps, d);
+    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::Layer, eps, d);
+    const Linear qkv = attn_bias ? c.linear(p + "attention.query_key_value", 3 * d, d, true)
+                                 : c.linear_no_bias(p + "attention.query_key_value", 3 * d, d);
+    AttentionWeights& a = ly.self_attn;
+    split_per_head_qkv(qkv.weight, H, hd, &a.q.weight, &a.k.weight, &a.v.weight);
+    if (!qkv.bias.empty()) split_per_head_qkv(qkv.bias, H, hd, &a.q.bias, &a.k.bias, &a.v.bias);
+    a.out = attn_bias ? c.linear(p + "attention.dense", d, d, true)
+                      : c.linear_no_bias(p + "attention.dense", d, d);
+    ly.ffn.up = c.linear(p + "mlp.dense_h_to_4h", ffn, d, true);
+    ly.ffn.down = c.linear(p + "mlp.dense_4h_to_h", d, ffn, true);
+    ly.ffn.act = act;
+    s.decoder.layers.push_back(std::move(ly));
+  }
+  s.decoder.final_norm = c.norm("gpt_neox.final_layer_norm", NormKind::Layer, eps, d);
+  s.decoder.causal = true;
+  if (cfg.get_bool("tie_word_embeddings", false))
+    s.lm_head.weight = s.tok_embed;
+  else
+    s.lm_head.weight = c.get("embed_out.weight", {s.vocab_size, d});
+  s.bos_id = c.token_id("bos_token_id", 0);
+  s.eos_id = c.token_id("eos_token_id", 2);
+  s.pad_id = c.token_id("pad_token_id", -1);
+  return s;
+}
+
+}  // namespace ordo

@@ -1,0 +1,73 @@
+// MPT family (as Hugging Face's MptForCausalLM runs it): ALiBi with attn_config.alibi_bias_max,
+// fused Wqkv laid out contiguously [q | k | v] (not per head), no_bias (no linear biases and
+// LayerNorms without bias), exact-gelu MLP (expansion_ratio x), final norm_f, lm_head tied to wte.
+#include "../family.hpp"
+
+namespace ordo {
+
+ModelSpec build_mpt(const FamilyContext& c) {
+  const JsonConfig& cfg = c.config();
+  ModelSpec s;
+  s.architecture = cfg.get_string("model_type");
+  s.graph = GraphKind::Decoder;
+  s.d_model = cfg.get_int_any({"d_model", "hidden_size"});
+  s.n_heads = cfg.get_int_any({"n_heads", "num_attention_heads"});
+  s.n_kv_heads = s.n_heads;
+  if (s.d_model % s.n_heads != 0)
+    throw Error(cfg.origin() + ": d_model (" + std::to_string(s.d_model) +
+                ") is not a multiple of n_heads (" + std::to_string(s.n_heads) + ")");
+  s.head_dim = s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_int("vocab_size");
+  const int64_t d = s.d_model;
+  const int64_t n_layers = cfg.get_int_any({"n_layers", "num_hidden_layers"});
+  const int64_t ffn = cfg.get_int("expansion_ratio", 4) * d;
+  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-5));
+  s.pre_norm = true;
+
+  double alibi_max = 8.0;
+  if (cfg.has("attn_config")) {
+    const JsonConfig attn = cfg.child("attn_config");
+    if (!attn.get_bool("alibi", true))
+      throw Error(attn.origin() + ": alibi false is not supported (Hugging Face's MPT always uses ALiBi)");
+    if (attn.has("clip_qkv")) throw Error(attn.origin() + ": clip_qkv is not supported");
+    if (attn.get_bool("qk_ln", false)) throw Error(attn.origin() + ": qk_ln is not supported");
+    alibi_max = attn.get_double("alibi_bias_max", 8.0);
+    if (attn.has("softmax_scale")) s.attn_scale = static_cast<float>(attn.get_double("softmax_scale"));
+  }
+  s.position.scheme = "alibi";
+  s.position.alibi_max_bias = alibi_max;
+  s.position.max_positions = cfg.get_int_any({"max_seq_len", "max_position_embeddings", "n_positions"}, 2048);
+
+  s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, d});
+  // Linear biases and LayerNorm biases are read when the checkpoint has them (no_bias: false).
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = "transformer.blocks." + std::to_string(l) + ".";
+    Layer ly;
+    ly.attn_norm = c.norm(p + "norm_1", NormKind::Layer, eps, d);
+    const Linear qkv = c.linear(p + "attn.Wqkv", 3 * d, d);
+    AttentionWeights& a = ly.self_attn;
+    Linear* parts[3] = {&a.q, &a.k, &a.v};
+    for (int i = 0; i < 3; ++i) {
+      parts[i]->weight = slice_rows(qkv.weight, i * d, (i + 1) * d);
+      if (!qkv.bias.empty()) parts[i]->bias = slice_rows(qkv.bias, i * d, (i + 1) * d);
+    }
+    a.out = c.linear(p + "attn.out_proj", d, d);
+    ly.ffn_norm = c.norm(p + "norm_2", NormKind::Layer, eps, d);
+    ly.ffn.up = c.linear(p + "ffn.up_proj", ffn, d);
+    ly.ffn.down = c.linear(p + "ffn.down_proj", d, ffn);
+    ly.ffn.act = Activation::GeluErf;  // HF MptMLP: nn.GELU(approximate="none")
+    s.decoder.layers.push_back(std::move(ly));
+  }
+  s.decoder.final_norm = c.norm("transformer.norm_f", NormKind::Layer, eps, d);
+  s.decoder.causal = true;
+  if (c.has("lm_head.weight") && !cfg.get_bool("tie_word_embeddings", true))
+    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, d});
+  else
+    s.lm_head.weight = s.tok_embed;
+  s.bos_id = c.token_id("bos_token_id", 0);
+  s.eos_id = c.token_id("eos_token_id", 0);
+  s.pad_id = c.token_id("pad_token_id", -1);
+  return s;
+}
+
+}  // namespace ordo
