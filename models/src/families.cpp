@@ -10,6 +10,9 @@ ModelSpec build_gpt_neox(const FamilyContext&);
 ModelSpec build_gptj(const FamilyContext&);
 ModelSpec build_bloom(const FamilyContext&);
 ModelSpec build_mpt(const FamilyContext&);
+ModelSpec build_bert(const FamilyContext&);
+ModelSpec build_t5(const FamilyContext&);
+ModelSpec build_marian(const FamilyContext&);
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
@@ -20,6 +23,9 @@ const std::vector<Family>& families() {
       {"gptj", {"gptj"}, build_gptj},
       {"bloom", {"bloom"}, build_bloom},
       {"mpt", {"mpt"}, build_mpt},
+      {"bert", {"bert"}, build_bert},
+      {"t5", {"t5", "mt5"}, build_t5},
+      {"marian", {"marian"}, build_marian},
   };
   return all;
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "family.hpp"
@@ -121,9 +122,15 @@ GenerateResult Model::generate_ids(const std::vector<int32_t>& prompt, const Gen
   GenerateParams p = params;
   if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);
   if (e.spec().graph == GraphKind::EncoderDecoder) {
+    const auto t0 = std::chrono::steady_clock::now();
     Tensor enc = e.encode(prompt, {}, {});
+    const double encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int32_t start = e.spec().decoder_start_id >= 0 ? e.spec().decoder_start_id : e.spec().pad_id;
-    return ordo::generate(e, {start}, p, on_token, &enc, {}, keep_logits);
+    GenerateResult r = ordo::generate(e, {start}, p, on_token, &enc, {}, keep_logits);
+    // Report the encoder input as the prompt (the decoder's start token is not the user's prompt).
+    r.prompt_tokens = static_cast<int64_t>(prompt.size());
+    r.prefill_seconds += encode_seconds;
+    return r;
   }
   if (e.spec().graph == GraphKind::Encoder) throw Error(e.spec().architecture + " is an encoder-only model: it cannot generate");
   return ordo::generate(e, prompt, p, on_token, nullptr, {}, keep_logits);

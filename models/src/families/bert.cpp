@@ -1,0 +1,83 @@
+// BERT family (BertModel and the task heads' "bert." backbone): encoder only, post-norm LayerNorm,
+// embeddings word + learned position + token type followed by a LayerNorm, exact-erf GELU FFN,
+// pooler tanh(dense(h[0])) when the checkpoint has one.
+#include "../family.hpp"
+
+namespace ordo {
+
+namespace {
+
+Activation bert_activation(const JsonConfig& cfg) {
+  const std::string a = cfg.get_string("hidden_act", "gelu");
+  if (a == "gelu") return Activation::GeluErf;
+  if (a == "gelu_new" || a == "gelu_pytorch_tanh") return Activation::GeluTanh;
+  if (a == "relu") return Activation::ReLU;
+  if (a == "silu" || a == "swish") return Activation::SiLU;
+  throw Error(cfg.origin() + ": hidden_act '" + a +
+              "' is not supported (known: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish)");
+}
+
+}  // namespace
+
+ModelSpec build_bert(const FamilyContext& c) {
+  const JsonConfig& cfg = c.config();
+  ModelSpec s;
+  s.architecture = cfg.get_string("model_type");
+  s.graph = GraphKind::Encoder;
+  s.pre_norm = false;
+  s.d_model = cfg.get_int("hidden_size");
+  s.n_heads = cfg.get_int("num_attention_heads");
+  s.n_kv_heads = s.n_heads;
+  if (s.d_model % s.n_heads != 0)
+    throw Error(cfg.origin() + ": hidden_size (" + std::to_string(s.d_model) +
+                ") is not a multiple of num_attention_heads (" + std::to_string(s.n_heads) + ")");
+  s.head_dim = s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_int("vocab_size");
+  const int64_t ffn = cfg.get_int("intermediate_size");
+  const int64_t n_layers = cfg.get_int("num_hidden_layers");
+  const int64_t n_types = cfg.get_int("type_vocab_size", 2);
+  const float eps = static_cast<float>(cfg.get_double("layer_norm_eps", 1e-12));
+  const Activation act = bert_activation(cfg);
+  const std::string pos_type = cfg.get_string("position_embedding_type", "absolute");
+  if (pos_type != "absolute")
+    throw Error(cfg.origin() + ": position_embedding_type '" + pos_type +
+                "' is not supported (only 'absolute')");
+
+  // BertModel stores "embeddings...."; BertForMaskedLM & co. prefix the backbone with "bert.".
+  const std::string p0 = c.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+
+  s.position.scheme = "learned";
+  s.position.max_positions = cfg.get_int("max_position_embeddings", 512);
+  s.encoder.position.table =
+      c.get(p0 + "embeddings.position_embeddings.weight", {s.position.max_positions, s.d_model});
+  s.encoder.causal = false;
+
+  s.tok_embed = c.get(p0 + "embeddings.word_embeddings.weight", {s.vocab_size, s.d_model});
+  if (n_types > 0)
+    s.token_type_embed = c.get(p0 + "embeddings.token_type_embeddings.weight", {n_types, s.d_model});
+  s.embed_norm = c.norm(p0 + "embeddings.LayerNorm", NormKind::Layer, eps, s.d_model);
+
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = p0 + "encoder.layer." + std::to_string(l) + ".";
+    Layer ly;
+    ly.self_attn.q = c.linear(p + "attention.self.query", s.d_model, s.d_model, true);
+    ly.self_attn.k = c.linear(p + "attention.self.key", s.d_model, s.d_model, true);
+    ly.self_attn.v = c.linear(p + "attention.self.value", s.d_model, s.d_model, true);
+    ly.self_attn.out = c.linear(p + "attention.output.dense", s.d_model, s.d_model, true);
+    ly.attn_norm = c.norm(p + "attention.output.LayerNorm", NormKind::Layer, eps, s.d_model);
+    ly.ffn.up = c.linear(p + "intermediate.dense", ffn, s.d_model, true);
+    ly.ffn.down = c.linear(p + "output.dense", s.d_model, ffn, true);
+    ly.ffn.act = act;
+    ly.ffn_norm = c.norm(p + "output.LayerNorm", NormKind::Layer, eps, s.d_model);
+    s.encoder.layers.push_back(std::move(ly));
+  }
+  // Post-norm: the last layer's output is the final hidden state (no final norm).
+  if (c.has(p0 + "pooler.dense.weight")) s.pooler = c.linear(p0 + "pooler.dense", s.d_model, s.d_model, true);
+
+  s.pad_id = c.token_id("pad_token_id", 0);
+  s.bos_id = c.token_id("bos_token_id", -1);
+  s.eos_id = c.token_id("eos_token_id", -1);
+  return s;
+}
+
+}  // namespace ordo

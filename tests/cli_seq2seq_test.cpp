@@ -1,0 +1,149 @@
+// The `ordo` binary on encoder models: `forward` on an encoder-decoder writes the reference logits,
+// `embed` prints BERT's pooler output (and T5's mean-pooled encoder output), `run` on an
+// encoder-decoder prints only the generated ids.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "ordo/ordo.hpp"
+#include "ordo/safetensors.hpp"
+#include "support/cli.hpp"
+#include "support/golden.hpp"
+
+using namespace ordo;
+using ordo::test::CliResult;
+using ordo::test::Golden;
+using ordo::test::ids_of;
+using ordo::test::make_temp_dir;
+using ordo::test::model_dir;
+using ordo::test::run_cli;
+using ordo::test::shell_quote;
+using ordo::test::within_tolerance;
+
+namespace {
+
+std::string csv(const nlohmann::json& ids) {
+  std::string s;
+  for (const auto& v : ids) s += (s.empty() ? "" : ",") + std::to_string(v.get<int>());
+  return s;
+}
+
+TEST(CliSeq2Seq, ForwardWritesT5Logits) {
+  Golden g = Golden::load("t5");
+  const auto& c = g.json.at("cases")[0];
+  const std::string name = c.at("name");
+  const std::string dir = make_temp_dir("seq2seq-forward");
+  const std::string out = dir + "/t5.safetensors";
+  CliResult r =
+      run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids " + csv(c.at("input_ids")) +
+              " --decoder-ids " + csv(c.at("decoder_input_ids")) + " --hidden -o " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0);
+  SafeTensors st = SafeTensors::open(out);
+  const Tensor& ref = g.tensor(name + ".logits");
+  ASSERT_EQ(st.get("logits").shape, ref.shape);
+  EXPECT_TRUE(within_tolerance(st.get("logits").f32(), ref));
+  for (int i = 0; i <= 2; ++i) {
+    const std::string enc = "encoder_hidden_states." + std::to_string(i);
+    const std::string dec = "decoder_hidden_states." + std::to_string(i);
+    ASSERT_TRUE(st.has(enc));
+    ASSERT_TRUE(st.has(dec));
+    EXPECT_TRUE(within_tolerance(st.get(enc).f32(), g.tensor(name + "." + enc))) << enc;
+    EXPECT_TRUE(within_tolerance(st.get(dec).f32(), g.tensor(name + "." + dec))) << dec;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliSeq2Seq, ForwardWithoutDecoderIdsIsAnError) {
+  CliResult r = run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 -o " +
+                        "/nonexistent-dir/none.npy");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--decoder-ids"), std::string::npos) << r.err;
+}
+
+TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {
+  Golden g = Golden::load("bert");
+  for (const char* name : {"single", "pair"}) {
+    SCOPED_TRACE(name);
+    const auto& c = g.case_json(name);
+    CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
+                          " --token-types " + csv(c.at("token_type_ids")));
+    ASSERT_EQ(r.exit_code, 0);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("mode"), "pooled");
+    EXPECT_EQ(j.at("pooling"), "pooler");
+    EXPECT_EQ(j.at("ids").get<std::vector<int32_t>>(), ids_of(c.at("input_ids")));
+    const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
+    const Tensor& ref = g.tensor(std::string(name) + ".pooler_output");
+    ASSERT_EQ(static_cast<int64_t>(v.size()), ref.dim(0));
+    EXPECT_TRUE(within_tolerance(v.data(), ref));
+  }
+}
+
+TEST(CliSeq2Seq, EmbedTokensPrintsBertLastHiddenState) {
+  Golden g = Golden::load("bert");
+  const auto& c = g.case_json("single");
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
+                        " --tokens");
+  ASSERT_EQ(r.exit_code, 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("mode"), "tokens");
+  std::vector<float> flat;
+  for (const auto& row : j.at("embeddings"))
+    for (const auto& x : row) flat.push_back(x.get<float>());
+  const Tensor& ref = g.tensor("single.last_hidden_state");
+  ASSERT_EQ(static_cast<int64_t>(flat.size()), ref.numel());
+  EXPECT_TRUE(within_tolerance(flat.data(), ref));
+}
+
+TEST(CliSeq2Seq, EmbedWithoutPoolerMeansTheEncoderOutput) {
+  Golden g = Golden::load("t5");
+  const auto& c = g.json.at("cases")[0];
+  const std::string name = c.at("name");
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids " + csv(c.at("input_ids")));
+  ASSERT_EQ(r.exit_code, 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("pooling"), "mean");
+  const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
+  const Tensor& enc = g.tensor(name + ".encoder_hidden_states.2");  // final (after final_layer_norm)
+  const int64_t T = enc.dim(0), d = enc.dim(1);
+  Tensor mean = Tensor::zeros({d});
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < d; ++i) mean.f32()[i] += enc.f32()[t * d + i] / static_cast<float>(T);
+  ASSERT_EQ(static_cast<int64_t>(v.size()), d);
+  EXPECT_TRUE(within_tolerance(v.data(), mean));
+}
+
+TEST(CliSeq2Seq, EmbedNpyOutput) {
+  const std::string dir = make_temp_dir("seq2seq-embed");
+  const std::string out = dir + "/bert.npy";
+  CliResult r =
+      run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids 1,2,3 --tokens -o " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.out.empty());
+  // 128-byte header (magic, version, length, dict) + 3·64 float32
+  EXPECT_EQ(std::filesystem::file_size(out), 128u + 3 * 64 * 4);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliSeq2Seq, EmbedRejectsDecoderOnlyModels) {
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids 1,2,3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("decoder-only"), std::string::npos) << r.err;
+}
+
+TEST(CliSeq2Seq, RunEncoderDecoderPrintsOnlyGeneratedIds) {
+  for (const char* fixture : {"t5", "marian"}) {
+    SCOPED_TRACE(fixture);
+    Golden g = Golden::load(fixture);
+    const auto& greedy = g.json.at("cases")[0].at("greedy");
+    CliResult r =
+        run_cli("run -m " + shell_quote(model_dir(fixture)) + " --ids " + csv(greedy.at("input_ids")) +
+                " -n " + std::to_string(greedy.at("max_new_tokens").get<int>()) + " --temp 0 -q");
+    ASSERT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out, csv(greedy.at("output_ids")) + "\n");
+  }
+}
+
+}  // namespace
