@@ -6,36 +6,15 @@
 #include "support/golden.hpp"
 
 using namespace ordo;
+using ordo::test::fixture_param_name;
+using ordo::test::fixture_params;
 using ordo::test::Golden;
 using ordo::test::ids_of;
 using ordo::test::within_tolerance;
 
 namespace {
 
-struct Param {
-  std::string fixture;
-  Backend backend;
-};
-
-std::string param_name(const testing::TestParamInfo<Param>& p) {
-  std::string s = p.param.fixture + "_" + backend_name(p.param.backend);
-  for (char& c : s)
-    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
-class DecoderFixture : public testing::TestWithParam<Param> {
- protected:
-  void SetUp() override {
-    golden_ = std::make_unique<Golden>(Golden::load(GetParam().fixture));
-    ModelOptions o;
-    o.backend = GetParam().backend;
-    o.load_tokenizer = false;
-    model_ = std::make_unique<Model>(Model::load(ordo::test::model_dir(GetParam().fixture), o));
-  }
-  std::unique_ptr<Golden> golden_;
-  std::unique_ptr<Model> model_;
-};
+class DecoderFixture : public ordo::test::FixtureTest {};
 
 TEST_P(DecoderFixture, LogitsAndHiddenStatesMatchReference) {
   for (const auto& c : golden_->json.at("cases")) {
@@ -49,7 +28,8 @@ TEST_P(DecoderFixture, LogitsAndHiddenStatesMatchReference) {
     ASSERT_EQ(out.hidden.size(), n_hidden);
     for (size_t i = 0; i < n_hidden; ++i) {
       SCOPED_TRACE("hidden_states." + std::to_string(i));
-      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(), golden_->tensor(name + ".hidden_states." + std::to_string(i))));
+      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(),
+                                   golden_->tensor(name + ".hidden_states." + std::to_string(i))));
     }
   }
 }
@@ -161,24 +141,18 @@ TEST_P(PaddedBatchDecoderFixture, RowsMatchReferenceAtRealPositions) {
   EXPECT_TRUE(any) << GetParam().fixture << " has no batched case";
 }
 
-const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
-
-std::vector<Param> params_for(const std::vector<std::string>& fixtures) {
-  std::vector<Param> ps;
-  for (const auto& f : fixtures)
-    for (Backend b : kBackends) ps.push_back({f, b});
-  return ps;
-}
-
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Llama, DecoderFixture, testing::ValuesIn(params_for({"llama", "stories260K"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Llama, DecoderFixture, testing::ValuesIn(fixture_params({"llama", "stories260K"})),
+                         fixture_param_name);
 
 INSTANTIATE_TEST_SUITE_P(RopeScaling, DecoderFixture,
-                         testing::ValuesIn(params_for({"llama-linear", "llama-dynamic", "llama-yarn", "llama-llama3",
-                                                       "llama-longrope"})),
-                         param_name);
+                         testing::ValuesIn(fixture_params({"llama-linear", "llama-dynamic", "llama-yarn",
+                                                           "llama-llama3", "llama-longrope"})),
+                         fixture_param_name);
 INSTANTIATE_TEST_SUITE_P(Decoders, DecoderFixture,
-                         testing::ValuesIn(params_for({"gpt2", "opt", "gpt-neox", "gptj", "bloom", "mpt"})),
-                         param_name);
-INSTANTIATE_TEST_SUITE_P(Bloom, PaddedBatchDecoderFixture, testing::ValuesIn(params_for({"bloom"})), param_name);
+                         testing::ValuesIn(fixture_params({"gpt2", "opt", "gpt-neox", "gptj", "bloom",
+                                                           "mpt"})),
+                         fixture_param_name);
+INSTANTIATE_TEST_SUITE_P(Bloom, PaddedBatchDecoderFixture, testing::ValuesIn(fixture_params({"bloom"})),
+                         fixture_param_name);

@@ -9,36 +9,20 @@
 #include "support/golden.hpp"
 
 using namespace ordo;
+using ordo::test::fixture_param_name;
+using ordo::test::fixture_params;
 using ordo::test::Golden;
 using ordo::test::ids_of;
 using ordo::test::within_tolerance;
 
 namespace {
 
-struct Param {
-  std::string fixture;
-  Backend backend;
-};
-
-std::string param_name(const testing::TestParamInfo<Param>& p) {
-  std::string s = p.param.fixture + "_" + backend_name(p.param.backend);
-  for (char& c : s)
-    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
-class EncoderFixture : public testing::TestWithParam<Param> {
+class EncoderFixture : public ordo::test::FixtureTest {
  protected:
   void SetUp() override {
-    golden_ = std::make_unique<Golden>(Golden::load(GetParam().fixture));
-    ModelOptions o;
-    o.backend = GetParam().backend;
-    o.load_tokenizer = false;
-    model_ = std::make_unique<Model>(Model::load(ordo::test::model_dir(GetParam().fixture), o));
+    FixtureTest::SetUp();
     ASSERT_EQ(model_->spec().graph, GraphKind::Encoder);
   }
-  std::unique_ptr<Golden> golden_;
-  std::unique_ptr<Model> model_;
 };
 
 std::vector<int32_t> optional_ids(const nlohmann::json& c, const char* key) {
@@ -137,15 +121,7 @@ TEST_P(EncoderFixture, PaddedBatchMatchesReferenceOnRealRows) {
   EXPECT_TRUE(any) << "fixture has no padded batch case";
 }
 
-const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
-
-std::vector<Param> params_for(const std::vector<std::string>& fixtures) {
-  std::vector<Param> ps;
-  for (const auto& f : fixtures)
-    for (Backend b : kBackends) ps.push_back({f, b});
-  return ps;
-}
-
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Encoder, EncoderFixture, testing::ValuesIn(params_for({"bert"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Encoder, EncoderFixture, testing::ValuesIn(fixture_params({"bert"})),
+                         fixture_param_name);

@@ -7,36 +7,20 @@
 #include "support/golden.hpp"
 
 using namespace ordo;
+using ordo::test::fixture_param_name;
+using ordo::test::fixture_params;
 using ordo::test::Golden;
 using ordo::test::ids_of;
 using ordo::test::within_tolerance;
 
 namespace {
 
-struct Param {
-  std::string fixture;
-  Backend backend;
-};
-
-std::string param_name(const testing::TestParamInfo<Param>& p) {
-  std::string s = p.param.fixture + "_" + backend_name(p.param.backend);
-  for (char& c : s)
-    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
-class Seq2SeqFixture : public testing::TestWithParam<Param> {
+class Seq2SeqFixture : public ordo::test::FixtureTest {
  protected:
   void SetUp() override {
-    golden_ = std::make_unique<Golden>(Golden::load(GetParam().fixture));
-    ModelOptions o;
-    o.backend = GetParam().backend;
-    o.load_tokenizer = false;
-    model_ = std::make_unique<Model>(Model::load(ordo::test::model_dir(GetParam().fixture), o));
+    FixtureTest::SetUp();
     ASSERT_EQ(model_->spec().graph, GraphKind::EncoderDecoder);
   }
-  std::unique_ptr<Golden> golden_;
-  std::unique_ptr<Model> model_;
 };
 
 TEST_P(Seq2SeqFixture, LogitsAndHiddenStatesMatchReference) {
@@ -119,16 +103,7 @@ TEST_P(Seq2SeqFixture, IncrementalDecodeMatchesFullPass) {
   EXPECT_TRUE(within_tolerance(got.data(), ref));
 }
 
-const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
-
-std::vector<Param> params_for(const std::vector<std::string>& fixtures) {
-  std::vector<Param> ps;
-  for (const auto& f : fixtures)
-    for (Backend b : kBackends) ps.push_back({f, b});
-  return ps;
-}
-
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Seq2Seq, Seq2SeqFixture, testing::ValuesIn(params_for({"t5", "t5-v1_1", "marian"})),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Seq2Seq, Seq2SeqFixture,
+                         testing::ValuesIn(fixture_params({"t5", "t5-v1_1", "marian"})), fixture_param_name);

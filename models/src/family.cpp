@@ -5,7 +5,10 @@
 namespace ordo {
 
 FamilyContext::FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation)
-    : dir_(std::move(dir)), config_(std::move(config)), weights_(std::move(weights)), generation_(std::move(generation)) {}
+    : dir_(std::move(dir)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      generation_(std::move(generation)) {}
 
 static std::string shape_of(const std::vector<int64_t>& s) {
   Tensor t;
@@ -25,7 +28,8 @@ Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& s
     std::memcpy(c.data, t.data, t.nbytes());
     return c;
   }
-  if (t.dtype == DType::I8) throw Error(weights_.path() + ": tensor '" + name + "' is I8; expected a float type");
+  if (t.dtype == DType::I8)
+    throw Error(weights_.path() + ": tensor '" + name + "' is I8; expected a float type");
   return t.to_f32();
 }
 
@@ -54,6 +58,18 @@ Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, in
   n.weight = get(prefix + ".weight", {dim});
   if (kind == NormKind::Layer) n.bias = get_optional(prefix + ".bias", {dim});
   return n;
+}
+
+void FamilyContext::read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
+                                        std::initializer_list<std::string> head_keys) const {
+  s.d_model = config_.get_int_any(d_model_keys);
+  s.n_heads = config_.get_int_any(head_keys);
+  s.n_kv_heads = s.n_heads;
+  if (s.n_heads <= 0 || s.d_model % s.n_heads != 0)
+    throw Error(config_.origin() + ": " + *config_.first_present(d_model_keys) + " (" +
+                std::to_string(s.d_model) + ") is not a multiple of " + *config_.first_present(head_keys) +
+                " (" + std::to_string(s.n_heads) + ")");
+  s.head_dim = s.d_model / s.n_heads;
 }
 
 int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {

@@ -34,6 +34,11 @@ class FamilyContext {
   // Norm "<prefix>.weight" (+ "<prefix>.bias" for LayerNorm when present).
   Norm norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const;
 
+  // Multi-head attention sizes: d_model and n_heads from the first present of each key list,
+  // n_kv_heads = n_heads, head_dim = d_model / n_heads (Error naming both fields unless divisible).
+  void read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
+                           std::initializer_list<std::string> head_keys) const;
+
   // Special token ids: generation_config.json first, then config.json, else `def`.
   int32_t token_id(const std::string& key, int32_t def = -1) const;
 

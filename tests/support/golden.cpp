@@ -29,8 +29,8 @@ const nlohmann::json& Golden::case_json(const std::string& case_name) const {
 
 std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
-::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden, const std::vector<int64_t>& rows,
-                                            double rel) {
+::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden,
+                                            const std::vector<int64_t>& rows, double rel) {
   const int64_t n_rows = golden.ndim() >= 2 ? golden.numel() / golden.dim(-1) : 1;
   const int64_t width = golden.ndim() >= 1 ? golden.dim(-1) : 1;
   std::vector<int64_t> use = rows;
@@ -40,7 +40,8 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<
   double max_ref = 0, max_err = 0;
   int64_t worst = -1;
   for (int64_t r : use)
-    for (int64_t i = 0; i < width; ++i) max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[r * width + i])));
+    for (int64_t i = 0; i < width; ++i)
+      max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[r * width + i])));
   for (int64_t r : use)
     for (int64_t i = 0; i < width; ++i) {
       const double e = std::fabs(static_cast<double>(got[r * width + i]) - ref[r * width + i]);
@@ -55,6 +56,28 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<
   if (max_err <= tol) return ::testing::AssertionSuccess() << os.str();
   os << " worst at flat index " << worst << ": got " << got[worst] << ", golden " << ref[worst];
   return ::testing::AssertionFailure() << os.str();
+}
+
+std::string fixture_param_name(const testing::TestParamInfo<FixtureParam>& p) {
+  std::string s = p.param.fixture + "_" + backend_name(p.param.backend);
+  for (char& c : s)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+std::vector<FixtureParam> fixture_params(const std::vector<std::string>& fixtures) {
+  std::vector<FixtureParam> ps;
+  for (const auto& f : fixtures)
+    for (Backend b : {Backend::OpenBLAS, Backend::OneDNN}) ps.push_back({f, b});
+  return ps;
+}
+
+void FixtureTest::SetUp() {
+  golden_ = std::make_unique<Golden>(Golden::load(GetParam().fixture));
+  ModelOptions o;
+  o.backend = GetParam().backend;
+  o.load_tokenizer = false;
+  model_ = std::make_unique<Model>(Model::load(model_dir(GetParam().fixture), o));
 }
 
 }  // namespace ordo::test

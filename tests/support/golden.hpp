@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
 #include "ordo/tensor.hpp"
 
@@ -30,7 +31,23 @@ std::vector<int32_t> ids_of(const nlohmann::json& j);
 
 // The fixtures README rule: max |got − golden| <= 1e-4 · max(1, max |golden|) over the rows
 // listed in `rows` (all rows when empty). got is row-major with the golden tensor's shape.
-::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden, const std::vector<int64_t>& rows = {},
-                                            double rel = 1e-4);
+::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden,
+                                            const std::vector<int64_t>& rows = {}, double rel = 1e-4);
+
+// Fixture tests run every reference fixture on every GEMM backend.
+struct FixtureParam {
+  std::string fixture;
+  Backend backend;
+};
+std::string fixture_param_name(const testing::TestParamInfo<FixtureParam>& p);
+std::vector<FixtureParam> fixture_params(const std::vector<std::string>& fixtures);
+
+// Loads the fixture's golden data and its model (ids only: fixtures ship no tokenizer).
+class FixtureTest : public testing::TestWithParam<FixtureParam> {
+ protected:
+  void SetUp() override;
+  std::unique_ptr<Golden> golden_;
+  std::unique_ptr<Model> model_;
+};
 
 }  // namespace ordo::test

@@ -10,13 +10,7 @@ ModelSpec build_bloom(const FamilyContext& c) {
   ModelSpec s;
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_int_any({"hidden_size", "n_embed"});
-  s.n_heads = cfg.get_int_any({"n_head", "num_attention_heads"});
-  s.n_kv_heads = s.n_heads;
-  if (s.d_model % s.n_heads != 0)
-    throw Error(cfg.origin() + ": hidden_size (" + std::to_string(s.d_model) +
-                ") is not a multiple of n_head (" + std::to_string(s.n_heads) + ")");
-  s.head_dim = s.d_model / s.n_heads;
+  c.read_attention_dims(s, {"hidden_size", "n_embed"}, {"n_head", "num_attention_heads"});
   s.vocab_size = cfg.get_int("vocab_size");
   const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});

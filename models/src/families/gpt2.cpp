@@ -32,13 +32,7 @@ ModelSpec build_gpt2(const FamilyContext& c) {
   ModelSpec s;
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_int_any({"n_embd", "hidden_size"});
-  s.n_heads = cfg.get_int_any({"n_head", "num_attention_heads"});
-  s.n_kv_heads = s.n_heads;
-  if (s.d_model % s.n_heads != 0)
-    throw Error(cfg.origin() + ": n_embd (" + std::to_string(s.d_model) + ") is not a multiple of n_head (" +
-                std::to_string(s.n_heads) + ")");
-  s.head_dim = s.d_model / s.n_heads;
+  c.read_attention_dims(s, {"n_embd", "hidden_size"}, {"n_head", "num_attention_heads"});
   s.vocab_size = cfg.get_int("vocab_size");
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * s.d_model;
