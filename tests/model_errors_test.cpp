@@ -1,6 +1,7 @@
 // Bad model directories and bad inputs: each a clear Error naming the file, field, tensor or token.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -151,4 +152,27 @@ TEST(ModelErrors, ScalingThatDoesNotApplyIsRejected) {
   s.factor = 4;
   o.scaling = s;
   EXPECT_THROW(Model::load(ordo::test::model_dir("llama"), o), Error);
+}
+
+TEST(ModelErrors, SequenceLongerThanLearnedTableSuggestsInterpolation) {
+  ordo::ModelOptions o;
+  o.load_tokenizer = false;
+  Model m = Model::load(ordo::test::model_dir("gpt2"), o);  // n_positions 64
+  std::vector<int32_t> ids(80, 5);
+  try {
+    m.forward(ids);
+    FAIL() << "80 positions accepted with a 64-row table";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("64"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--scaling linear"), std::string::npos) << msg;
+  }
+  ordo::Scaling s;
+  s.type = ordo::ScalingType::Linear;
+  s.factor = 2;
+  o.scaling = s;
+  Model stretched = Model::load(ordo::test::model_dir("gpt2"), o);
+  ordo::ForwardOutput out = stretched.forward(ids);
+  EXPECT_EQ(out.logits.dim(0), 80);
+  for (int64_t i = 0; i < out.logits.numel(); ++i) ASSERT_TRUE(std::isfinite(out.logits.f32()[i]));
 }
