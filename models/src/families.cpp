@@ -13,6 +13,7 @@ ModelSpec build_mpt(const FamilyContext&);
 ModelSpec build_bert(const FamilyContext&);
 ModelSpec build_t5(const FamilyContext&);
 ModelSpec build_marian(const FamilyContext&);
+ModelSpec build_zoo(const FamilyContext&);
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
@@ -26,6 +27,7 @@ const std::vector<Family>& families() {
       {"bert", {"bert"}, build_bert},
       {"t5", {"t5", "mt5"}, build_t5},
       {"marian", {"marian"}, build_marian},
+      {"zoo", {"ordo-zoo"}, build_zoo},
   };
   return all;
 }
