@@ -44,5 +44,6 @@ std::unique_ptr<Command> make_tokenize();
 std::unique_ptr<Command> make_inspect();
 std::unique_ptr<Command> make_forward();
 std::unique_ptr<Command> make_ppl();
+std::unique_ptr<Command> make_compare();
 
 }  // namespace ordo::cli
