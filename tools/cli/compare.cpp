@@ -251,7 +251,7 @@ struct CompareCommand : Command {
   std::string zoo, text_file, pairs_file, json_out, html_out, backend = "onednn", tasks = "word-order,permutation,length,attention";
   std::string multiples_list;
   bool no_zoo = false, quick = false;
-  int64_t max_pairs = 0, ctx_base = 0, probe_tokens = 0, attn_windows = 0;
+  int64_t max_pairs = 0, ctx_base = 0, probe_tokens = 0, attn_windows = 0, length_tokens = -1;
   int threads = 0;
 
   CLI::App* add(CLI::App& app) override {
@@ -272,6 +272,8 @@ struct CompareCommand : Command {
     c->add_option("--ctx-base", ctx_base, "Length the multiples multiply (default: each model's trained length)");
     c->add_option("--probe-tokens", probe_tokens, "Tokens in the permutation probe (default min(64, trained); --quick 16)");
     c->add_option("--attn-windows", attn_windows, "Windows of trained length for attention by distance (default 4; --quick 1)");
+    c->add_option("--length-tokens", length_tokens,
+                  "Held-out tokens the length probe scores at most (0: all; default all, --quick 4 x the longest context)");
     c->add_option("--tasks", tasks, "Probes to run, comma-separated: word-order, permutation, length, attention")->capture_default_str();
     c->add_flag("--quick", quick, "Small settings for smoke tests");
     c->add_option("--json", json_out, "Write the results as JSON");
@@ -312,6 +314,7 @@ struct CompareCommand : Command {
     }
     if (max_pairs <= 0) max_pairs = quick ? 8 : 200;
     if (attn_windows <= 0) attn_windows = quick ? 1 : 4;
+    if (length_tokens < 0) length_tokens = quick ? -4 : 0;  // negative: that many times the longest context
     const bool tty = isatty(STDERR_FILENO);
 
     // Models.
@@ -360,6 +363,7 @@ struct CompareCommand : Command {
                        {"multiples", multiples},
                        {"ctx_base", ctx_base},
                        {"attention_windows", attn_windows},
+                       {"length_tokens", length_tokens},
                        {"pair_seed", kPairSeed},
                        {"permutation_seed", kPermutationSeed},
                        {"quick", quick},
@@ -467,6 +471,8 @@ struct CompareCommand : Command {
         for (int64_t k : multiples)
           if (base * k <= static_cast<int64_t>(heldout.size())) max_ctx = std::max(max_ctx, base * k);
         std::vector<int32_t> ids = heldout;
+        const int64_t cap = length_tokens < 0 ? -length_tokens * max_ctx : length_tokens;
+        if (cap > 0 && static_cast<int64_t>(ids.size()) > cap) ids.resize(cap);
         if (max_ctx > 0) ids.resize(ids.size() / max_ctx * max_ctx);  // the same tokens at every length
         for (const Method& meth : methods_for(scheme)) {
           const std::string label = std::string(meth.name) == "none" ? e.label : e.label + "+" + meth.name;
@@ -573,37 +579,42 @@ struct CompareCommand : Command {
 
   static void print_table(const json& doc) {
     std::ostream& o = std::cout;
+    int lw = 12, rw = 12;  // label column widths: models, length rows
+    for (const json& mm : doc["models"]) lw = std::max(lw, static_cast<int>(mm["label"].get<std::string>().size()) + 2);
+    if (doc.contains("length"))
+      for (const json& r : doc["length"]["results"])
+        rw = std::max(rw, static_cast<int>(r["label"].get<std::string>().size()) + 2);
     if (doc.contains("word_order")) {
       o << "== word order: prefers the original over two words swapped ("
         << doc["word_order"]["pairs"].size() << " pairs)\n"
-        << fmt("model", 22) << fmt("scheme", 12) << fmt("accuracy", 10) << fmt("margin", 12) << "\n";
+        << fmt("model", lw) << fmt("scheme", 12) << fmt("accuracy", 10) << fmt("margin", 12) << "\n";
       for (const json& r : doc["word_order"]["results"])
-        o << fmt(r["model"], 22) << fmt(r["scheme"], 12) << fmt(r.value("accuracy", json()), 10)
+        o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r.value("accuracy", json()), 10)
           << fmt(r.value("mean_margin", json()), 12) << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     }
     if (doc.contains("permutation")) {
       o << "\n== permutation probe: bidirectional, max |h(perm x) - perm h(x)|\n"
-        << fmt("model", 22) << fmt("scheme", 12) << fmt("tokens", 8) << fmt("max_abs", 14) << fmt("relative", 14) << "\n";
+        << fmt("model", lw) << fmt("scheme", 12) << fmt("tokens", 8) << fmt("max_abs", 14) << fmt("relative", 14) << "\n";
       for (const json& r : doc["permutation"]["results"])
-        o << fmt(r["model"], 22) << fmt(r["scheme"], 12) << fmt(r["tokens"], 8) << fmt(r.value("max_abs_error", json()), 14)
+        o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r["tokens"], 8) << fmt(r.value("max_abs_error", json()), 14)
           << fmt(r.value("rel_error", json()), 14) << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     }
     if (doc.contains("length")) {
-      o << "\n== length: perplexity at multiples of the trained length\n" << fmt("row", 28);
+      o << "\n== length: perplexity at multiples of the trained length\n" << fmt("row", rw);
       for (const json& k : doc["settings"]["multiples"]) o << fmt(k.dump() + "x", 11);
       o << "\n";
       for (const json& r : doc["length"]["results"]) {
-        o << fmt(r["label"], 28);
+        o << fmt(r["label"], rw);
         for (const json& p : r["points"]) o << fmt(p["ppl"], 11);
         o << "\n";
       }
     }
     if (doc.contains("attention")) {
-      o << "\n== attention: mean weight by query-key distance\n" << fmt("model", 22);
+      o << "\n== attention: mean weight by query-key distance\n" << fmt("model", lw);
       for (const json& b : doc["attention"]["buckets"]) o << fmt(b["label"], 11);
       o << "\n";
       for (const json& r : doc["attention"]["results"]) {
-        o << fmt(r["model"], 22);
+        o << fmt(r["model"], lw);
         for (const json& v : r["mean_weight"]) o << fmt(v, 11);
         o << "\n";
       }
