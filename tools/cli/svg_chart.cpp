@@ -122,9 +122,11 @@ std::string svg_bar_chart(const std::vector<std::string>& labels, const std::vec
       << "\" viewBox=\"0 0 " << o.width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << o.width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << esc(o.title) << "</text>\n";
-  for (int i = 0; i <= 4; ++i) {
-    const double t = v0 + (v1 - v0) * i / 4.0;
-    const double xx = L + pw * i / 4.0;
+  // log axis: a tick per decade (v0, v1 are whole decades); linear: 4 intervals
+  const int nt = o.log_x ? std::min(10, static_cast<int>(v1 - v0)) : 4;
+  for (int i = 0; i <= nt; ++i) {
+    const double t = v0 + (v1 - v0) * i / nt;
+    const double xx = L + pw * i / nt;
     svg << "<line x1=\"" << xx << "\" x2=\"" << xx << "\" y1=\"" << T << "\" y2=\"" << T + bar * labels.size() + 5
         << "\" stroke=\"#ddd\"/><text x=\"" << xx << "\" y=\"" << T + bar * labels.size() + 18
         << "\" text-anchor=\"middle\">" << num(o.log_x ? std::pow(10.0, t) : t) << "</text>\n";
