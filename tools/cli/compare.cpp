@@ -416,6 +416,7 @@ struct CompareCommand : Command {
         } else if (pairs.empty()) {
           r["error"] = "no pairs (give --text or --pairs)";
         } else {
+          std::cerr << "[" << e.label << "] word order: " << pairs.size() << " pairs\n";
           int64_t wins = 0, ties = 0;
           double margin = 0;
           for (size_t i = 0; i < pairs.size(); ++i) {
@@ -477,6 +478,7 @@ struct CompareCommand : Command {
         for (const Method& meth : methods_for(scheme)) {
           const std::string label = std::string(meth.name) == "none" ? e.label : e.label + "+" + meth.name;
           json row = {{"model", e.label}, {"scheme", scheme}, {"method", meth.name}, {"label", label}, {"points", json::array()}};
+          std::cerr << "[" << e.label << "] length: " << label << " on " << ids.size() << " tokens\n";
           for (int64_t k : multiples) {
             const int64_t ctx = base * k;
             json pt = {{"multiple", k}, {"ctx", ctx}, {"factor", meth.type == ScalingType::None ? 1 : k}};
@@ -531,6 +533,7 @@ struct CompareCommand : Command {
             ++pairs_n[b];
           }
         });
+        std::cerr << "[" << e.label << "] attention by distance: " << attn_windows << " window(s) of " << base << "\n";
         for (int64_t w = 0; w < attn_windows; ++w) {
           std::vector<int32_t> ids;
           if (static_cast<int64_t>(heldout.size()) >= (w + 1) * base)
