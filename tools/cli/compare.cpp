@@ -232,17 +232,29 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
+// How every rendering prints a number: integers as they are, floats with the 6 significant digits
+// they were stored with (parses back to the identical double).
+std::string show(const json& v) {
+  if (v.is_null()) return "n/a";
+  if (v.is_number_float()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    return buf;
+  }
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
 // A number cell carrying its JSON pointer; null → "n/a".
 std::string cell(const json& doc, const std::string& ptr, const char* tag = "td") {
   const json& v = doc.at(json::json_pointer(ptr));
   if (v.is_null()) return std::string("<") + tag + " class=\"na\">n/a</" + tag + ">";
-  return std::string("<") + tag + " data-json=\"" + html_escape(ptr) + "\">" + v.dump() + "</" + tag + ">";
+  return std::string("<") + tag + " data-json=\"" + html_escape(ptr) + "\">" + show(v) + "</" + tag + ">";
 }
 std::string text_cell(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }
 
 std::string fmt(const json& v, int width) {
   std::ostringstream os;
-  os << std::left << std::setw(width) << (v.is_null() ? std::string("n/a") : v.is_string() ? v.get<std::string>() : v.dump());
+  os << std::left << std::setw(width) << show(v) << ' ';
   return os.str();
 }
 
