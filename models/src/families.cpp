@@ -10,6 +10,7 @@ ModelSpec build_gpt_neox(const FamilyContext&);
 ModelSpec build_gptj(const FamilyContext&);
 ModelSpec build_bloom(const FamilyContext&);
 ModelSpec build_mpt(const FamilyContext&);
+ModelSpec build_zoo(const FamilyContext&);
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
@@ -20,6 +21,7 @@ const std::vector<Family>& families() {
       {"gptj", {"gptj"}, build_gptj},
       {"bloom", {"bloom"}, build_bloom},
       {"mpt", {"mpt"}, build_mpt},
+      {"zoo", {"ordo-zoo"}, build_zoo},
   };
   return all;
 }

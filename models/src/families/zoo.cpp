@@ -1,0 +1,76 @@
+// ordo zoo family (model_type "ordo-zoo", models/zoo/, trained by tools/zoo/train_zoo.py): one small
+// Llama-like decoder (pre-norm RMSNorm, SwiGLU, no biases, tied head) trained once per position
+// scheme. config.json "position_scheme" picks the scheme; everything else is identical. Attention
+// keeps the 1/sqrt(head_dim) scale for every scheme (also relative), so the models differ only in
+// the scheme.
+#include "../family.hpp"
+
+namespace ordo {
+
+ModelSpec build_zoo(const FamilyContext& c) {
+  const JsonConfig& cfg = c.config();
+  ModelSpec s;
+  s.architecture = "ordo-zoo";
+  s.graph = GraphKind::Decoder;
+  s.d_model = cfg.get_int("hidden_size");
+  s.n_heads = cfg.get_int("num_attention_heads");
+  s.n_kv_heads = s.n_heads;
+  s.head_dim = cfg.has("head_dim") ? cfg.get_int("head_dim") : s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_int("vocab_size");
+  s.attn_scale = 0.0f;  // 1/sqrt(head_dim) for every scheme
+  const int64_t ffn = cfg.get_int("intermediate_size");
+  const int64_t n_layers = cfg.get_int("num_hidden_layers");
+  const float eps = static_cast<float>(cfg.get_double("rms_norm_eps", 1e-5));
+
+  const std::string scheme = cfg.get_string("position_scheme");
+  s.position.scheme = scheme;
+  s.position.max_positions = cfg.get_int("max_position_embeddings", 128);
+  if (scheme == "rope") {
+    s.position.rope_theta = cfg.get_double("rope_theta", 10000.0);
+    s.position.rope_layout = RopeLayout::HalfSplit;
+    s.position.rotary_dim = s.head_dim;
+    s.position.scaling = parse_rope_scaling(cfg);
+  } else if (scheme == "sinusoidal") {
+    s.position.sinusoidal_layout = SinusoidalLayout::Concat;
+  } else if (scheme == "relative") {
+    s.position.num_buckets = cfg.get_int("relative_attention_num_buckets", 32);
+    s.position.max_distance = cfg.get_int("relative_attention_max_distance", 128);
+    s.decoder.position.relative_bias =
+        c.get("model.relative_attention_bias.weight", {s.position.num_buckets, s.n_heads});
+  } else if (scheme == "alibi") {
+    s.position.alibi_max_bias = cfg.get_double("alibi_max_bias", 8.0);
+  } else if (scheme == "learned") {
+    const int64_t rows = cfg.get_int("learned_positions", s.position.max_positions);
+    s.decoder.position.table = c.get("model.embed_positions.weight", {rows, s.d_model});
+  } else if (scheme != "none") {
+    throw Error(cfg.origin() + ": unknown position_scheme '" + scheme +
+                "' (known: none, learned, sinusoidal, relative, rope, alibi)");
+  }
+
+  s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
+  const int64_t qd = s.n_heads * s.head_dim;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    Layer ly;
+    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::RMS, eps, s.d_model);
+    ly.self_attn.q = c.linear_no_bias(p + "self_attn.q_proj", qd, s.d_model);
+    ly.self_attn.k = c.linear_no_bias(p + "self_attn.k_proj", qd, s.d_model);
+    ly.self_attn.v = c.linear_no_bias(p + "self_attn.v_proj", qd, s.d_model);
+    ly.self_attn.out = c.linear_no_bias(p + "self_attn.o_proj", s.d_model, qd);
+    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::RMS, eps, s.d_model);
+    ly.ffn.gate = c.linear_no_bias(p + "mlp.gate_proj", ffn, s.d_model);
+    ly.ffn.up = c.linear_no_bias(p + "mlp.up_proj", ffn, s.d_model);
+    ly.ffn.down = c.linear_no_bias(p + "mlp.down_proj", s.d_model, ffn);
+    ly.ffn.act = Activation::SiLU;
+    s.decoder.layers.push_back(std::move(ly));
+  }
+  s.decoder.final_norm = c.norm("model.norm", NormKind::RMS, eps, s.d_model);
+  s.decoder.causal = true;
+  s.lm_head.weight = c.has("lm_head.weight") ? c.get("lm_head.weight", {s.vocab_size, s.d_model}) : s.tok_embed;
+  s.bos_id = c.token_id("bos_token_id", 1);
+  s.eos_id = c.token_id("eos_token_id", 2);
+  s.pad_id = c.token_id("pad_token_id", -1);
+  return s;
+}
+
+}  // namespace ordo

@@ -1,0 +1,161 @@
+// The position-scheme zoo (models/zoo/, trained by tools/zoo/train_zoo.py): six copies of one small
+// decoder that differ only in the position scheme. ordo must reproduce the training script's float32
+// PyTorch outputs (golden.json + golden.safetensors in each model directory, computed from the
+// exported F16 weights) within the fixtures' tolerance, on both GEMM backends; `ordo inspect` names
+// each scheme; the learned model refuses to run past its 128-row table unless interpolated.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ordo/ordo.hpp"
+#include "support/cli.hpp"
+#include "support/golden.hpp"
+
+using namespace ordo;
+using ordo::test::Golden;
+using ordo::test::ids_of;
+using ordo::test::run_cli;
+using ordo::test::shell_quote;
+using ordo::test::within_tolerance;
+
+namespace {
+
+const std::vector<std::string> kSchemes = {"none", "learned", "sinusoidal", "relative", "rope", "alibi"};
+
+std::string zoo_dir(const std::string& scheme) { return std::string(ORDO_SOURCE_DIR) + "/models/zoo/" + scheme; }
+
+Golden load_zoo_golden(const std::string& scheme) {
+  const std::string dir = zoo_dir(scheme);
+  std::ifstream f(dir + "/golden.json");
+  if (!f) throw Error(dir + "/golden.json: cannot open");
+  return Golden{"zoo-" + scheme, nlohmann::json::parse(f), SafeTensors::open(dir + "/golden.safetensors")};
+}
+
+struct Param {
+  std::string scheme;
+  Backend backend;
+};
+
+std::string param_name(const testing::TestParamInfo<Param>& p) {
+  return p.param.scheme + "_" + backend_name(p.param.backend);
+}
+
+class ZooModel : public testing::TestWithParam<Param> {};
+
+TEST_P(ZooModel, LogitsAndHiddenStatesMatchTrainingScript) {
+  const Golden g = load_zoo_golden(GetParam().scheme);
+  ModelOptions o;
+  o.backend = GetParam().backend;
+  o.load_tokenizer = false;
+  const Model m = Model::load(zoo_dir(GetParam().scheme), o);
+  EXPECT_EQ(m.spec().position.scheme, GetParam().scheme);
+  EXPECT_EQ(m.spec().position.max_positions, 128);
+  int cases = 0;
+  for (const auto& c : g.json.at("cases")) {
+    const std::string name = c.at("name");
+    SCOPED_TRACE("case " + name);
+    const ForwardOutput out = m.forward(ids_of(c.at("input_ids")), true);
+    EXPECT_TRUE(within_tolerance(out.logits.f32(), g.tensor(name + ".logits")));
+    const size_t n_hidden = m.spec().decoder.layers.size() + 1;
+    ASSERT_EQ(out.hidden.size(), n_hidden);
+    for (size_t i = 0; i < n_hidden; ++i) {
+      SCOPED_TRACE("hidden_states." + std::to_string(i));
+      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(), g.tensor(name + ".hidden_states." + std::to_string(i))));
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 1);
+}
+
+std::vector<Param> all_params() {
+  std::vector<Param> v;
+  for (const auto& s : kSchemes)
+    for (Backend b : {Backend::OpenBLAS, Backend::OneDNN}) v.push_back({s, b});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooModel, testing::ValuesIn(all_params()), param_name);
+
+// The golden input is the start of models/zoo/heldout.txt; ordo's sentencepiece tokenizer must give
+// the ids the training script got from spm_encode.
+TEST(ZooTokenizer, HeldOutTextEncodesLikeTheTrainingScript) {
+  const Golden g = load_zoo_golden("none");
+  const std::vector<int32_t> ref = ids_of(g.json.at("cases")[0].at("input_ids"));
+  std::ifstream f(std::string(ORDO_SOURCE_DIR) + "/models/zoo/heldout.txt");
+  std::string first_verse;
+  ASSERT_TRUE(std::getline(f, first_verse));
+  const Model m = Model::load(zoo_dir("none"));
+  std::vector<int32_t> ids = m.encode(first_verse, false);
+  ASSERT_FALSE(ids.empty());
+  if (ids.size() > ref.size()) ids.resize(ref.size());
+  EXPECT_EQ(ids, std::vector<int32_t>(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(ids.size())));
+}
+
+TEST(ZooCli, InspectReportsEachScheme) {
+  for (const auto& s : kSchemes) {
+    SCOPED_TRACE(s);
+    const auto r = run_cli("inspect -m " + shell_quote(zoo_dir(s)));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("position:");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const size_t b = r.out.find_first_not_of(' ', at + 9);
+    const size_t e = r.out.find_first_of(" \n", b);
+    EXPECT_EQ(r.out.substr(b, e - b), s) << r.out;
+    EXPECT_NE(r.out.find("family:       zoo"), std::string::npos) << r.out;
+  }
+}
+
+std::string ids_csv(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(3 + (i * 37) % 900);
+  return s;
+}
+
+TEST(ZooCli, LearnedNeedsInterpolationPastItsTable) {
+  const std::string dir = ordo::test::make_temp_dir("zoo_learned");
+  const std::string model = shell_quote(zoo_dir("learned"));
+  const std::string out = shell_quote(dir + "/out.npy");
+  // 128 positions: fine.
+  auto ok = run_cli("forward -m " + model + " --ids " + ids_csv(128) + " -o " + out);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // 200 positions: the 128-row table cannot serve them; the error suggests interpolation.
+  auto r = run_cli("forward -m " + model + " --ids " + ids_csv(200) + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("128 positions"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--scaling linear --factor"), std::string::npos) << r.err;
+  // Interpolated to 256 positions, it runs.
+  auto s = run_cli("forward -m " + model + " --ids " + ids_csv(200) + " -o " + out + " --scaling linear --factor 2");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  // The other schemes run past the trained length without help.
+  for (const auto& name : kSchemes) {
+    if (name == "learned") continue;
+    SCOPED_TRACE(name);
+    auto t = run_cli("forward -m " + shell_quote(zoo_dir(name)) + " --ids " + ids_csv(200) + " -o " + out);
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+  }
+}
+
+TEST(ZooLibrary, LearnedThrowsPastItsTableAndInterpolates) {
+  ModelOptions o;
+  o.load_tokenizer = false;
+  std::vector<int32_t> ids(160);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 3 + static_cast<int32_t>((i * 37) % 900);
+  const Model plain = Model::load(zoo_dir("learned"), o);
+  try {
+    plain.forward(ids);
+    FAIL() << "a 160-token forward through a 128-row learned table should fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("interpolate"), std::string::npos) << e.what();
+  }
+  Scaling s;
+  s.type = ScalingType::Linear;
+  s.factor = 2.0;
+  o.scaling = s;
+  const Model scaled = Model::load(zoo_dir("learned"), o);
+  const ForwardOutput out = scaled.forward(ids);
+  EXPECT_EQ(out.logits.dim(0), 160);
+}
+
+}  // namespace
