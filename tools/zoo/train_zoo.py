@@ -169,6 +169,11 @@ class ZooModel(torch.nn.Module):
         for p in self.parameters():
             if p.dim() == 2:
                 torch.nn.init.normal_(p, std=0.02)
+        # Token embeddings as in the original Transformer: init std d^-1/2, multiplied by sqrt(d) on
+        # input (rms ~1, the scale of the sinusoids; with std 0.02 and no multiplier the sinusoids
+        # drown the tokens). The tied head uses the unscaled table.
+        torch.nn.init.normal_(self.embed_tokens.weight, std=d ** -0.5)
+        self.embed_scale = math.sqrt(d)
         for l in self.layers:  # GPT-2 style residual scaling
             torch.nn.init.normal_(l.o_proj.weight, std=0.02 / math.sqrt(2 * c["n_layers"]))
             torch.nn.init.normal_(l.down_proj.weight, std=0.02 / math.sqrt(2 * c["n_layers"]))
@@ -181,7 +186,7 @@ class ZooModel(torch.nn.Module):
     def forward(self, ids, hidden=None):
         B, T = ids.shape
         c, H, hd = self.c, self.H, self.hd
-        x = self.embed_tokens(ids)
+        x = self.embed_tokens(ids) * torch.tensor(self.embed_scale, dtype=torch.float32)
         if self.scheme == "learned":
             x = x + self.embed_positions[:T][None]
         elif self.scheme == "sinusoidal":
@@ -351,7 +356,7 @@ def export(model, scheme, out_dir, spm_model, golden_ids, stats):
         "head_dim": c["d_model"] // c["n_heads"], "intermediate_size": c["ffn"], "hidden_act": "silu",
         "vocab_size": c["vocab"], "rms_norm_eps": c["rms_eps"], "tie_word_embeddings": True,
         "max_position_embeddings": c["ctx"], "bos_token_id": BOS, "eos_token_id": EOS,
-        "torch_dtype": "float16",
+        "embed_scale": math.sqrt(c["d_model"]), "torch_dtype": "float16",
     }
     if scheme == "rope":
         config["rope_theta"] = c["rope_theta"]
@@ -413,7 +418,7 @@ def golden(out_dir, scheme, ids):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--out", default="models/zoo")
     ap.add_argument("--bench", type=int, default=0, help="time this many steps of one model and exit")

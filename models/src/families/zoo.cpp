@@ -2,7 +2,8 @@
 // Llama-like decoder (pre-norm RMSNorm, SwiGLU, no biases, tied head) trained once per position
 // scheme. config.json "position_scheme" picks the scheme; everything else is identical. Attention
 // keeps the 1/sqrt(head_dim) scale for every scheme (also relative), so the models differ only in
-// the scheme.
+// the scheme. Token embeddings are multiplied by config "embed_scale" (sqrt(d_model), as in the
+// original Transformer) on input only.
 #include "../family.hpp"
 
 namespace ordo {
@@ -48,6 +49,7 @@ ModelSpec build_zoo(const FamilyContext& c) {
   }
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
+  s.embed_scale = static_cast<float>(cfg.get_double("embed_scale", 1.0));  // sqrt(d_model); head unscaled
   const int64_t qd = s.n_heads * s.head_dim;
   for (int64_t l = 0; l < n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
