@@ -190,12 +190,32 @@ TEST(CompareCli, QuickRunJsonAndHtmlAgreeOnEveryNumber) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
 }
 
-// The zoo, when this tree has it: one quick run over all six.
+// The zoo, when this tree has it: one quick run over all six. Only `none` is permutation-
+// equivariant; plain `learned` cannot go past its table (n/a with the reason), learned+linear can.
 TEST(CompareCli, QuickZooRun) {
   const std::string zoo = std::string(ORDO_SOURCE_DIR) + "/models/zoo";
   if (!std::filesystem::exists(zoo + "/rope/config.json")) GTEST_SKIP() << "no zoo in this tree";
-  auto r = run_cli("compare --quick --zoo " + shell_quote(zoo));
+  const std::string dir = ordo::test::make_temp_dir("compare-zoo");
+  auto r = run_cli("compare --quick --zoo " + shell_quote(zoo) + " --json " + shell_quote(dir + "/r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"})
+  const json doc = json::parse(slurp(dir + "/r.json"));
+  for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+    const json* p = find_by(doc.at("permutation").at("results"), "model", s);
+    ASSERT_NE(p, nullptr) << s;
+    if (std::string(s) == "none")
+      EXPECT_LT(p->at("max_abs_error").get<double>(), 1e-4);
+    else
+      EXPECT_GT(p->at("rel_error").get<double>(), 1e-3) << s;
+    const json* wo = find_by(doc.at("word_order").at("results"), "model", s);
+    ASSERT_NE(wo, nullptr) << s;
+    EXPECT_EQ(wo->at("pairs"), 8) << s;
+  }
+  const json* learned = find_by(doc.at("length").at("results"), "label", "learned");
+  const json* learned_linear = find_by(doc.at("length").at("results"), "label", "learned+linear");
+  ASSERT_TRUE(learned && learned_linear);
+  EXPECT_FALSE(learned->at("points").at(0).at("ppl").is_null());
+  EXPECT_TRUE(learned->at("points").at(1).at("ppl").is_null());
+  EXPECT_FALSE(learned->at("points").at(1).value("error", "").empty());
+  EXPECT_FALSE(learned_linear->at("points").at(1).at("ppl").is_null());
 }
