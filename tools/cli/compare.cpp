@@ -345,9 +345,17 @@ struct CompareCommand : Command {
     for (const std::string& d : dirs) {
       std::string base = fs::path(d).lexically_normal().filename().string();
       if (base.empty()) base = fs::path(d).lexically_normal().parent_path().filename().string();
+      const std::string name = base;
+      // A zoo member given again with -m is not run twice (its ablations are still added).
+      bool listed = false;
+      std::error_code ec1, ec2;
       for (const Entry& e : entries)
-        if (e.label == base) base += "#" + std::to_string(entries.size());
-      entries.push_back({base, d, ""});
+        listed = listed || fs::weakly_canonical(e.dir, ec1) == fs::weakly_canonical(d, ec2);
+      if (!listed) {
+        for (int n = 2; std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; }); ++n)
+          base = name + "-" + std::to_string(n);
+        entries.push_back({base, d, ""});
+      }
       for (const std::string& p : positions) entries.push_back({base + "[pos=" + p + "]", d, p});
     }
     if (entries.empty()) throw Error("no models to compare");
