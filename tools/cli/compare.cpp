@@ -439,20 +439,26 @@ struct CompareCommand : Command {
           std::cerr << "[" << e.label << "] word order: " << pairs.size() << " pairs\n";
           int64_t wins = 0, ties = 0;
           double margin = 0;
-          for (size_t i = 0; i < pairs.size(); ++i) {
-            if (tty) std::cerr << "\r[" << e.label << "] word order " << i + 1 << "/" << pairs.size() << std::flush;
-            const double d = sentence_logprob(m, pairs[i].original) - sentence_logprob(m, pairs[i].swapped);
-            margin += d;
-            if (d > 0) ++wins;
-            else if (d == 0) ++ties;
+          try {
+            for (size_t i = 0; i < pairs.size(); ++i) {
+              if (tty) std::cerr << "\r[" << e.label << "] word order " << i + 1 << "/" << pairs.size() << std::flush;
+              const double d = sentence_logprob(m, pairs[i].original) - sentence_logprob(m, pairs[i].swapped);
+              margin += d;
+              if (d > 0) ++wins;
+              else if (d == 0) ++ties;
+            }
+            if (tty) std::cerr << "\r\033[K";
+            const double n = static_cast<double>(pairs.size());
+            r["pairs"] = pairs.size();
+            r["wins"] = wins;
+            r["ties"] = ties;
+            r["accuracy"] = r6((static_cast<double>(wins) + 0.5 * static_cast<double>(ties)) / n);
+            r["mean_margin"] = r6(margin / n);
+          } catch (const Error& err) {  // e.g. a sentence longer than a learned table
+            if (tty) std::cerr << "\r\033[K";
+            r["error"] = err.what();
+            std::cerr << "[" << e.label << "] word order: " << err.what() << "\n";
           }
-          if (tty) std::cerr << "\r\033[K";
-          const double n = static_cast<double>(pairs.size());
-          r["pairs"] = pairs.size();
-          r["wins"] = wins;
-          r["ties"] = ties;
-          r["accuracy"] = r6((static_cast<double>(wins) + 0.5 * static_cast<double>(ties)) / n);
-          r["mean_margin"] = r6(margin / n);
         }
         wo.push_back(r);
       }
@@ -501,7 +507,9 @@ struct CompareCommand : Command {
           std::cerr << "[" << e.label << "] length: " << label << " on " << ids.size() << " tokens\n";
           for (int64_t k : multiples) {
             const int64_t ctx = base * k;
-            json pt = {{"multiple", k}, {"ctx", ctx}, {"factor", meth.type == ScalingType::None ? 1 : k}};
+            // factor: context / trained length (= the multiple unless --ctx-base moves the base)
+            const double factor = std::max(1.0, static_cast<double>(ctx) / static_cast<double>(trained));
+            json pt = {{"multiple", k}, {"ctx", ctx}, {"factor", meth.type == ScalingType::None ? 1.0 : r6(factor)}};
             try {
               if (!m.has_tokenizer()) throw Error("no tokenizer: " + tok_error);
               if (ctx > static_cast<int64_t>(ids.size()))
@@ -510,7 +518,7 @@ struct CompareCommand : Command {
               PositionConfig pc = pc0;
               pc.scaling = Scaling{};
               pc.scaling.type = meth.type;
-              if (meth.type != ScalingType::None) pc.scaling.factor = static_cast<double>(k);
+              if (meth.type != ScalingType::None) pc.scaling.factor = factor;
               eng.set_position(pc);
               const PerplexityResult pr = perplexity(eng, ids, ctx, 0, [&](int64_t done, int64_t total) {
                 if (tty)
@@ -554,24 +562,33 @@ struct CompareCommand : Command {
           }
         });
         std::cerr << "[" << e.label << "] attention by distance: " << attn_windows << " window(s) of " << base << "\n";
-        for (int64_t w = 0; w < attn_windows; ++w) {
+        std::string attn_error;
+        for (int64_t w = 0; w < attn_windows && attn_error.empty(); ++w) {
           std::vector<int32_t> ids;
           if (static_cast<int64_t>(heldout.size()) >= (w + 1) * base)
             ids.assign(heldout.begin() + w * base, heldout.begin() + (w + 1) * base);
           else
             ids = probe_ids({}, base, eng.spec().vocab_size, 100 + w);
           if (tty) std::cerr << "\r[" << e.label << "] attention window " << w + 1 << "/" << attn_windows << std::flush;
-          Sequence s = eng.new_sequence(base);
-          eng.decode(s, ids, {}, LogitsFor::None);
+          try {
+            Sequence s = eng.new_sequence(base);
+            eng.decode(s, ids, {}, LogitsFor::None);
+          } catch (const Error& err) {  // e.g. --ctx-base beyond a learned table
+            attn_error = err.what();
+            std::cerr << "[" << e.label << "] attention by distance: " << attn_error << "\n";
+          }
         }
         if (tty) std::cerr << "\r\033[K";
         eng.set_attention_observer(nullptr);
         json mean = json::array(), mass = json::array();
         for (size_t b = 0; b < bk.size(); ++b) {
-          mean.push_back(pairs_n[b] > 0 ? json(r6(sum[b] / static_cast<double>(pairs_n[b]))) : json(nullptr));
-          mass.push_back(pairs_n[b] > 0 ? json(r6(sum[b] / static_cast<double>(rows))) : json(nullptr));
+          const bool ok = attn_error.empty() && pairs_n[b] > 0;
+          mean.push_back(ok ? json(r6(sum[b] / static_cast<double>(pairs_n[b]))) : json(nullptr));
+          mass.push_back(ok ? json(r6(sum[b] / static_cast<double>(rows))) : json(nullptr));
         }
-        attn.push_back({{"model", e.label}, {"scheme", scheme}, {"rows", rows}, {"mean_weight", mean}, {"mass", mass}});
+        json ar = {{"model", e.label}, {"scheme", scheme}, {"rows", attn_error.empty() ? rows : 0}, {"mean_weight", mean}, {"mass", mass}};
+        if (!attn_error.empty()) ar["error"] = attn_error;
+        attn.push_back(ar);
       }
     }
     // Every model's bucket list is a prefix of the longest: pad the shorter ones with n/a.
