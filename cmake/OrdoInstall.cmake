@@ -14,3 +14,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ordoConfigVersion.c
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ordoConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/ordoConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ordo)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/stories260K DESTINATION ${CMAKE_INSTALL_DATADIR}/ordo/models)
+# The position-scheme zoo for `ordo compare` (share/ordo/models/zoo), when the tree has it.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/zoo DESTINATION ${CMAKE_INSTALL_DATADIR}/ordo/models OPTIONAL)

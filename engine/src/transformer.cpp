@@ -194,6 +194,8 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
                             int64_t seq_len, float* out) const {
   const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model;
   const int64_t group = H / KV;
+  causal = causal && causal_;
+  const bool observe = observer_ && self_cache;
   const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
   std::vector<float> q(T * H * hd);
@@ -242,6 +244,10 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
           for (int64_t j = 0; j < nk; ++j)
             if (!key_valid[j]) scores[j] = neg_inf;
         softmax(scores.data(), nk);
+        if (observe) {
+#pragma omp critical(ordo_attention_observer)
+          observer_(layer, hh, base + t, scores.data(), nk);
+        }
         float* ct = &ctx[(t * H + hh) * hd];
         for (int64_t j = 0; j < nk; ++j)
           if (scores[j] != 0.0f) axpy(scores[j], Vg + j * hd, ct, hd);

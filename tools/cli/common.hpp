@@ -45,5 +45,6 @@ std::unique_ptr<Command> make_inspect();
 std::unique_ptr<Command> make_forward();
 std::unique_ptr<Command> make_ppl();
 std::unique_ptr<Command> make_embed();
+std::unique_ptr<Command> make_compare();
 
 }  // namespace ordo::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   commands.push_back(ordo::cli::make_forward());
   commands.push_back(ordo::cli::make_ppl());
   commands.push_back(ordo::cli::make_embed());
+  commands.push_back(ordo::cli::make_compare());
   std::vector<CLI::App*> subs;
   for (auto& c : commands) subs.push_back(c->add(app));
   try {

@@ -103,4 +103,52 @@ std::string svg_line_chart(const std::vector<Series>& series, const ChartOptions
   return svg.str();
 }
 
+std::string svg_bar_chart(const std::vector<std::string>& labels, const std::vector<double>& values,
+                          const ChartOptions& o) {
+  auto ok = [&](double v) { return std::isfinite(v) && (!o.log_x || v > 0); };
+  auto tv = [&](double v) { return o.log_x ? std::log10(v) : v; };
+  double v0 = o.log_x ? INFINITY : 0.0, v1 = -INFINITY;
+  for (double v : values)
+    if (ok(v)) v0 = std::min(v0, tv(v)), v1 = std::max(v1, tv(v));
+  if (!std::isfinite(v1)) v0 = 0, v1 = 1;
+  if (o.log_x) v0 = std::floor(v0), v1 = std::ceil(v1);
+  if (v1 <= v0) v1 = v0 + 1;
+  const int L = 170, R = 90, T = 40, B = 45, bar = 22;
+  const int height = T + B + bar * static_cast<int>(labels.size());
+  const double pw = o.width - L - R;
+  auto px = [&](double v) { return L + (tv(v) - v0) / (v1 - v0) * pw; };
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << o.width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << o.width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << esc(o.title) << "</text>\n";
+  // log axis: a tick per decade (v0, v1 are whole decades); linear: 4 intervals
+  const int nt = o.log_x ? std::min(10, static_cast<int>(v1 - v0)) : 4;
+  for (int i = 0; i <= nt; ++i) {
+    const double t = v0 + (v1 - v0) * i / nt;
+    const double xx = L + pw * i / nt;
+    svg << "<line x1=\"" << xx << "\" x2=\"" << xx << "\" y1=\"" << T << "\" y2=\"" << T + bar * labels.size() + 5
+        << "\" stroke=\"#ddd\"/><text x=\"" << xx << "\" y=\"" << T + bar * labels.size() + 18
+        << "\" text-anchor=\"middle\">" << num(o.log_x ? std::pow(10.0, t) : t) << "</text>\n";
+  }
+  svg << "<text x=\"" << L + pw / 2 << "\" y=\"" << height - 8 << "\" text-anchor=\"middle\">" << esc(o.x_label)
+      << "</text>\n";
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double y = T + bar * static_cast<double>(i);
+    const double v = i < values.size() ? values[i] : NAN;
+    svg << "<text x=\"" << L - 8 << "\" y=\"" << y + bar * 0.65 << "\" text-anchor=\"end\">" << esc(labels[i])
+        << "</text>\n";
+    if (!ok(v)) {
+      svg << "<text x=\"" << L + 4 << "\" y=\"" << y + bar * 0.65 << "\" fill=\"#888\">n/a</text>\n";
+      continue;
+    }
+    const double w = std::max(1.0, px(v) - L);
+    svg << "<rect x=\"" << L << "\" y=\"" << y + 3 << "\" width=\"" << w << "\" height=\"" << bar - 6 << "\" fill=\""
+        << kColors[i % (sizeof(kColors) / sizeof(kColors[0]))] << "\"><title>" << esc(labels[i]) << ": " << num(v)
+        << "</title></rect><text x=\"" << L + w + 4 << "\" y=\"" << y + bar * 0.65 << "\">" << num(v) << "</text>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
 }  // namespace ordo::cli

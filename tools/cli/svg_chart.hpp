@@ -19,4 +19,9 @@ struct ChartOptions {
 
 std::string svg_line_chart(const std::vector<Series>& series, const ChartOptions& opts);
 
+// Horizontal bars, one per label (NaN/inf values are drawn as "n/a"); log_x for a log-scaled value axis
+// (values <= 0 drawn as "n/a" then).
+std::string svg_bar_chart(const std::vector<std::string>& labels, const std::vector<double>& values,
+                          const ChartOptions& opts);
+
 }  // namespace ordo::cli

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -66,6 +67,19 @@ class Transformer {
   void set_position(const PositionConfig& cfg);
   const PositionScheme& decoder_scheme() const { return *dec_scheme_; }
 
+  // ---- Probes (`ordo compare`); neither changes results while left at its default. ----
+  // false: self-attention is bidirectional (every query sees every key of the sequence, later
+  // ones too) — for permutation-equivariance probes, not for generation. Default true.
+  void set_causal(bool causal) { causal_ = causal; }
+  bool causal() const { return causal_; }
+  // Called for every self-attention row after softmax: probabilities over cache slots [0, nk)
+  // for the query in slot query_index (slot = position when there is no padding). Calls are
+  // serialized (an OpenMP critical section), so the observer needs no locking of its own, but it
+  // must not call back into this Transformer. Empty (the default) costs nothing.
+  using AttentionObserver =
+      std::function<void(int64_t layer, int64_t head, int64_t query_index, const float* probs, int64_t nk)>;
+  void set_attention_observer(AttentionObserver observer) { observer_ = std::move(observer); }
+
   // A fresh decoding state with room for `capacity` tokens (0: the model's trained length).
   Sequence new_sequence(int64_t capacity = 0) const;
 
@@ -104,6 +118,8 @@ class Transformer {
   ModelSpec spec_;
   Backend backend_;
   std::unique_ptr<PositionScheme> enc_scheme_, dec_scheme_;
+  bool causal_ = true;
+  AttentionObserver observer_;
 };
 
 }  // namespace ordo

@@ -1,0 +1,221 @@
+// `ordo compare`: its numbers against independent computations (word order, perplexity), the
+// permutation probe's equivariance without positions, and JSON/HTML agreement on every number.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "ordo/ordo.hpp"
+#include "support/cli.hpp"
+#include "support/golden.hpp"
+
+using namespace ordo;
+using json = nlohmann::json;
+using ordo::test::run_cli;
+using ordo::test::shell_quote;
+
+namespace {
+
+const std::string kStories = std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
+const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// log p(ids[t] | ids[<t]) from full-vocabulary logits, by hand (log-sum-exp in double).
+double log_prob(const float* row, int64_t V, int32_t target) {
+  double mx = row[0];
+  for (int64_t v = 1; v < V; ++v) mx = std::max<double>(mx, row[v]);
+  double z = 0;
+  for (int64_t v = 0; v < V; ++v) z += std::exp(static_cast<double>(row[v]) - mx);
+  return static_cast<double>(row[target]) - mx - std::log(z);
+}
+
+double sequence_logprob(const Model& m, const std::vector<int32_t>& ids, size_t from = 1) {
+  const ForwardOutput out = m.forward(ids);
+  const int64_t V = out.logits.dim(1);
+  double lp = 0;
+  for (size_t t = from; t < ids.size(); ++t) lp += log_prob(out.logits.f32() + (t - 1) * V, V, ids[t]);
+  return lp;
+}
+
+const json* find_by(const json& arr, const std::string& key, const std::string& value) {
+  for (const json& r : arr)
+    if (r.at(key) == value) return &r;
+  return nullptr;
+}
+
+void expect_close6(double got, double want, const std::string& what) {
+  // compare rounds every stored number to 6 significant digits
+  EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::fabs(want))) << what;
+}
+
+void collect_numbers(const json& j, const std::string& ptr, std::map<std::string, json>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) collect_numbers(*it, ptr + "/" + it.key(), out);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) collect_numbers(j[i], ptr + "/" + std::to_string(i), out);
+  } else if (j.is_number()) {
+    out[ptr] = j;
+  }
+}
+
+}  // namespace
+
+// Word order and perplexity against the model's own forward pass, scored by hand in the test.
+TEST(CompareCli, WordOrderAndPerplexityMatchIndependentComputation) {
+  const std::string dir = ordo::test::make_temp_dir("compare-wo");
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"The cat sat on the mat.", "The mat sat on the cat."},
+      {"Lily went to the park with her mom.", "Lily went to the mom with her park."},
+      {"Tom gave the ball to the dog.", "Tom gave the dog to the ball."},
+  };
+  {
+    std::ofstream f(dir + "/pairs.jsonl");
+    for (const auto& p : pairs) f << json{{"original", p.first}, {"swapped", p.second}}.dump() << "\n";
+  }
+  const std::string text = slurp(kText).substr(0, 1500);  // ~700 tokens
+  std::ofstream(dir + "/text.txt", std::ios::binary) << text;
+  const std::string out = dir + "/r.json";
+  auto r = run_cli("compare --no-zoo -m " + shell_quote(kStories) + " --pairs " + shell_quote(dir + "/pairs.jsonl") +
+                   " --text " + shell_quote(dir + "/text.txt") + " --tasks word-order,length --ctx-base 16 --multiples 1,2 --json " +
+                   shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(slurp(out));
+
+  Model m = Model::load(kStories);
+  // Word order.
+  int wins = 0;
+  double margin = 0;
+  for (const auto& p : pairs) {
+    const double d = sequence_logprob(m, m.encode(p.first, true)) - sequence_logprob(m, m.encode(p.second, true));
+    wins += d > 0;
+    margin += d;
+  }
+  const json& wo = doc.at("word_order").at("results").at(0);
+  EXPECT_EQ(wo.at("model"), "stories260K");
+  EXPECT_EQ(wo.at("pairs"), 3);
+  EXPECT_EQ(wo.at("wins"), wins);
+  expect_close6(wo.at("accuracy"), wins / 3.0, "accuracy");
+  expect_close6(wo.at("mean_margin"), margin / 3.0, "mean margin");
+
+  // Perplexity: the text cut to whole windows of the longest length (32), non-overlapping windows,
+  // the first token of each window unscored.
+  std::vector<int32_t> ids = m.encode(text, false);
+  ids.resize(ids.size() / 32 * 32);
+  for (int64_t ctx : {16, 32}) {
+    double nll = 0;
+    int64_t n = 0;
+    for (size_t w = 0; w + ctx <= ids.size(); w += ctx) {
+      const std::vector<int32_t> win(ids.begin() + w, ids.begin() + w + ctx);
+      nll -= sequence_logprob(m, win);
+      n += ctx - 1;
+    }
+    const double want = std::exp(nll / n);
+    const json* plain = find_by(doc.at("length").at("results"), "label", "stories260K");
+    ASSERT_NE(plain, nullptr);
+    const json& pt = plain->at("points").at(ctx == 16 ? 0 : 1);
+    EXPECT_EQ(pt.at("ctx"), ctx);
+    EXPECT_EQ(pt.at("tokens"), n);
+    expect_close6(pt.at("ppl"), want, "ppl at " + std::to_string(ctx));
+  }
+  // Linear scaling with factor 1 is the plain model.
+  const json* linear = find_by(doc.at("length").at("results"), "label", "stories260K+linear");
+  ASSERT_NE(linear, nullptr);
+  EXPECT_EQ(linear->at("points").at(0).at("ppl"), find_by(doc.at("length").at("results"), "label", "stories260K")->at("points").at(0).at("ppl"));
+}
+
+// Without positions and without the causal mask, attention is permutation-equivariant.
+TEST(CompareCli, PermutationProbeIsExactWithoutPositionsOnly) {
+  const std::string dir = ordo::test::make_temp_dir("compare-perm");
+  const std::string out = dir + "/r.json";
+  auto r = run_cli("compare --no-zoo -m " + shell_quote(ordo::test::model_dir("llama")) +
+                   " --position none --position alibi --tasks permutation --probe-tokens 24 --json " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json res = json::parse(slurp(out)).at("permutation").at("results");
+  ASSERT_EQ(res.size(), 3u);
+  const json* rope = find_by(res, "model", "llama");
+  const json* none = find_by(res, "model", "llama[pos=none]");
+  const json* alibi = find_by(res, "model", "llama[pos=alibi]");
+  ASSERT_TRUE(rope && none && alibi);
+  EXPECT_EQ(rope->at("scheme"), "rope");
+  EXPECT_EQ(none->at("scheme"), "none");
+  EXPECT_LT(none->at("max_abs_error").get<double>(), 1e-4);
+  EXPECT_GT(rope->at("max_abs_error").get<double>(), 1e-2);
+  EXPECT_GT(alibi->at("max_abs_error").get<double>(), 1e-2);
+  EXPECT_GT(none->at("max_abs_hidden").get<double>(), 0.1);  // the probe saw real activations
+}
+
+// One quick run of every probe; the JSON file, the JSON embedded in the HTML and every number the
+// HTML shows (cells tagged with their JSON pointer) agree, and every number in the JSON is shown.
+TEST(CompareCli, QuickRunJsonAndHtmlAgreeOnEveryNumber) {
+  const std::string dir = ordo::test::make_temp_dir("compare-quick");
+  const std::string jpath = dir + "/r.json", hpath = dir + "/r.html";
+  auto r = run_cli("compare --quick --no-zoo -m " + shell_quote(kStories) + " --position none --position alibi --text " +
+                   shell_quote(kText) + " --ctx-base 32 --json " + shell_quote(jpath) + " --html " + shell_quote(hpath));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("word order"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stories260K[pos=alibi]"), std::string::npos) << r.out;
+  const json doc = json::parse(slurp(jpath));
+  const std::string html = slurp(hpath);
+  for (const char* section : {"word_order", "permutation", "length", "attention"}) EXPECT_TRUE(doc.contains(section)) << section;
+  EXPECT_EQ(doc.at("word_order").at("pairs").size(), 8u);
+  EXPECT_EQ(doc.at("attention").at("buckets").size(), 9u);  // 0,1,2,3,4-7,...,64-127
+
+  const std::string open = "<script type=\"application/json\" id=\"ordo-compare-results\">";
+  const size_t a = html.find(open);
+  ASSERT_NE(a, std::string::npos);
+  const size_t b = html.find("</script>", a);
+  EXPECT_EQ(json::parse(html.substr(a + open.size(), b - a - open.size())), doc);
+
+  std::map<std::string, json> numbers;
+  collect_numbers(doc, "", numbers);
+  std::set<std::string> shown;
+  const std::regex cell_re("data-json=\"([^\"]*)\">([^<]*)<");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), cell_re); it != std::sregex_iterator(); ++it) {
+    const std::string ptr = (*it)[1], text = (*it)[2];
+    ASSERT_TRUE(numbers.count(ptr)) << "HTML shows " << ptr << " which the JSON lacks";
+    EXPECT_EQ(json::parse(text), numbers[ptr]) << ptr;
+    shown.insert(ptr);
+  }
+  for (const auto& [ptr, v] : numbers) EXPECT_TRUE(shown.count(ptr)) << "the HTML does not show " << ptr << " = " << v;
+  EXPECT_GT(shown.size(), 50u);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+}
+
+// The zoo, when this tree has it: one quick run over all six. Only `none` is permutation-
+// equivariant; plain `learned` cannot go past its table (n/a with the reason), learned+linear can.
+TEST(CompareCli, QuickZooRun) {
+  const std::string zoo = std::string(ORDO_SOURCE_DIR) + "/models/zoo";
+  if (!std::filesystem::exists(zoo + "/rope/config.json")) GTEST_SKIP() << "no zoo in this tree";
+  const std::string dir = ordo::test::make_temp_dir("compare-zoo");
+  auto r = run_cli("compare --quick --zoo " + shell_quote(zoo) + " --json " + shell_quote(dir + "/r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(slurp(dir + "/r.json"));
+  for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+    const json* p = find_by(doc.at("permutation").at("results"), "model", s);
+    ASSERT_NE(p, nullptr) << s;
+    if (std::string(s) == "none")
+      EXPECT_LT(p->at("max_abs_error").get<double>(), 1e-4);
+    else
+      EXPECT_GT(p->at("rel_error").get<double>(), 1e-3) << s;
+    const json* wo = find_by(doc.at("word_order").at("results"), "model", s);
+    ASSERT_NE(wo, nullptr) << s;
+    EXPECT_EQ(wo->at("pairs"), 8) << s;
+  }
+  const json* learned = find_by(doc.at("length").at("results"), "label", "learned");
+  const json* learned_linear = find_by(doc.at("length").at("results"), "label", "learned+linear");
+  ASSERT_TRUE(learned && learned_linear);
+  EXPECT_FALSE(learned->at("points").at(0).at("ppl").is_null());
+  EXPECT_TRUE(learned->at("points").at(1).at("ppl").is_null());
+  EXPECT_FALSE(learned->at("points").at(1).value("error", "").empty());
+  EXPECT_FALSE(learned_linear->at("points").at(1).at("ppl").is_null());
+}
