@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   commands.push_back(ordo::cli::make_inspect());
   commands.push_back(ordo::cli::make_forward());
   commands.push_back(ordo::cli::make_ppl());
+  commands.push_back(ordo::cli::make_bench());
+  commands.push_back(ordo::cli::make_quantize());
   std::vector<CLI::App*> subs;
   for (auto& c : commands) subs.push_back(c->add(app));
   try {
