@@ -176,6 +176,7 @@ struct BenchCommand : Command {
       warmup = 0;
     }
     const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"), ctx_lens = int_list(contexts, "--contexts");
+    if (prompt_lens.empty() && ctx_lens.empty()) throw Error("bench: nothing to measure (empty --prompts and --contexts)");
     std::vector<Backend> bes;
     for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
     std::vector<DType> dts;
@@ -210,9 +211,10 @@ struct BenchCommand : Command {
       std::unique_ptr<Transformer> owned;
       const auto tl = Clock::now();
       if (synth) {
-        shape.max_positions =
-            std::max<int64_t>(2048, std::max(*std::max_element(prompt_lens.begin(), prompt_lens.end()),
-                                             *std::max_element(ctx_lens.begin(), ctx_lens.end()) + steps + 1));
+        int64_t longest = 2048;
+        for (int64_t T : prompt_lens) longest = std::max(longest, T);
+        for (int64_t C : ctx_lens) longest = std::max(longest, C + steps + 1);
+        shape.max_positions = longest;
         owned = std::make_unique<Transformer>(synthetic_llama(shape, dt, seed), bes[0]);
       } else {
         ModelOptions o;
