@@ -115,6 +115,13 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
     __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     int64_t k = 0;
     for (; k + 16 <= K; k += 16) {
+      if constexpr (sizeof(typename L::T) == 2) {
+        // Short 16-bit rows interleave badly for the hardware prefetcher (see matvec_i8_rows):
+        // stream the next 4-row block in linearly, 128 bytes per step.
+        const char* next = reinterpret_cast<const char*>(w0 + 4 * K + 4 * k);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+      }
       __m256 xa = _mm256_loadu_ps(x + k), xb = _mm256_loadu_ps(x + k + 8);
       a0 = _mm256_fmadd_ps(L::eight(w0 + k), xa, a0);
       a1 = _mm256_fmadd_ps(L::eight(w1 + k), xa, a1);
