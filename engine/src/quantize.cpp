@@ -250,7 +250,7 @@ void fill_uniform(Tensor& t, float a, uint64_t seed) {
         case DType::F32: t.f32()[i] = u * a; break;
         case DType::F16: static_cast<uint16_t*>(t.data)[i] = f32_to_f16(u * a); break;
         case DType::BF16: static_cast<uint16_t*>(t.data)[i] = f32_to_bf16(u * a); break;
-        case DType::I8: static_cast<int8_t*>(t.data)[i] = static_cast<int8_t>(std::lrint(u * 127.0f)); break;
+        case DType::I8: static_cast<int8_t*>(t.data)[i] = static_cast<int8_t>(std::nearbyint(u * 127.0f)); break;
       }
     }
   }
