@@ -174,6 +174,12 @@ TEST(Quantize, CliDtypeAtLoad) {
 TEST(Synthetic, ShapesAndParameterCount) {
   const ordo::SyntheticShape s110 = ordo::parse_synthetic_shape("110m");
   EXPECT_EQ(s110.dim, 768);
+  EXPECT_TRUE(s110.tied_head);
+  {  // llama2.c stories110M: 12 · (4·768² + 3·768·2048 + 2·768) + 32000·768 + 768 (tied head)
+    const int64_t d = s110.dim;
+    const int64_t layer = 4 * d * d + 3 * d * s110.ffn + 2 * d;
+    EXPECT_EQ(s110.layers * layer + s110.vocab * d + d, 109529856);
+  }
   const ordo::SyntheticShape s1b = ordo::parse_synthetic_shape("1b");
   // TinyLlama-1.1B: 22 · (2·2048² + 2·2048·256 + 3·2048·5632) + 2·32000·2048 + norms.
   const int64_t d = s1b.dim, kvd = s1b.kv_heads * (s1b.dim / s1b.heads);
@@ -203,7 +209,7 @@ TEST(Synthetic, ShapesAndParameterCount) {
     ordo::ForwardOutput out = tf.decode(seq, {1, 5, 9, 3});
     for (int64_t i = 0; i < out.logits.numel(); ++i) ASSERT_TRUE(std::isfinite(out.logits.f32()[i]));
   }
-  // Same seed → same weights; the 110m preset is ~110M parameters.
+  // Same seed → same weights.
   ordo::ModelSpec a = ordo::synthetic_llama(tiny, DType::F32, 3), b = ordo::synthetic_llama(tiny, DType::F32, 3);
   EXPECT_EQ(std::memcmp(a.decoder.layers[1].ffn.up.weight.data, b.decoder.layers[1].ffn.up.weight.data,
                         a.decoder.layers[1].ffn.up.weight.nbytes()),
