@@ -68,6 +68,13 @@ double peak_rss_mib() {
   return 0;
 }
 
+// Resets VmHWM to the current RSS (Linux >= 4.0), so the 1 GiB bandwidth buffer and the previous
+// dtype's model do not count toward the next model's peak.
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -134,7 +141,7 @@ struct Row {
   std::string phase, backend, dtype;
   int64_t ctx = 0;
   double tokens_per_s = 0, tokens_per_s_best = 0, roofline_fraction = 0, seconds_median = 0, seconds_min = 0;
-  double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;
+  double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
 };
 
 struct BenchCommand : Command {
@@ -209,6 +216,7 @@ struct BenchCommand : Command {
     nlohmann::json model_json;
     std::vector<Row> rows;
     for (DType dt : dts) {
+      reset_peak_rss();
       std::unique_ptr<Model> model;
       std::unique_ptr<Transformer> owned;
       const auto tl = Clock::now();
