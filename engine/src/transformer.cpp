@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "attention_kernels.hpp"
+
 namespace ordo {
 
 namespace {
@@ -28,6 +30,18 @@ void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
     }
     case DType::I8: throw Error("embedding tables cannot be stored as I8");
   }
+}
+
+// Per-thread scratch buffers, one per role, reused by every call on that thread: once warm, a
+// decode step allocates nothing but its returned logits (the buffers only grow, to the largest
+// chunk seen). Roles never overlap within one call chain (run_stack → attention / feed_forward).
+enum Scratch { kScrQ, kScrK, kScrV, kScrCtx, kScrScores, kScrUp, kScrGate, kScrH, kScrA, kScrF, kScrX, kScrCount };
+
+float* scratch(Scratch role, int64_t n) {
+  thread_local std::vector<float> bufs[kScrCount];
+  std::vector<float>& b = bufs[role];
+  if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
+  return b.data();
 }
 
 PositionContext position_context(const ModelSpec& s, bool causal) {
@@ -198,17 +212,18 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   const bool observe = observer_ && self_cache;
   const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
-  std::vector<float> q(T * H * hd);
-  linear(backend_, h, T, d, w.q, q.data());
-  if (scheme) scheme->rotate(q.data(), H, pos, T, seq_len);
+  float* q = scratch(kScrQ, T * H * hd);
+  linear(backend_, h, T, d, w.q, q);
+  if (scheme) scheme->rotate(q, H, pos, T, seq_len);
   // Self-attention appends this chunk's keys/values at slots [length, length + T); the caller
   // advances `length` once every layer has run.
   const int64_t base = self_cache ? self_cache->length : 0;
   if (self_cache) {
-    std::vector<float> k(T * KV * hd), v(T * KV * hd);
-    linear(backend_, h, T, d, w.k, k.data());
-    linear(backend_, h, T, d, w.v, v.data());
-    if (scheme) scheme->rotate(k.data(), KV, pos, T, seq_len);
+    float* k = scratch(kScrK, T * KV * hd);
+    float* v = scratch(kScrV, T * KV * hd);
+    linear(backend_, h, T, d, w.k, k);
+    linear(backend_, h, T, d, w.v, v);
+    if (scheme) scheme->rotate(k, KV, pos, T, seq_len);
     float* K = self_cache->k[layer].f32();
     float* V = self_cache->v[layer].f32();
     for (int64_t t = 0; t < T; ++t)
@@ -225,11 +240,12 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   const uint8_t* key_valid = cache.valid.empty() ? nullptr : cache.valid.data();
   const int32_t* key_pos = cache.positions.empty() ? nullptr : cache.positions.data();
 
-  std::vector<float> ctx(T * H * hd, 0.0f);
+  float* ctx = scratch(kScrCtx, T * H * hd);
+  std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
   const float neg_inf = -std::numeric_limits<float>::infinity();
 #pragma omp parallel
   {
-    std::vector<float> scores(total);
+    float* scores = scratch(kScrScores, total);
 #pragma omp for collapse(2) schedule(static)
     for (int64_t hh = 0; hh < H; ++hh)
       for (int64_t t = 0; t < T; ++t) {
@@ -238,36 +254,35 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
         const int64_t nk = causal ? base + t + 1 : total;
         const float* Kg = K + g * cache.capacity * hd;
         const float* Vg = V + g * cache.capacity * hd;
-        for (int64_t j = 0; j < nk; ++j) scores[j] = scale * dot(qt, Kg + j * hd, hd);
-        if (bias) scheme->add_score_bias(scores.data(), hh, pos[t], key_pos, nk);
+        detail::qk_scores(qt, Kg, nk, hd, scale, scores);
+        if (bias) scheme->add_score_bias(scores, hh, pos[t], key_pos, nk);
         if (key_valid)
           for (int64_t j = 0; j < nk; ++j)
             if (!key_valid[j]) scores[j] = neg_inf;
-        softmax(scores.data(), nk);
+        softmax(scores, nk);
         if (observe) {
 #pragma omp critical(ordo_attention_observer)
-          observer_(layer, hh, base + t, scores.data(), nk);
+          observer_(layer, hh, base + t, scores, nk);
         }
         float* ct = &ctx[(t * H + hh) * hd];
-        for (int64_t j = 0; j < nk; ++j)
-          if (scores[j] != 0.0f) axpy(scores[j], Vg + j * hd, ct, hd);
+        detail::pv_accumulate(scores, Vg, nk, hd, ct);
       }
   }
-  linear(backend_, ctx.data(), T, H * hd, w.out, out);
+  linear(backend_, ctx, T, H * hd, w.out, out);
 }
 
 void Transformer::feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const {
   const int64_t d = spec_.d_model, n = f.up.out_features();
-  std::vector<float> up(T * n);
-  linear(backend_, h, T, d, f.up, up.data());
+  float* up = scratch(kScrUp, T * n);
+  linear(backend_, h, T, d, f.up, up);
   if (f.gate.present()) {
-    std::vector<float> gate(T * n);
-    linear(backend_, h, T, d, f.gate, gate.data());
-    gated_activate(f.act, gate.data(), up.data(), T * n);
-    linear(backend_, gate.data(), T, n, f.down, out);
+    float* gate = scratch(kScrGate, T * n);
+    linear(backend_, h, T, d, f.gate, gate);
+    gated_activate(f.act, gate, up, T * n);
+    linear(backend_, gate, T, n, f.down, out);
   } else {
-    activate(f.act, up.data(), T * n);
-    linear(backend_, up.data(), T, n, f.down, out);
+    activate(f.act, up, T * n);
+    linear(backend_, up, T, n, f.down, out);
   }
 }
 
@@ -276,7 +291,9 @@ void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, fl
                             int64_t seq_len) const {
   const int64_t d = spec_.d_model;
   const int64_t L = static_cast<int64_t>(stack.layers.size());
-  std::vector<float> h(T * d), a(T * d), f(T * d);
+  float* const h = scratch(kScrH, T * d);
+  float* const a = scratch(kScrA, T * d);
+  float* const f = scratch(kScrF, T * d);
   auto snapshot = [&](const float* src) {
     Tensor t = Tensor::zeros({T, d});
     std::memcpy(t.f32(), src, T * d * sizeof(float));
@@ -286,35 +303,35 @@ void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, fl
   for (int64_t l = 0; l < L; ++l) {
     const Layer& ly = stack.layers[l];
     if (spec_.pre_norm) {
-      apply_norm(ly.attn_norm, x, T, h.data());
-      attention(ly.self_attn, &scheme, h.data(), T, pos, cache, *cache, l, stack.causal, seq_len, a.data());
+      apply_norm(ly.attn_norm, x, T, h);
+      attention(ly.self_attn, &scheme, h, T, pos, cache, *cache, l, stack.causal, seq_len, a);
       if (spec_.parallel_residual) {
-        if (ly.ffn_norm.present) apply_norm(ly.ffn_norm, x, T, h.data());
-        feed_forward(ly.ffn, h.data(), T, f.data());
-        add_inplace(x, a.data(), T * d);
-        add_inplace(x, f.data(), T * d);
+        if (ly.ffn_norm.present) apply_norm(ly.ffn_norm, x, T, h);
+        feed_forward(ly.ffn, h, T, f);
+        add_inplace(x, a, T * d);
+        add_inplace(x, f, T * d);
       } else {
-        add_inplace(x, a.data(), T * d);
+        add_inplace(x, a, T * d);
         if (cross) {
-          apply_norm(ly.cross_norm, x, T, h.data());
-          attention(ly.cross_attn, nullptr, h.data(), T, pos, nullptr, *cross, l, false, seq_len, a.data());
-          add_inplace(x, a.data(), T * d);
+          apply_norm(ly.cross_norm, x, T, h);
+          attention(ly.cross_attn, nullptr, h, T, pos, nullptr, *cross, l, false, seq_len, a);
+          add_inplace(x, a, T * d);
         }
-        apply_norm(ly.ffn_norm, x, T, h.data());
-        feed_forward(ly.ffn, h.data(), T, f.data());
-        add_inplace(x, f.data(), T * d);
+        apply_norm(ly.ffn_norm, x, T, h);
+        feed_forward(ly.ffn, h, T, f);
+        add_inplace(x, f, T * d);
       }
     } else {  // post-norm
-      attention(ly.self_attn, &scheme, x, T, pos, cache, *cache, l, stack.causal, seq_len, a.data());
-      add_inplace(x, a.data(), T * d);
+      attention(ly.self_attn, &scheme, x, T, pos, cache, *cache, l, stack.causal, seq_len, a);
+      add_inplace(x, a, T * d);
       apply_norm(ly.attn_norm, x, T, x);
       if (cross) {
-        attention(ly.cross_attn, nullptr, x, T, pos, nullptr, *cross, l, false, seq_len, a.data());
-        add_inplace(x, a.data(), T * d);
+        attention(ly.cross_attn, nullptr, x, T, pos, nullptr, *cross, l, false, seq_len, a);
+        add_inplace(x, a, T * d);
         apply_norm(ly.cross_norm, x, T, x);
       }
-      feed_forward(ly.ffn, x, T, f.data());
-      add_inplace(x, f.data(), T * d);
+      feed_forward(ly.ffn, x, T, f);
+      add_inplace(x, f, T * d);
       apply_norm(ly.ffn_norm, x, T, x);
     }
     if (hidden && l + 1 < L) snapshot(x);
@@ -386,7 +403,8 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
 
   KVCache& cache = seq.self;
   const int64_t base = cache.length;
-  std::vector<int32_t> pos(T);
+  thread_local std::vector<int32_t> pos;  // reused: no per-step allocation
+  pos.resize(T);
   int64_t next = seq.next_position;
   for (int64_t t = 0; t < T; ++t) pos[t] = (mask.empty() || mask[t]) ? static_cast<int32_t>(next++) : 0;
   if (next > seq.next_position) dec_scheme_->check_positions(next - 1);
@@ -400,10 +418,12 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
   }
 
   ForwardOutput out;
-  Tensor x = Tensor::zeros({T, spec_.d_model});
+  // The final hidden state is returned only for LogitsFor::None; otherwise it lives in scratch.
+  Tensor x_out = which == LogitsFor::None ? Tensor::zeros({T, spec_.d_model}) : Tensor{};
+  float* x = which == LogitsFor::None ? x_out.f32() : scratch(kScrX, T * spec_.d_model);
   static const std::vector<int32_t> no_types;
-  embed(ids, no_types, pos.data(), *dec_scheme_, x.f32());
-  run_stack(spec_.decoder, *dec_scheme_, x.f32(), T, pos.data(), &cache,
+  embed(ids, no_types, pos.data(), *dec_scheme_, x);
+  run_stack(spec_.decoder, *dec_scheme_, x, T, pos.data(), &cache,
             spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, want_hidden ? &out.hidden : nullptr,
             std::max<int64_t>(next, 1));
   cache.length = base + T;
@@ -412,9 +432,9 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
   for (int64_t t = 0; t < T; ++t) seq.token_valid.push_back(mask.empty() ? 1 : mask[t]);
 
   switch (which) {
-    case LogitsFor::All: out.logits = logits(x.f32(), T); break;
-    case LogitsFor::Last: out.logits = logits(x.f32() + (T - 1) * spec_.d_model, 1); break;
-    case LogitsFor::None: out.final_hidden = std::move(x); break;
+    case LogitsFor::All: out.logits = logits(x, T); break;
+    case LogitsFor::Last: out.logits = logits(x + (T - 1) * spec_.d_model, 1); break;
+    case LogitsFor::None: out.final_hidden = std::move(x_out); break;
   }
   return out;
 }

@@ -8,7 +8,9 @@ FamilyContext::FamilyContext(std::string dir, JsonConfig config, SafeTensors wei
     : dir_(std::move(dir)),
       config_(std::move(config)),
       weights_(std::move(weights)),
-      generation_(std::move(generation)) {}
+      generation_(std::move(generation)) {
+  keep_stored_ = config_.has("ordo_quantization");
+}
 
 static std::string shape_of(const std::vector<int64_t>& s) {
   Tensor t;
@@ -37,16 +39,42 @@ Tensor FamilyContext::get_optional(const std::string& name, const std::vector<in
   return has(name) ? get(name, shape) : Tensor{};
 }
 
+Tensor FamilyContext::linear_weight(const std::string& name, int64_t out, int64_t in, Tensor* scales) const {
+  Tensor t = linear_weight_impl(name, out, in, scales);
+  linear_names_.emplace_back(name, t.data);
+  return t;
+}
+
+Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, int64_t in,
+                                         Tensor* scales) const {
+  const Tensor& t = weights_.get(name);
+  if (t.dtype == DType::F32 || (!keep_stored_ && t.dtype != DType::I8)) return get(name, {out, in});
+  if (t.shape != std::vector<int64_t>{out, in})
+    throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+                shape_of({out, in}) + " from config.json");
+  if (t.dtype == DType::I8) {
+    if (!has(name + ".scales"))
+      throw Error(weights_.path() + ": I8 tensor '" + name + "' has no '" + name +
+                  ".scales' (per-row F32 scales)");
+    *scales = get(name + ".scales", {out});
+    return t;  // int8: no alignment needed
+  }
+  if (reinterpret_cast<uintptr_t>(t.data) % 2 == 0) return t;  // F16/BF16 borrowed from the mapping
+  Tensor c = Tensor::zeros(t.shape, t.dtype);
+  std::memcpy(c.data, t.data, t.nbytes());
+  return c;
+}
+
 Linear FamilyContext::linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required) const {
   Linear l;
-  l.weight = get(prefix + ".weight", {out, in});
+  l.weight = linear_weight(prefix + ".weight", out, in, &l.scales);
   l.bias = bias_required ? get(prefix + ".bias", {out}) : get_optional(prefix + ".bias", {out});
   return l;
 }
 
 Linear FamilyContext::linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const {
   Linear l;
-  l.weight = get(prefix + ".weight", {out, in});
+  l.weight = linear_weight(prefix + ".weight", out, in, &l.scales);
   return l;
 }
 

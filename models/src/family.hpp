@@ -29,6 +29,9 @@ class FamilyContext {
   // Empty tensor when absent.
   Tensor get_optional(const std::string& name, const std::vector<int64_t>& shape = {}) const;
   // nn.Linear "<prefix>.weight" [out, in] and "<prefix>.bias" [out] (bias optional unless required).
+  // The weight keeps its stored dtype when it is I8 (with "<prefix>.weight.scales" F32 [out], as
+  // `ordo quantize` writes it) or when it is F16/BF16 in a directory written by `ordo quantize`;
+  // otherwise it is F32 as from get(). Every weight name fetched here is recorded (linear_names()).
   Linear linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required = false) const;
   Linear linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const;
   // Norm "<prefix>.weight" (+ "<prefix>.bias" for LayerNorm when present).
@@ -39,6 +42,11 @@ class FamilyContext {
   void read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
                            std::initializer_list<std::string> head_keys) const;
 
+  // "<prefix>.weight" names fetched by linear()/linear_no_bias() so far, with the data pointer of
+  // the tensor handed out: a name whose pointer ends up in the built spec's Linear is used as
+  // stored, [out, in] (what `ordo quantize` may convert; fused weights that are split are not).
+  const std::vector<std::pair<std::string, const void*>>& linear_names() const { return linear_names_; }
+
   // Special token ids: generation_config.json first, then config.json, else `def`.
   int32_t token_id(const std::string& key, int32_t def = -1) const;
 
@@ -47,6 +55,10 @@ class FamilyContext {
   JsonConfig config_;
   SafeTensors weights_;
   JsonConfig generation_;
+  bool keep_stored_ = false;  // config.json has "ordo_quantization": keep F16/BF16 linears as stored
+  mutable std::vector<std::pair<std::string, const void*>> linear_names_;
+  Tensor linear_weight(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
+  Tensor linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
 };
 
 // Copies rows [begin, end) of a 2-D weight into a new tensor (used to split fused projections).

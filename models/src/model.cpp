@@ -1,9 +1,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "family.hpp"
 #include "ordo/ordo.hpp"
+#include "ordo/quantize.hpp"
 
 namespace fs = std::filesystem;
 
@@ -18,7 +22,17 @@ JsonConfig load_optional_json(const fs::path& p) {
 
 }  // namespace
 
-ModelSpec load_spec(const std::string& dir, std::string* family) {
+namespace {
+
+struct Loaded {
+  ModelSpec spec;
+  std::string family;
+  std::optional<DType> stored_dtype;  // "ordo_quantization" of a directory written by `ordo quantize`
+  std::vector<std::pair<std::string, const void*>> linear_names;
+  std::shared_ptr<SafeTensors> weights;
+};
+
+Loaded load_dir(const std::string& dir) {
   const fs::path d(dir);
   if (!fs::is_directory(d)) throw Error(dir + ": not a model directory");
   const fs::path config_path = d / "config.json";
@@ -35,11 +49,99 @@ ModelSpec load_spec(const std::string& dir, std::string* family) {
   if (!fam) throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
   const fs::path weights_path = d / "model.safetensors";
   if (!fs::exists(weights_path)) throw Error(weights_path.string() + ": missing");
+  Loaded out;
+  if (config.has("ordo_quantization")) {
+    const auto& q = config.raw().at("ordo_quantization");
+    if (!q.is_object() || !q.contains("dtype") || !q.at("dtype").is_string())
+      throw Error(config_path.string() + ": 'ordo_quantization' must be an object with a string 'dtype'");
+    out.stored_dtype = parse_weight_dtype(q.at("dtype").get<std::string>());
+  }
   FamilyContext ctx(dir, std::move(config), SafeTensors::open(weights_path.string()),
                     load_optional_json(d / "generation_config.json"));
-  ModelSpec spec = fam->build(ctx);
-  if (family) *family = fam->name;
-  return spec;
+  out.spec = fam->build(ctx);
+  out.family = fam->name;
+  out.linear_names = ctx.linear_names();
+  out.weights = std::make_shared<SafeTensors>(ctx.weights());
+  return out;
+}
+
+template <class F>
+void each_linear(const ModelSpec& s, F&& f) {
+  for (const Stack* st : {&s.encoder, &s.decoder})
+    for (const Layer& l : st->layers)
+      for (const Linear* p : {&l.self_attn.q, &l.self_attn.k, &l.self_attn.v, &l.self_attn.out, &l.cross_attn.q,
+                              &l.cross_attn.k, &l.cross_attn.v, &l.cross_attn.out, &l.ffn.up, &l.ffn.gate,
+                              &l.ffn.down})
+        f(*p);
+  f(s.lm_head);
+  f(s.pooler);
+}
+
+}  // namespace
+
+ModelSpec load_spec(const std::string& dir, std::string* family) {
+  Loaded l = load_dir(dir);
+  if (family) *family = l.family;
+  return std::move(l.spec);
+}
+
+int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype) {
+  Loaded l = load_dir(in_dir);
+  const fs::path in(in_dir), out(out_dir);
+  std::error_code ec;
+  if (fs::exists(out) && fs::equivalent(in, out, ec)) throw Error(out_dir + ": output directory is the input directory");
+  fs::create_directories(out, ec);
+  if (ec) throw Error(out_dir + ": cannot create directory: " + ec.message());
+  // Weights the spec uses exactly as fetched by name (not split, transposed or tied).
+  std::map<std::string, const Linear*> convert;  // tensor name → the spec's Linear
+  std::map<const void*, const Linear*> by_ptr;
+  each_linear(l.spec, [&](const Linear& lin) {
+    if (lin.present()) by_ptr.emplace(lin.weight.data, &lin);
+  });
+  for (const auto& np : l.linear_names) {
+    auto it = by_ptr.find(np.second);
+    if (it != by_ptr.end()) convert[np.first] = it->second;
+  }
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  int converted = 0;
+  for (const auto& kv : l.weights->tensors()) {
+    const std::string& name = kv.first;
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".scales") == 0 &&
+        convert.count(name.substr(0, name.size() - 7)))
+      continue;  // scales of an I8 input weight: rewritten below if still I8
+    auto it = convert.find(name);
+    if (it == convert.end()) {
+      tensors.emplace_back(name, kv.second);
+      continue;
+    }
+    Linear q = convert_linear(*it->second, dtype);
+    tensors.emplace_back(name, q.weight);
+    if (dtype == DType::I8) tensors.emplace_back(name + ".scales", q.scales);
+    ++converted;
+  }
+  // Widest dtype first so every tensor starts aligned for its type (the header is padded to 8).
+  std::stable_sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
+    return dtype_size(a.second.dtype) > dtype_size(b.second.dtype);
+  });
+  const std::string scheme = dtype == DType::I8 ? "per-row symmetric" : "cast";
+  std::map<std::string, std::string> meta = l.weights->metadata();
+  meta["ordo_quantization"] = weight_dtype_name(dtype);
+  meta["ordo_quantization_scheme"] = scheme;
+  write_safetensors((out / "model.safetensors").string(), tensors, meta);
+  nlohmann::json config = JsonConfig::load((in / "config.json").string()).raw();
+  config["ordo_quantization"] = {{"dtype", weight_dtype_name(dtype)}, {"scheme", scheme}};
+  {
+    std::ofstream f(out / "config.json");
+    f << config.dump(2) << "\n";
+    if (!f) throw Error((out / "config.json").string() + ": write failed");
+  }
+  for (const auto& e : fs::directory_iterator(in)) {
+    const std::string fname = e.path().filename().string();
+    if (!e.is_regular_file() || fname == "model.safetensors" || fname == "config.json") continue;
+    fs::copy_file(e.path(), out / fname, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw Error((out / fname).string() + ": cannot copy: " + ec.message());
+  }
+  return converted;
 }
 
 struct Model::Impl {
@@ -57,7 +159,13 @@ Model Model::load(const std::string& dir, const ModelOptions& opts) {
   set_num_threads(opts.threads);
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
-  ModelSpec spec = load_spec(dir, &impl->family);
+  Loaded l = load_dir(dir);
+  impl->family = l.family;
+  ModelSpec spec = std::move(l.spec);
+  // A directory written by `ordo quantize` may hold weights a family reshaped (kept F32 in the
+  // file): convert those too, so the model matches loading the original with that dtype.
+  const std::optional<DType> dtype = opts.dtype ? opts.dtype : l.stored_dtype;
+  if (dtype) convert_weights(spec, *dtype);
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   if (!opts.position.empty() || opts.scaling) {
     PositionConfig pc = impl->engine->spec().position;

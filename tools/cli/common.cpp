@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "ordo/quantize.hpp"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,6 +19,8 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
       ->capture_default_str()
       ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
   app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
+  app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16 or int8 (converted at load)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
   if (!with_position) return;
   app->add_option("--position", position,
                   "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi")
@@ -45,6 +49,7 @@ ModelOptions ModelArgs::options() const {
   o.backend = parse_backend(backend);
   o.threads = threads;
   o.position = position;
+  if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
   if (!scaling.empty() || factor != 0 || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
     Scaling s;

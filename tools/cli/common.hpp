@@ -9,7 +9,7 @@
 
 namespace ordo::cli {
 
-// -m/--model, --backend, --position, --scaling/--factor/--original-max, --threads.
+// -m/--model, --backend, --dtype, --position, --scaling/--factor/--original-max, --threads.
 struct ModelArgs {
   std::string dir;
   std::string backend = "onednn";
@@ -18,6 +18,7 @@ struct ModelArgs {
   double factor = 0;
   int64_t original_max = 0;
   int threads = 0;
+  std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
 
   void add(CLI::App* app, bool with_position = true);
   std::string resolved_dir() const;  // -m, else the bundled default model
@@ -46,5 +47,7 @@ std::unique_ptr<Command> make_forward();
 std::unique_ptr<Command> make_ppl();
 std::unique_ptr<Command> make_embed();
 std::unique_ptr<Command> make_compare();
+std::unique_ptr<Command> make_bench();
+std::unique_ptr<Command> make_quantize();
 
 }  // namespace ordo::cli

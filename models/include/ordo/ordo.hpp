@@ -28,6 +28,10 @@ struct ModelOptions {
   std::optional<Scaling> scaling;  // replaces the model's long-context scaling
   int threads = 0;                 // 0: all cores
   bool load_tokenizer = true;      // false: ids only (e.g. the fixtures, which ship no tokenizer)
+  // Storage of every linear weight (attention, FFN, lm_head), converted once at load; compute is
+  // F32 either way. nullopt keeps them as stored (F32; a directory written by `ordo quantize`
+  // keeps its dtype). I8 is weight-only per-row symmetric quantization (ordo/quantize.hpp).
+  std::optional<DType> dtype;
 };
 
 struct TextGenerateParams : GenerateParams {
@@ -84,5 +88,14 @@ class Model {
 // Builds the engine spec for a model directory without tokenizer or runtime (for `ordo inspect`).
 // Returns the family name in *family when given.
 ModelSpec load_spec(const std::string& dir, std::string* family = nullptr);
+
+// `ordo quantize`: writes out_dir (created if needed) as a copy of in_dir whose linear weights
+// are stored as `dtype`: same tensor names in model.safetensors; for I8 a "<name>.scales" F32 [out]
+// tensor per weight. config.json gains "ordo_quantization": {"dtype", "scheme"} (also in the
+// safetensors metadata). Weights a family reshapes at load (GPT-2 Conv1D, fused QKV) stay F32 in
+// the file and are converted when such a directory is loaded, so loading it gives the same model
+// as loading in_dir with ModelOptions::dtype = dtype. Other files (tokenizer, generation config)
+// are copied. Returns the number of tensors converted.
+int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype);
 
 }  // namespace ordo

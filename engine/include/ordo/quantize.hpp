@@ -1,0 +1,56 @@
+// Weight storage types and synthetic models.
+//
+// Linear weights may be stored F32, F16, BF16 or I8 (weight-only, per output row symmetric:
+// scale[n] = max|W[n, :]| / 127, q = round(W / scale)); every op still computes in F32
+// (see linear() in ops.hpp). Conversion happens once, at load, over a whole ModelSpec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ordo/spec.hpp"
+#include "ordo/tensor.hpp"
+
+namespace ordo {
+
+// "f32" / "f16" / "bf16" / "int8" (also "i8", "float32", "float16", "bfloat16"; case-insensitive).
+// Throws Error naming the value otherwise.
+DType parse_weight_dtype(const std::string& name);
+// "f32", "f16", "bf16", "int8": the spelling parse_weight_dtype accepts and the CLI prints.
+const char* weight_dtype_name(DType t);
+
+// The linear layer with its weight stored as `to` (bias unchanged). I8 → F32/F16/BF16 dequantises
+// (applying the scales); anything → I8 quantises per output row. Same dtype: returned as is.
+Linear convert_linear(const Linear& l, DType to);
+
+// Converts every Linear weight of the spec (attention q/k/v/out, FFN, cross-attention, lm_head,
+// pooler) to `to`, once per distinct weight (shared weights stay shared). Embedding tables, norms
+// and biases stay as they are; a head tied to tok_embed gets its own converted copy and tok_embed
+// is left alone.
+void convert_weights(ModelSpec& spec, DType to);
+
+// Bytes of linear weights (and I8 scales) one decode step streams: every decoder-stack linear plus
+// the lm_head (cross-attention k/v excluded: computed once per sequence).
+int64_t decode_weight_bytes(const ModelSpec& spec);
+// Parameters of the decoder stack's linear layers (the 2·params·T part of a forward's FLOPs),
+// without the lm_head.
+int64_t decoder_linear_params(const ModelSpec& spec);
+
+// A Llama-shaped decoder (RMSNorm, SwiGLU, RoPE, GQA) with random weights, for benchmarks.
+struct SyntheticShape {
+  int64_t dim = 768, layers = 12, heads = 12, kv_heads = 12, ffn = 2048, vocab = 32000;
+  int64_t max_positions = 2048;
+  bool tied_head = true;
+};
+
+// "110m" (dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000, tied head: llama2.c's stories110M),
+// "1b" (TinyLlama-1.1B: dim 2048, 22 layers, 32 heads, 4 kv heads, ffn 5632, vocab 32000, untied),
+// or "DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB". Throws Error on anything else.
+SyntheticShape parse_synthetic_shape(const std::string& text);
+
+// Builds the model directly in `dtype` (no F32 copy for I8/F16/BF16): weights uniform in
+// ±1/sqrt(fan_in) from a seeded xorshift generator (filled in parallel; deterministic for a seed
+// and thread-count independent), norm weights 1.
+ModelSpec synthetic_llama(const SyntheticShape& shape, DType dtype = DType::F32, uint64_t seed = 1);
+
+}  // namespace ordo

@@ -1,0 +1,439 @@
+// ordo bench: prefill / decode throughput, time to first token and peak memory per GEMM backend and
+// weight dtype, each as a fraction of the machine's own limits measured on the spot:
+//   * decode (memory-bound): tokens/s ÷ (read bandwidth ÷ bytes of weights read per token)
+//   * prefill (compute-bound): achieved FLOP/s ÷ peak sgemm FLOP/s, FLOPs = 2·params·T + attention
+// On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "ordo/quantize.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace ordo::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : s + ",") {
+    if (c == ',' || c == ' ') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> int_list(const std::string& s, const char* what) {
+  std::vector<int64_t> v;
+  for (const std::string& x : split_list(s)) {
+    char* end = nullptr;
+    long long n = std::strtoll(x.c_str(), &end, 10);
+    if (*end != '\0' || n <= 0) throw Error(std::string(what) + ": '" + x + "' is not a positive integer");
+    v.push_back(n);
+  }
+  return v;
+}
+
+// Peak resident set (VmHWM) in MiB, 0 if unknown.
+double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return 0;
+}
+
+// Resets VmHWM to the current RSS (Linux >= 4.0), so the 1 GiB bandwidth buffer and the previous
+// dtype's model do not count toward the next model's peak.
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Memory read bandwidth with all threads: each thread sums its contiguous share of a buffer with
+// AVX2 loads, as 4 interleaved streams (the access pattern of the 4-row matvec kernels; more
+// streams in flight reach a higher bandwidth than one).
+double measure_read_gb_s(size_t bytes, int reps) {
+  constexpr size_t kStreams = 4, kStep = 32;  // floats per stream per iteration (two cache lines)
+  const size_t n = bytes / sizeof(float) / 4096 * 4096;
+  float* buf = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  if (!buf) throw Error("bench: cannot allocate the bandwidth buffer");
+  const int nt = num_threads();
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(i & 7) * 0.25f;  // first touch by the reader
+  double best = 0;
+  volatile float sink = 0;
+  for (int r = 0; r < reps; ++r) {
+    float total = 0;
+    const auto t0 = Clock::now();
+#pragma omp parallel num_threads(nt) reduction(+ : total)
+    {
+      const size_t parts = static_cast<size_t>(omp_get_num_threads()), me = static_cast<size_t>(omp_get_thread_num());
+      const size_t share = n / parts / (kStreams * kStep) * (kStreams * kStep);
+      const float* base = buf + me * share;
+      const size_t len = share / kStreams;  // floats per stream
+#if defined(__AVX2__)
+      __m256 acc[kStreams][4];
+      for (auto& a : acc)
+        for (auto& v : a) v = _mm256_setzero_ps();
+      for (size_t i = 0; i < len; i += kStep)
+        for (size_t st = 0; st < kStreams; ++st) {
+          const float* p = base + st * len + i;
+          acc[st][0] = _mm256_add_ps(acc[st][0], _mm256_load_ps(p));
+          acc[st][1] = _mm256_add_ps(acc[st][1], _mm256_load_ps(p + 8));
+          acc[st][2] = _mm256_add_ps(acc[st][2], _mm256_load_ps(p + 16));
+          acc[st][3] = _mm256_add_ps(acc[st][3], _mm256_load_ps(p + 24));
+        }
+      float lane[8];
+      for (auto& a : acc) {
+        _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+        for (float v : lane) total += v;
+      }
+#else
+      for (size_t i = 0; i < len * kStreams; ++i) total += base[i];
+#endif
+    }
+    const double t = seconds_since(t0);
+    sink = sink + total;
+    // Bytes actually read: every thread's rounded-down share.
+    const size_t parts = static_cast<size_t>(nt);
+    const size_t read = n / parts / (kStreams * kStep) * (kStreams * kStep) * parts;
+    best = std::max(best, static_cast<double>(read * sizeof(float)) / t / 1e9);
+  }
+  std::free(buf);
+  return best;
+}
+
+// Peak sgemm GFLOP/s of one backend: C[n, n] = A · Bᵀ, best of reps after one warm-up.
+double measure_sgemm_gflop_s(Backend be, int64_t n, int reps) {
+  std::vector<float> A(n * n), B(n * n), C(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    A[i] = static_cast<float>((i * 7) % 13) * 0.01f;
+    B[i] = static_cast<float>((i * 5) % 11) * 0.01f;
+  }
+  double best = 0;
+  for (int r = 0; r <= reps; ++r) {
+    const auto t0 = Clock::now();
+    gemm_nt(be, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    const double t = seconds_since(t0);
+    if (r > 0) best = std::max(best, 2.0 * n * n * n / t / 1e9);
+  }
+  return best;
+}
+
+struct Row {
+  std::string phase, backend, dtype;
+  int64_t ctx = 0;
+  double tokens_per_s = 0, tokens_per_s_best = 0, roofline_fraction = 0, seconds_median = 0, seconds_min = 0;
+  double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
+};
+
+struct BenchCommand : Command {
+  std::string dir, synthetic, backends = "onednn,openblas", dtypes = "f32,int8", json_path;
+  std::string prompts = "128,512", contexts = "128,1024";
+  int threads = 0, warmup = 1, reps = 3, steps = 16;
+  uint64_t seed = 1;
+  bool quick = false;
+
+  CLI::App* add(CLI::App& app) override {
+    CLI::App* c = app.add_subcommand(
+        "bench", "Prefill/decode speed, TTFT and peak memory per backend and weight dtype, vs the machine's roofline");
+    auto* m = c->add_option("-m,--model", dir, "Benchmark this model directory");
+    c->add_option("--synthetic", synthetic,
+                  "Random-weight Llama-shaped model: 110m, 1b or DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB (default: 110m)")
+        ->excludes(m);
+    c->add_option("--backend", backends, "GEMM backends, comma-separated")->capture_default_str();
+    c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8")
+        ->capture_default_str();
+    c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
+    c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();
+    c->add_option("--steps", steps, "Decode steps timed per repetition")->capture_default_str()->check(CLI::PositiveNumber);
+    c->add_option("--warmup", warmup, "Untimed warm-up runs")->capture_default_str()->check(CLI::NonNegativeNumber);
+    c->add_option("--reps", reps, "Timed repetitions (median and best reported)")->capture_default_str()->check(CLI::PositiveNumber);
+    c->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
+    c->add_option("--seed", seed, "Synthetic weights seed")->capture_default_str();
+    c->add_option("--json", json_path, "Also write the results as JSON to this file");
+    c->add_flag("--quick", quick, "Tiny sizes, one repetition (smoke test; numbers are not meaningful)");
+    return c;
+  }
+
+  int run() override {
+    set_num_threads(threads);
+    if (quick) {
+      if (prompts == "128,512") prompts = "16,32";
+      if (contexts == "128,1024") contexts = "16,48";
+      steps = std::min(steps, 4);
+      reps = 1;
+      warmup = 0;
+    }
+    const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"), ctx_lens = int_list(contexts, "--contexts");
+    if (prompt_lens.empty() && ctx_lens.empty()) throw Error("bench: nothing to measure (empty --prompts and --contexts)");
+    std::vector<Backend> bes;
+    for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
+    std::vector<DType> dts;
+    for (const std::string& d : split_list(dtypes)) dts.push_back(parse_weight_dtype(d));
+    if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
+
+    // ---- machine limits ---------------------------------------------------------------------
+    const int nt = num_threads();
+    std::cerr << "[bench] measuring machine limits (" << nt << " threads)...\n";
+    // Measured before and after the model runs; the best of both is the roofline (on a shared
+    // machine a single measurement can catch a busy moment and understate the limits).
+    double read_gb_s = 0, peak = 0;
+    nlohmann::json sgemm_by = nlohmann::json::object();
+    auto measure_machine = [&]() {
+      read_gb_s = std::max(read_gb_s, measure_read_gb_s(quick ? (size_t(128) << 20) : (size_t(1) << 30), quick ? 2 : 5));
+      for (Backend b : bes) {
+        const double g = measure_sgemm_gflop_s(b, quick ? 256 : 2048, quick ? 1 : 3);
+        sgemm_by[backend_name(b)] = std::max(g, sgemm_by.value(backend_name(b), 0.0));
+        peak = std::max(peak, g);
+      }
+    };
+    measure_machine();
+    std::cerr << "[bench] read bandwidth " << fmt(read_gb_s, 1) << " GB/s, peak sgemm " << fmt(peak, 1)
+              << " GFLOP/s (first measurement)\n";
+
+    // ---- model --------------------------------------------------------------------------------
+    SyntheticShape shape;
+    const bool synth = dir.empty();
+    if (synth) shape = parse_synthetic_shape(synthetic.empty() ? "110m" : synthetic);
+    nlohmann::json model_json;
+    std::vector<Row> rows;
+    for (DType dt : dts) {
+      reset_peak_rss();
+      std::unique_ptr<Model> model;
+      std::unique_ptr<Transformer> owned;
+      const auto tl = Clock::now();
+      if (synth) {
+        int64_t longest = 2048;
+        for (int64_t T : prompt_lens) longest = std::max(longest, T);
+        for (int64_t C : ctx_lens) longest = std::max(longest, C + steps + 1);
+        shape.max_positions = longest;
+        owned = std::make_unique<Transformer>(synthetic_llama(shape, dt, seed), bes[0]);
+      } else {
+        ModelOptions o;
+        o.backend = bes[0];
+        o.threads = threads;
+        o.dtype = dt;
+        o.load_tokenizer = false;
+        model = std::make_unique<Model>(Model::load(dir, o));
+      }
+      Transformer& tf = synth ? *owned : model->engine();
+      const ModelSpec& s = tf.spec();
+      if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
+      const double weight_bytes = static_cast<double>(decode_weight_bytes(s));
+      const double lin_params = static_cast<double>(decoder_linear_params(s));
+      const int64_t L = static_cast<int64_t>(s.decoder.layers.size());
+      std::cerr << "[bench] " << weight_dtype_name(dt) << " model ready in " << fmt(seconds_since(tl), 1) << " s ("
+                << fmt(weight_bytes / 1e6, 1) << " MB of weights per decode token)\n";
+      model_json = {{"name", synth ? (synthetic.empty() ? "110m" : synthetic) : dir},
+                    {"synthetic", synth},
+                    {"parameters", s.parameter_count()},
+                    {"d_model", s.d_model},
+                    {"layers", L},
+                    {"heads", s.n_heads},
+                    {"kv_heads", s.n_kv_heads},
+                    {"vocab", s.vocab_size}};
+      const int64_t max_pos = s.position.max_positions > 0 ? s.position.max_positions : INT64_MAX;
+      auto ids_of_len = [&](int64_t n) {
+        std::vector<int32_t> ids(n);
+        for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % s.vocab_size);
+        return ids;
+      };
+      for (Backend be : bes) {
+        tf.set_backend(be);
+        // prefill
+        for (int64_t T : prompt_lens) {
+          if (T > max_pos) {
+            std::cerr << "[bench] skipping prompt " << T << ": model max positions " << max_pos << "\n";
+            continue;
+          }
+          const std::vector<int32_t> ids = ids_of_len(T);
+          std::vector<double> times;
+          for (int r = 0; r < warmup + reps; ++r) {
+            Sequence seq = tf.new_sequence(T);
+            const auto t0 = Clock::now();
+            tf.decode(seq, ids, {}, LogitsFor::Last);
+            const double t = seconds_since(t0);
+            if (r >= warmup) times.push_back(t);
+          }
+          Row row;
+          row.phase = "prefill";
+          row.ctx = T;
+          row.backend = backend_name(be);
+          row.dtype = weight_dtype_name(dt);
+          row.seconds_median = median(times);
+          row.seconds_min = *std::min_element(times.begin(), times.end());
+          row.tokens_per_s = T / row.seconds_median;
+          row.tokens_per_s_best = T / row.seconds_min;
+          row.ttft_ms = row.seconds_median * 1e3;
+          const double flops = 2.0 * lin_params * T + 2.0 * s.d_model * s.vocab_size +
+                               2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1);
+          row.gflop_s = flops / row.seconds_median / 1e9;
+          row.peak_rss_mib = peak_rss_mib();
+          rows.push_back(row);
+          progress(row);
+        }
+        // decode
+        for (int64_t C : ctx_lens) {
+          if (C + steps > max_pos) {
+            std::cerr << "[bench] skipping decode at ctx " << C << ": model max positions " << max_pos << "\n";
+            continue;
+          }
+          const std::vector<int32_t> ids = ids_of_len(C + steps);
+          Sequence seq = tf.new_sequence(C + steps + 1);
+          tf.decode(seq, std::vector<int32_t>(ids.begin(), ids.begin() + C), {}, LogitsFor::Last);
+          std::vector<double> times;
+          for (int r = 0; r < warmup + reps; ++r) {
+            // Rewind to the prefilled context (the cache beyond it is simply overwritten).
+            seq.self.length = C;
+            seq.self.positions.resize(C);
+            seq.self.valid.resize(C);
+            seq.next_position = C;
+            seq.tokens.resize(C);
+            seq.token_valid.resize(C);
+            const auto t0 = Clock::now();
+            for (int k = 0; k < steps; ++k) tf.decode(seq, {ids[C + k]}, {}, LogitsFor::Last);
+            const double t = seconds_since(t0);
+            if (r >= warmup) times.push_back(t);
+          }
+          Row row;
+          row.phase = "decode";
+          row.ctx = C;
+          row.backend = backend_name(be);
+          row.dtype = weight_dtype_name(dt);
+          row.seconds_median = median(times);
+          row.seconds_min = *std::min_element(times.begin(), times.end());
+          row.tokens_per_s = steps / row.seconds_median;
+          row.tokens_per_s_best = steps / row.seconds_min;
+          row.gb_s = row.tokens_per_s * weight_bytes / 1e9;
+          row.peak_rss_mib = peak_rss_mib();
+          rows.push_back(row);
+          progress(row);
+        }
+      }
+    }
+    measure_machine();
+    std::cout << "machine: read bandwidth " << fmt(read_gb_s, 1) << " GB/s, peak sgemm " << fmt(peak, 1)
+              << " GFLOP/s (";
+    for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
+      std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
+    std::cout << "), " << nt << " threads (best of before/after)\n" << std::flush;
+    for (Row& r : rows) {
+      r.roofline_fraction = r.phase == "prefill" ? r.gflop_s / peak : r.gb_s / read_gb_s;
+      print_row(r);
+    }
+    print_summary(rows, ctx_lens);
+
+    if (!json_path.empty()) {
+      nlohmann::json j;
+      j["machine"] = {{"read_gb_s", read_gb_s}, {"sgemm_gflop_s", peak}, {"threads", nt}, {"sgemm_gflop_s_by_backend", sgemm_by}};
+      j["model"] = model_json;
+      j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick}};
+      j["results"] = nlohmann::json::array();
+      for (const Row& r : rows)
+        j["results"].push_back({{"phase", r.phase},
+                                {"ctx", r.ctx},
+                                {"backend", r.backend},
+                                {"dtype", r.dtype},
+                                {"tokens_per_s", r.tokens_per_s},
+                                {"tokens_per_s_best", r.tokens_per_s_best},
+                                {"roofline_fraction", r.roofline_fraction},
+                                {"seconds_median", r.seconds_median},
+                                {"seconds_min", r.seconds_min},
+                                {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
+                                {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
+                                {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
+                                {"peak_rss_mib", r.peak_rss_mib}});
+      std::ofstream f(json_path);
+      f << j.dump(2) << "\n";
+      if (!f) throw Error(json_path + ": write failed");
+    }
+    return 0;
+  }
+
+  static std::string fmt(double v, int prec) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+    return buf;
+  }
+
+  static void progress(const Row& r) {
+    std::cerr << "[bench] " << r.phase << " ctx " << r.ctx << " " << r.backend << " " << r.dtype << ": "
+              << fmt(r.tokens_per_s, 2) << " tok/s\n";
+  }
+
+  bool header_done = false;
+  void print_row(const Row& r) {
+    if (!header_done) {
+      std::printf("%-8s %6s %-9s %-5s %11s %11s %9s %12s %9s %9s\n", "phase", "ctx", "backend", "dtype", "tok/s(med)",
+                  "tok/s(best)", "roofline", "achieved", "ttft_ms", "rss_MiB");
+      header_done = true;
+    }
+    const std::string ach = fmt(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + (r.phase == "prefill" ? " GF/s" : " GB/s");
+    std::printf("%-8s %6lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %9s %9.0f\n", r.phase.c_str(),
+                static_cast<long long>(r.ctx), r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
+                100.0 * r.roofline_fraction, ach.c_str(), r.phase == "prefill" ? fmt(r.ttft_ms, 1).c_str() : "-",
+                r.peak_rss_mib);
+    std::fflush(stdout);
+  }
+
+  static void print_summary(const std::vector<Row>& rows, const std::vector<int64_t>& ctx_lens) {
+    auto find = [&](const std::string& be, const std::string& dt, int64_t ctx) -> const Row* {
+      for (const Row& r : rows)
+        if (r.phase == "decode" && r.backend == be && r.dtype == dt && r.ctx == ctx) return &r;
+      return nullptr;
+    };
+    if (ctx_lens.empty()) return;
+    const int64_t c0 = ctx_lens.front(), c1 = ctx_lens.back();
+    for (const Row& r : rows) {
+      if (r.phase != "decode" || r.ctx != c0) continue;
+      if (c1 != c0)
+        if (const Row* far = find(r.backend, r.dtype, c1))
+          std::printf("%s %s: decode at ctx %lld is %.1f%% slower than at ctx %lld\n", r.backend.c_str(), r.dtype.c_str(),
+                      static_cast<long long>(c1), 100.0 * (1.0 - far->tokens_per_s / r.tokens_per_s),
+                      static_cast<long long>(c0));
+      if (r.dtype != "f32")
+        if (const Row* f = find(r.backend, "f32", c0))
+          std::printf("%s %s: decode at ctx %lld is %.2fx f32\n", r.backend.c_str(), r.dtype.c_str(),
+                      static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_bench() { return std::make_unique<BenchCommand>(); }
+
+}  // namespace ordo::cli

@@ -1,0 +1,36 @@
+// ordo quantize: writes a copy of a model directory with its linear weights stored as int8
+// (per-row symmetric scales), f16 or bf16; `ordo run -m OUTDIR` etc. load it directly.
+#include <iostream>
+
+#include "common.hpp"
+#include "ordo/quantize.hpp"
+
+namespace ordo::cli {
+namespace {
+
+struct QuantizeCommand : Command {
+  std::string dir, out, dtype = "int8";
+
+  CLI::App* add(CLI::App& app) override {
+    CLI::App* c = app.add_subcommand("quantize", "Write a model directory with int8/f16/bf16 linear weights");
+    c->add_option("-m,--model", dir, "Input model directory")->required();
+    c->add_option("--dtype", dtype, "Storage of the linear weights: int8, f16, bf16 (or f32)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
+    c->add_option("-o,--output", out, "Output model directory (created)")->required();
+    return c;
+  }
+
+  int run() override {
+    const int n = quantize_model(dir, out, parse_weight_dtype(dtype));
+    std::cout << "wrote " << out << ": " << n << " linear weights stored as " << weight_dtype_name(parse_weight_dtype(dtype))
+              << "\n";
+    return 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_quantize() { return std::make_unique<QuantizeCommand>(); }
+
+}  // namespace ordo::cli
