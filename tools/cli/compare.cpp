@@ -220,17 +220,7 @@ std::vector<Method> methods_for(const std::string& scheme) {
   return {{"none", ScalingType::None}, {"linear", ScalingType::Linear}};
 }
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
+const auto& html_escape = xml_escape;
 
 // How every rendering prints a number: integers as they are, floats with the 6 significant digits
 // they were stored with (parses back to the identical double).

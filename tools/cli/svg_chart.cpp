@@ -6,9 +6,7 @@
 
 namespace ordo::cli {
 
-namespace {
-
-std::string esc(const std::string& s) {
+std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '<') o += "&lt;";
@@ -19,6 +17,10 @@ std::string esc(const std::string& s) {
   }
   return o;
 }
+
+namespace {
+
+const auto& esc = xml_escape;
 
 std::string num(double v) {
   std::ostringstream os;

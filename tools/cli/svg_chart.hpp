@@ -17,6 +17,9 @@ struct ChartOptions {
   int width = 720, height = 420;
 };
 
+// Escapes <, >, & and " for SVG/HTML text and attributes.
+std::string xml_escape(const std::string& s);
+
 std::string svg_line_chart(const std::vector<Series>& series, const ChartOptions& opts);
 
 // Horizontal bars, one per label (NaN/inf values are drawn as "n/a"); log_x for a log-scaled value axis
