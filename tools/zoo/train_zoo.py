@@ -70,13 +70,14 @@ def prepare(work, zoo):
         f.write("\n".join(train) + "\n")
     with open(os.path.join(zoo, "heldout.txt"), "w") as f:
         f.write("\n".join(held) + "\n")
-    prefix = os.path.join(work, "tok")
+    # Relative paths (run in `work`): spm_train records them in the model, which must not depend on
+    # the temporary directory's name.
     subprocess.run([
-        "spm_train", "--input=" + train_txt, "--model_prefix=" + prefix, "--vocab_size=%d" % CFG["vocab"],
+        "spm_train", "--input=train.txt", "--model_prefix=tok", "--vocab_size=%d" % CFG["vocab"],
         "--model_type=bpe", "--character_coverage=1.0", "--input_sentence_size=0",
         "--shuffle_input_sentence=false", "--num_threads=1", "--unk_id=0", "--bos_id=1", "--eos_id=2",
-        "--pad_id=-1", "--minloglevel=2"], check=True)
-    return prefix + ".model", train_txt, os.path.join(zoo, "heldout.txt")
+        "--pad_id=-1", "--minloglevel=2"], check=True, cwd=work)
+    return os.path.join(work, "tok.model"), train_txt, os.path.join(zoo, "heldout.txt")
 
 
 def encode_file(spm_model, path):
