@@ -100,6 +100,12 @@ void FamilyContext::read_attention_dims(ModelSpec& s, std::initializer_list<std:
   s.head_dim = s.d_model / s.n_heads;
 }
 
+Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name,
+                                     bool tied_by_default) const {
+  if (config_.get_bool("tie_word_embeddings", tied_by_default)) return s.tok_embed;
+  return get(name, {s.vocab_size, s.d_model});
+}
+
 int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {
   for (const JsonConfig* c : {&generation_, &config_}) {
     if (!c->has(key)) continue;

@@ -47,6 +47,11 @@ class FamilyContext {
   // stored, [out, in] (what `ordo quantize` may convert; fused weights that are split are not).
   const std::vector<std::pair<std::string, const void*>>& linear_names() const { return linear_names_; }
 
+  // The LM head weight as Hugging Face ties it: the token embedding when config.json's
+  // tie_word_embeddings (default `tied_by_default`) is true (a stored head is then ignored),
+  // else the stored tensor `name` [vocab, d_model].
+  Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
+
   // Special token ids: generation_config.json first, then config.json, else `def`.
   int32_t token_id(const std::string& key, int32_t def = -1) const;
 

@@ -270,9 +270,12 @@ TextResult Model::generate(const std::string& prompt, const TextGenerateParams& 
   };
   auto on_token = [&](int32_t id) {
     const bool is_eos = id == spec().eos_id;
+    const size_t before = res.text.size();
     if (!is_eos) res.text += stream.push(id);
     for (const std::string& s : params.stop_strings) {
-      size_t at = s.empty() ? std::string::npos : res.text.find(s);
+      // Only a match ending in the new piece can be new: search from where it could start.
+      const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
+      size_t at = s.empty() ? std::string::npos : res.text.find(s, from);
       if (at != std::string::npos) {
         res.text.resize(at);
         release(true);

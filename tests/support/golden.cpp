@@ -58,6 +58,14 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<
   return ::testing::AssertionFailure() << os.str();
 }
 
+::testing::AssertionResult step_logits_match(const GenerateResult& r, const Tensor& golden) {
+  if (static_cast<int64_t>(r.step_logits.size()) != golden.dim(0))
+    return ::testing::AssertionFailure() << r.step_logits.size() << " steps, reference has " << golden.dim(0);
+  std::vector<float> got;
+  for (const Tensor& row : r.step_logits) got.insert(got.end(), row.f32(), row.f32() + row.numel());
+  return within_tolerance(got.data(), golden);
+}
+
 std::string fixture_param_name(const testing::TestParamInfo<FixtureParam>& p) {
   std::string s = p.param.fixture + "_" + backend_name(p.param.backend);
   for (char& c : s)

@@ -34,6 +34,10 @@ std::vector<int32_t> ids_of(const nlohmann::json& j);
 ::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden,
                                             const std::vector<int64_t>& rows = {}, double rel = 1e-4);
 
+// The logits of every greedy step (GenerateResult::step_logits, kept with keep_logits) against the
+// reference's [steps, vocab] greedy.logits, by the same tolerance rule.
+::testing::AssertionResult step_logits_match(const GenerateResult& r, const Tensor& golden);
+
 // Fixture tests run every reference fixture on every GEMM backend.
 struct FixtureParam {
   std::string fixture;

@@ -45,10 +45,7 @@ ModelSpec build_bloom(const FamilyContext& c) {
   }
   s.decoder.final_norm = c.norm(root + "ln_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
-  if (cfg.get_bool("tie_word_embeddings", true))
-    s.lm_head.weight = s.tok_embed;
-  else
-    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, d});
+  s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
   s.bos_id = c.token_id("bos_token_id", 1);
   s.eos_id = c.token_id("eos_token_id", 2);
   s.pad_id = c.token_id("pad_token_id", 3);

@@ -68,10 +68,7 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
   }
   s.decoder.final_norm = c.norm("gpt_neox.final_layer_norm", NormKind::Layer, eps, d);
   s.decoder.causal = true;
-  if (cfg.get_bool("tie_word_embeddings", false))
-    s.lm_head.weight = s.tok_embed;
-  else
-    s.lm_head.weight = c.get("embed_out.weight", {s.vocab_size, d});
+  s.lm_head.weight = c.lm_head_weight(s, "embed_out.weight", false);
   s.bos_id = c.token_id("bos_token_id", 0);
   s.eos_id = c.token_id("eos_token_id", 2);
   s.pad_id = c.token_id("pad_token_id", -1);

@@ -74,11 +74,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   }
   if (final_norm) s.decoder.final_norm = norm("model.decoder.final_layer_norm");
   s.decoder.causal = true;
-  // Tied unless the config says otherwise (a stored lm_head.weight is then ignored, as in HF).
-  if (cfg.get_bool("tie_word_embeddings", true))
-    s.lm_head.weight = s.tok_embed;
-  else
-    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, d});
+  s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
   s.bos_id = c.token_id("bos_token_id", 2);
   s.eos_id = c.token_id("eos_token_id", 2);
   s.pad_id = c.token_id("pad_token_id", 1);
