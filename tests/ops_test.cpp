@@ -159,6 +159,55 @@ TEST_P(LinearTest, ReducedPrecisionSeveralDequantBlocks) {
   }
 }
 
+TEST_P(LinearTest, MatvecRowStreamsAndRemainders) {
+  // Decode (M = 1) splits each thread's rows into 8 streams plus leftover rows, and the columns
+  // into 8-wide SIMD steps plus a scalar tail (and 4096-column integer blocks for I8): row counts
+  // around multiples of 8 and 16 and widths off the SIMD step hit every split.
+  const Backend be = GetParam();
+  uint32_t seed = 500;
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I8})
+    for (int64_t N : {1, 7, 9, 16, 17, 63, 130, 1031})
+      for (int64_t K : {5, 8, 23, 64, 100, 768}) {
+        TestLinear t = make_linear(N, K, dt, N % 2 == 1, seed++);
+        std::vector<float> x = random_vec(size_t(K), seed++);
+        std::vector<float> y(size_t(N), std::nanf(""));
+        ordo::linear(be, x.data(), 1, K, t.lin, y.data());
+        expect_linear_close(x, 1, K, t, y, 1e-4,
+                            std::string(ordo::dtype_name(dt)) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+      }
+  for (DType dt : {DType::F32, DType::I8}) {  // I8: two integer blocks and a tail
+    TestLinear t = make_linear(67, 4100, dt, true, seed++);
+    std::vector<float> x = random_vec(4100, seed++);
+    std::vector<float> y(67);
+    ordo::linear(be, x.data(), 1, 4100, t.lin, y.data());
+    expect_linear_close(x, 1, 4100, t, y, 1e-4, std::string(ordo::dtype_name(dt)) + " K=4100");
+  }
+}
+
+TEST_P(LinearTest, GroupEqualsSeparateCalls) {
+  // linear_group (q/k/v, gate/up) shares one parallel region at M = 1; each row is computed in
+  // the same order however the rows are split, so the results are identical to linear().
+  const Backend be = GetParam();
+  const int64_t K = 768;
+  TestLinear a = make_linear(768, K, DType::F32, true, 41);
+  TestLinear b = make_linear(256, K, DType::I8, false, 42);
+  TestLinear c = make_linear(300, K, DType::BF16, true, 43);
+  for (int64_t M : {1, 5}) {
+    std::vector<float> x = random_vec(size_t(M * K), 44);
+    std::vector<float> ya(size_t(M * 768)), yb(size_t(M * 256)), yc(size_t(M * 300));
+    ordo::linear_group(be, x.data(), M, K, {{&a.lin, ya.data()}, {&b.lin, yb.data()}, {&c.lin, yc.data()}});
+    for (const auto& [t, y] : {std::pair<const TestLinear*, std::vector<float>*>{&a, &ya}, {&b, &yb}, {&c, &yc}}) {
+      std::vector<float> alone(y->size());
+      ordo::linear(be, x.data(), M, K, t->lin, alone.data());
+      EXPECT_EQ(*y, alone) << "M=" << M << " N=" << t->lin.weight.dim(0);
+      expect_linear_close(x, M, K, *t, *y, 1e-4, "group M=" + std::to_string(M));
+    }
+  }
+  std::vector<float> x(10), y(8);
+  TestLinear bad = make_linear(8, 16, DType::F32, false, 45);
+  EXPECT_THROW(ordo::linear_group(be, x.data(), 1, 10, {{&bad.lin, y.data()}}), ordo::Error);
+}
+
 TEST_P(LinearTest, RejectsMismatchedShapes) {
   const Backend be = GetParam();
   TestLinear t = make_linear(8, 16, DType::F32, false, 3);

@@ -52,8 +52,8 @@ namespace {
 
 // Below this many weight elements a matvec/dequantisation runs on one thread.
 constexpr int64_t kParallelMinElems = 1 << 15;
-// Rows per OpenMP work item in matvec (a multiple of the 4-row register block).
-constexpr int64_t kMatvecRowsPerTask = 16;
+// Concurrent row streams per thread in matvec (see matvec_rows).
+constexpr int kStreams = 8;
 // F32 scratch per dequantised block of rows (elements).
 constexpr int64_t kDequantBlockElems = 1 << 20;
 
@@ -103,93 +103,48 @@ inline float hsum(__m256 v) {
 }
 #endif
 
-// out[r - r0] = W[r, :] · x for r in [r0, r1).
+// y[r] = W[r, :] · x for r in [r0, r1), reading [r0, r1) as kStreams far-apart linear streams:
+// the range is cut into kStreams equal parts and each step takes the next row of every part.
+// Why: rows are short (K = 768 floats is 3 KB), and walking a few adjacent rows at a time
+// restarts the hardware prefetcher every few KB, which capped the F32 decode sweep at ~16 GB/s
+// against 27 GB/s of read bandwidth; eight long streams per core keep enough misses in flight
+// to run at ~24 GB/s (tools/bench_kernels, decode/linear). Leftover rows go one at a time.
 template <class L>
-void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* out) {
-  int64_t r = r0;
+void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* y) {
+  using T = typename L::T;
+  const int64_t q = (r1 - r0) / kStreams;
+  int64_t k_simd = 0;
 #ifdef ORDO_GEMM_SIMD
-  for (; r + 4 <= r1; r += 4) {
-    const typename L::T* w0 = W + r * K;
-    const typename L::T* w1 = w0 + K;
-    const typename L::T* w2 = w1 + K;
-    const typename L::T* w3 = w2 + K;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    int64_t k = 0;
-    for (; k + 16 <= K; k += 16) {
-      if constexpr (sizeof(typename L::T) == 2) {
-        // Short 16-bit rows interleave badly for the hardware prefetcher (see matvec_i8_rows):
-        // stream the next 4-row block in linearly, 128 bytes per step.
-        const char* next = reinterpret_cast<const char*>(w0 + 4 * K + 4 * k);
-        _mm_prefetch(next, _MM_HINT_T0);
-        _mm_prefetch(next + 64, _MM_HINT_T0);
-      }
-      __m256 xa = _mm256_loadu_ps(x + k), xb = _mm256_loadu_ps(x + k + 8);
-      a0 = _mm256_fmadd_ps(L::eight(w0 + k), xa, a0);
-      a1 = _mm256_fmadd_ps(L::eight(w1 + k), xa, a1);
-      a2 = _mm256_fmadd_ps(L::eight(w2 + k), xa, a2);
-      a3 = _mm256_fmadd_ps(L::eight(w3 + k), xa, a3);
-      b0 = _mm256_fmadd_ps(L::eight(w0 + k + 8), xb, b0);
-      b1 = _mm256_fmadd_ps(L::eight(w1 + k + 8), xb, b1);
-      b2 = _mm256_fmadd_ps(L::eight(w2 + k + 8), xb, b2);
-      b3 = _mm256_fmadd_ps(L::eight(w3 + k + 8), xb, b3);
+  k_simd = K / 8 * 8;
+  for (int64_t i = 0; i < q; ++i) {
+    const T* w[kStreams];
+    for (int s = 0; s < kStreams; ++s) w[s] = W + (r0 + s * q + i) * K;
+    __m256 acc[kStreams];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k_simd; k += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + k);
+      for (int s = 0; s < kStreams; ++s) acc[s] = _mm256_fmadd_ps(L::eight(w[s] + k), xv, acc[s]);
     }
-    for (; k + 8 <= K; k += 8) {
-      __m256 xa = _mm256_loadu_ps(x + k);
-      a0 = _mm256_fmadd_ps(L::eight(w0 + k), xa, a0);
-      a1 = _mm256_fmadd_ps(L::eight(w1 + k), xa, a1);
-      a2 = _mm256_fmadd_ps(L::eight(w2 + k), xa, a2);
-      a3 = _mm256_fmadd_ps(L::eight(w3 + k), xa, a3);
+    for (int s = 0; s < kStreams; ++s) {
+      float v = hsum(acc[s]);
+      for (int64_t k = k_simd; k < K; ++k) v += L::one(w[s] + k) * x[k];
+      y[r0 + s * q + i] = v;
     }
-    float s0 = hsum(_mm256_add_ps(a0, b0)), s1 = hsum(_mm256_add_ps(a1, b1));
-    float s2 = hsum(_mm256_add_ps(a2, b2)), s3 = hsum(_mm256_add_ps(a3, b3));
-    for (; k < K; ++k) {
-      s0 += L::one(w0 + k) * x[k];
-      s1 += L::one(w1 + k) * x[k];
-      s2 += L::one(w2 + k) * x[k];
-      s3 += L::one(w3 + k) * x[k];
-    }
-    out[r - r0] = s0;
-    out[r - r0 + 1] = s1;
-    out[r - r0 + 2] = s2;
-    out[r - r0 + 3] = s3;
   }
+  const int64_t tail = r0 + kStreams * q;
+#else
+  const int64_t tail = r0;
 #endif
-  for (; r < r1; ++r) {
-    const typename L::T* w = W + r * K;
-    int64_t k = 0;
-    float s = 0.0f;
+  for (int64_t r = tail; r < r1; ++r) {
+    const T* w = W + r * K;
+    float v = 0.0f;
 #ifdef ORDO_GEMM_SIMD
-    __m256 a = _mm256_setzero_ps(), b = a;
-    for (; k + 16 <= K; k += 16) {
-      a = _mm256_fmadd_ps(L::eight(w + k), _mm256_loadu_ps(x + k), a);
-      b = _mm256_fmadd_ps(L::eight(w + k + 8), _mm256_loadu_ps(x + k + 8), b);
-    }
-    for (; k + 8 <= K; k += 8) a = _mm256_fmadd_ps(L::eight(w + k), _mm256_loadu_ps(x + k), a);
-    s = hsum(_mm256_add_ps(a, b));
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k_simd; k += 8) a = _mm256_fmadd_ps(L::eight(w + k), _mm256_loadu_ps(x + k), a);
+    v = hsum(a);
 #endif
-    for (; k < K; ++k) s += L::one(w + k) * x[k];
-    out[r - r0] = s;
-  }
-}
-
-template <class L>
-void matvec_t(const float* x, int64_t K, const void* Wv, const float* scales, const float* bias, int64_t N,
-              float* y) {
-  const auto* W = static_cast<const typename L::T*>(Wv);
-  const int64_t tasks = (N + kMatvecRowsPerTask - 1) / kMatvecRowsPerTask;
-  const bool par = N * K >= kParallelMinElems && !omp_in_parallel();
-  const int nt = par ? ensure_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t r0 = t * kMatvecRowsPerTask, r1 = std::min(N, r0 + kMatvecRowsPerTask);
-    matvec_rows<L>(x, K, W, r0, r1, y + r0);
-    for (int64_t r = r0; r < r1; ++r) {
-      float v = y[r];
-      if (scales) v *= scales[r];
-      if (bias) v += bias[r];
-      y[r] = v;
-    }
+    for (int64_t k = k_simd; k < K; ++k) v += L::one(w + k) * x[k];
+    y[r] = v;
   }
 }
 
@@ -208,73 +163,57 @@ inline __m256i load_w16(const int8_t* p) {
   return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, int64_t r1, float* out) {
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const int8_t* w0 = W + r * K;
-    const int8_t* w1 = w0 + K;
-    const int8_t* w2 = w1 + K;
-    const int8_t* w3 = w2 + K;
-    __m256 f0 = _mm256_setzero_ps(), f1 = f0, f2 = f0, f3 = f0;
-    int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-    for (int64_t kb = 0; kb < K; kb += kI8Block) {
-      const int64_t ke = std::min(K, kb + kI8Block);
-      __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-      int64_t k = kb;
-      for (; k + 16 <= ke; k += 16) {
-        // 4 short rows (K bytes each) interleave badly for the hardware prefetcher: stream the next
-        // 4-row block (contiguous, 4·K bytes) in linearly, one cache line per 64 weights consumed.
-        _mm_prefetch(reinterpret_cast<const char*>(w0 + 4 * K + 4 * k), _MM_HINT_T0);
+// Same far-apart streams as matvec_rows. Each stream keeps an int32 accumulator per kI8Block
+// columns and a float total.
+void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, int64_t r1, float* y) {
+  const int64_t q = (r1 - r0) / kStreams, k16 = K / 16 * 16;
+  for (int64_t i = 0; i < q; ++i) {
+    const int8_t* w[kStreams];
+    for (int s = 0; s < kStreams; ++s) w[s] = W + (r0 + s * q + i) * K;
+    float total[kStreams] = {};
+    for (int64_t kb = 0; kb < k16; kb += kI8Block) {
+      const int64_t ke = std::min(k16, kb + kI8Block);
+      __m256i acc[kStreams];
+      for (auto& a : acc) a = _mm256_setzero_si256();
+      for (int64_t k = kb; k < ke; k += 16) {
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k));
-        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(load_w16(w0 + k), xv));
-        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(load_w16(w1 + k), xv));
-        a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(load_w16(w2 + k), xv));
-        a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(load_w16(w3 + k), xv));
+        for (int s = 0; s < kStreams; ++s) acc[s] = _mm256_add_epi32(acc[s], _mm256_madd_epi16(load_w16(w[s] + k), xv));
       }
-      for (; k < ke; ++k) {
-        t0 += w0[k] * xq[k];
-        t1 += w1[k] * xq[k];
-        t2 += w2[k] * xq[k];
-        t3 += w3[k] * xq[k];
-      }
-      f0 = _mm256_add_ps(f0, _mm256_cvtepi32_ps(a0));
-      f1 = _mm256_add_ps(f1, _mm256_cvtepi32_ps(a1));
-      f2 = _mm256_add_ps(f2, _mm256_cvtepi32_ps(a2));
-      f3 = _mm256_add_ps(f3, _mm256_cvtepi32_ps(a3));
+      for (int s = 0; s < kStreams; ++s) total[s] += hsum(_mm256_cvtepi32_ps(acc[s]));
     }
-    out[r - r0] = hsum(f0) + static_cast<float>(t0);
-    out[r - r0 + 1] = hsum(f1) + static_cast<float>(t1);
-    out[r - r0 + 2] = hsum(f2) + static_cast<float>(t2);
-    out[r - r0 + 3] = hsum(f3) + static_cast<float>(t3);
+    for (int s = 0; s < kStreams; ++s) {
+      int32_t t = 0;
+      for (int64_t k = k16; k < K; ++k) t += w[s][k] * xq[k];
+      y[r0 + s * q + i] = total[s] + static_cast<float>(t);
+    }
   }
-  for (; r < r1; ++r) {
+  for (int64_t r = r0 + kStreams * q; r < r1; ++r) {
     const int8_t* w = W + r * K;
-    __m256 f = _mm256_setzero_ps();
-    int32_t t = 0;
-    for (int64_t kb = 0; kb < K; kb += kI8Block) {
-      const int64_t ke = std::min(K, kb + kI8Block);
+    float total = 0.0f;
+    for (int64_t kb = 0; kb < k16; kb += kI8Block) {
+      const int64_t ke = std::min(k16, kb + kI8Block);
       __m256i a = _mm256_setzero_si256();
-      int64_t k = kb;
-      for (; k + 16 <= ke; k += 16)
+      for (int64_t k = kb; k < ke; k += 16)
         a = _mm256_add_epi32(a, _mm256_madd_epi16(load_w16(w + k),
                                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k))));
-      for (; k < ke; ++k) t += w[k] * xq[k];
-      f = _mm256_add_ps(f, _mm256_cvtepi32_ps(a));
+      total += hsum(_mm256_cvtepi32_ps(a));
     }
-    out[r - r0] = hsum(f) + static_cast<float>(t);
+    int32_t t = 0;
+    for (int64_t k = k16; k < K; ++k) t += w[k] * xq[k];
+    y[r] = total + static_cast<float>(t);
   }
 }
 
-// Returns false (caller uses the float path) when x has no finite maximum.
-bool matvec_i8(const float* x, int64_t K, const void* Wv, const float* scales, const float* bias, int64_t N,
-               float* y) {
+// x rounded to 16-bit fixed point: xq = round(x / sx). Returns false (callers use the float
+// path) when x has no finite maximum.
+bool quantise_x(const float* x, int64_t K, std::vector<int16_t>& xq_buf, float& sx) {
   float mx = 0.0f;
   for (int64_t k = 0; k < K; ++k) mx = std::max(mx, std::fabs(x[k]));
   if (!std::isfinite(mx)) return false;
-  thread_local std::vector<int16_t> xq_buf;
   if (xq_buf.size() < static_cast<size_t>(K)) xq_buf.resize(static_cast<size_t>(K));
   int16_t* xq = xq_buf.data();
-  const float sx = mx / kXqMax, inv = mx > 0.0f ? kXqMax / mx : 0.0f;
+  sx = mx / kXqMax;
+  const float inv = mx > 0.0f ? kXqMax / mx : 0.0f;
   int64_t k = 0;
   const __m256 vinv = _mm256_set1_ps(inv);
   for (; k + 16 <= K; k += 16) {  // round to nearest, pack to int16 (|v| <= 16383: no saturation)
@@ -284,20 +223,6 @@ bool matvec_i8(const float* x, int64_t K, const void* Wv, const float* scales, c
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + k), p);
   }
   for (; k < K; ++k) xq[k] = static_cast<int16_t>(std::nearbyint(x[k] * inv));
-  const auto* W = static_cast<const int8_t*>(Wv);
-  const int64_t tasks = (N + kMatvecRowsPerTask - 1) / kMatvecRowsPerTask;
-  const bool par = N * K >= kParallelMinElems && !omp_in_parallel();
-  const int nt = par ? ensure_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t r0 = t * kMatvecRowsPerTask, r1 = std::min(N, r0 + kMatvecRowsPerTask);
-    matvec_i8_rows(xq, K, W, r0, r1, y + r0);
-    for (int64_t r = r0; r < r1; ++r) {
-      float v = y[r] * sx * scales[r];
-      if (bias) v += bias[r];
-      y[r] = v;
-    }
-  }
   return true;
 }
 #endif
@@ -336,17 +261,62 @@ void check_blas_dims(const char* what, std::initializer_list<int64_t> dims) {
 
 }  // namespace
 
-void matvec(const float* x, int64_t K, const void* W, DType wt, const float* scales, const float* bias, int64_t N,
-            float* y) {
-  switch (wt) {
-    case DType::F32: return matvec_t<LoadF32>(x, K, W, nullptr, bias, N, y);
-    case DType::F16: return matvec_t<LoadF16>(x, K, W, nullptr, bias, N, y);
-    case DType::BF16: return matvec_t<LoadBF16>(x, K, W, nullptr, bias, N, y);
-    case DType::I8:
+void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_jobs) {
+  int64_t elems = 0;
+  bool any_i8 = false;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    elems += jobs[j].N * K;
+    any_i8 = any_i8 || jobs[j].wt == DType::I8;
+  }
+  // I8 weights multiply x in 16-bit fixed point, quantised once for the whole group.
+  thread_local std::vector<int16_t> xq_buf;
+  float sx = 0.0f;
+  bool int_path = false;
 #ifdef ORDO_GEMM_SIMD
-      if (matvec_i8(x, K, W, scales, bias, N, y)) return;
+  int_path = any_i8 && quantise_x(x, K, xq_buf, sx);
 #endif
-      return matvec_t<LoadI8>(x, K, W, scales, bias, N, y);
+  const int16_t* xq = xq_buf.data();  // thread_local: the other threads must use this thread's copy
+  // Rows [r0, r1) of one job, then its scales and bias.
+  auto run = [&](const MatvecJob& jb, int64_t r0, int64_t r1) {
+    float* y = jb.y;
+    switch (jb.wt) {
+      case DType::F32: matvec_rows<LoadF32>(x, K, static_cast<const float*>(jb.W), r0, r1, y); break;
+      case DType::F16: matvec_rows<LoadF16>(x, K, static_cast<const uint16_t*>(jb.W), r0, r1, y); break;
+      case DType::BF16: matvec_rows<LoadBF16>(x, K, static_cast<const uint16_t*>(jb.W), r0, r1, y); break;
+      case DType::I8:
+#ifdef ORDO_GEMM_SIMD
+        if (int_path) {
+          matvec_i8_rows(xq, K, static_cast<const int8_t*>(jb.W), r0, r1, y);
+          for (int64_t r = r0; r < r1; ++r) y[r] *= sx;
+          break;
+        }
+#endif
+        matvec_rows<LoadI8>(x, K, static_cast<const int8_t*>(jb.W), r0, r1, y);
+        break;
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      float v = y[r];
+      if (jb.scales) v *= jb.scales[r];
+      if (jb.bias) v += jb.bias[r];
+      y[r] = v;
+    }
+  };
+  const bool par = elems >= kParallelMinElems && !omp_in_parallel();
+  if (!par) {
+    for (size_t j = 0; j < n_jobs; ++j) run(jobs[j], 0, jobs[j].N);
+    return;
+  }
+  // One parallel region for the group: each thread takes one contiguous range of every job's
+  // rows (a fork/join costs ~10 us with passive waiting, comparable to a 768x768 F32 matvec).
+  const int nt = ensure_threads();
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t parts = omp_get_num_threads(), me = omp_get_thread_num();
+    for (size_t j = 0; j < n_jobs; ++j) {
+      const int64_t N = jobs[j].N, per = (N + parts - 1) / parts;
+      const int64_t r0 = std::min(N, me * per), r1 = std::min(N, r0 + per);
+      if (r0 < r1) run(jobs[j], r0, r1);
+    }
   }
 }
 
@@ -383,26 +353,61 @@ void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const flo
   }
 }
 
-void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y) {
+namespace {
+
+// A Linear's shape and optional parts, validated against the input width K.
+struct LinearView {
+  int64_t N;
+  const float* bias;
+  const float* scales;  // I8 only
+};
+
+LinearView view_linear(const Linear& w, int64_t K) {
   const Tensor& W = w.weight;
   if (W.ndim() != 2) throw Error("linear: weight must be 2-D, got " + W.shape_str());
   const int64_t N = W.dim(0);
   if (W.dim(1) != K)
     throw Error("linear: input has " + std::to_string(K) + " features but the weight is " + W.shape_str() +
                 " (expects " + std::to_string(W.dim(1)) + ")");
-  const float* bias = nullptr;
+  LinearView v{N, nullptr, nullptr};
   if (!w.bias.empty()) {
     if (w.bias.dtype != DType::F32 || w.bias.numel() != N)
       throw Error("linear: bias must be F32 [" + std::to_string(N) + "], got " + dtype_name(w.bias.dtype) + " " +
                   w.bias.shape_str());
-    bias = w.bias.f32();
+    v.bias = w.bias.f32();
   }
-  const float* scales = nullptr;
   if (W.dtype == DType::I8) {
     if (w.scales.empty() || w.scales.dtype != DType::F32 || w.scales.numel() != N)
       throw Error("linear: I8 weight " + W.shape_str() + " needs F32 scales [" + std::to_string(N) + "]");
-    scales = w.scales.f32();
+    v.scales = w.scales.f32();
   }
+  return v;
+}
+
+}  // namespace
+
+void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initializer_list<LinearTarget> targets) {
+  if (M != 1 || K <= 0) {
+    for (const LinearTarget& t : targets) linear(be, x, M, K, *t.w, t.y);
+    return;
+  }
+  detail::MatvecJob jobs[8];
+  if (targets.size() > std::size(jobs)) throw Error("linear_group: at most 8 weights per group");
+  size_t n = 0;
+  for (const LinearTarget& t : targets) {
+    const LinearView v = view_linear(*t.w, K);
+    jobs[n++] = detail::MatvecJob{t.w->weight.data, t.w->weight.dtype, v.scales, v.bias, v.N, t.y};
+  }
+  detail::ensure_threads();
+  detail::matvec_group(x, K, jobs, n);
+}
+
+void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y) {
+  const Tensor& W = w.weight;
+  const LinearView view = view_linear(w, K);
+  const int64_t N = view.N;
+  const float* bias = view.bias;
+  const float* scales = view.scales;
   if (M < 0) throw Error("linear: negative M");
   if (M == 0 || N == 0) return;
   if (K == 0) {
@@ -413,7 +418,8 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
   detail::ensure_threads();
 
   if (M == 1) {
-    detail::matvec(x, K, W.data, W.dtype, scales, bias, N, y);
+    const detail::MatvecJob job{W.data, W.dtype, scales, bias, N, y};
+    detail::matvec_group(x, K, &job, 1);
     return;
   }
   if (be == Backend::OpenBLAS) detail::check_blas_dims("linear", {M, N, K});

@@ -32,10 +32,18 @@ void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const floa
 size_t onednn_cache_size();
 
 // ---- hand-written kernels (gemm.cpp) ------------------------------------------------------
-// y[N] = (W[N, K] · x[K]) · scales[n] + bias[n], converting W from `wt` on the fly.
-// scales (I8 only) and bias may be null. OpenMP over rows.
-void matvec(const float* x, int64_t K, const void* W, DType wt, const float* scales, const float* bias,
-            int64_t N, float* y);
+// One matrix-vector product: y[N] = (W[N, K] · x[K]) · scales[n] + bias[n], converting W from
+// `wt` on the fly. scales (I8 only) and bias may be null.
+struct MatvecJob {
+  const void* W;
+  DType wt;
+  const float* scales;
+  const float* bias;
+  int64_t N;
+  float* y;
+};
+// Runs every job on the same x in one OpenMP parallel region (rows split over the threads).
+void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_jobs);
 // dst[r, :] = float(W[r0 + r, :]) for r in [0, rows), without applying I8 scales.
 void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t rows, float* dst);
 

@@ -213,17 +213,20 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
   float* q = scratch(kScrQ, T * H * hd);
-  linear(backend_, h, T, d, w.q, q);
-  if (scheme) scheme->rotate(q, H, pos, T, seq_len);
   // Self-attention appends this chunk's keys/values at slots [length, length + T); the caller
   // advances `length` once every layer has run.
   const int64_t base = self_cache ? self_cache->length : 0;
-  if (self_cache) {
+  if (!self_cache) {
+    linear(backend_, h, T, d, w.q, q);
+    if (scheme) scheme->rotate(q, H, pos, T, seq_len);
+  } else {
     float* k = scratch(kScrK, T * KV * hd);
     float* v = scratch(kScrV, T * KV * hd);
-    linear(backend_, h, T, d, w.k, k);
-    linear(backend_, h, T, d, w.v, v);
-    if (scheme) scheme->rotate(k, KV, pos, T, seq_len);
+    linear_group(backend_, h, T, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
+    if (scheme) {
+      scheme->rotate(q, H, pos, T, seq_len);
+      scheme->rotate(k, KV, pos, T, seq_len);
+    }
     float* K = self_cache->k[layer].f32();
     float* V = self_cache->v[layer].f32();
     for (int64_t t = 0; t < T; ++t)
@@ -274,13 +277,13 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
 void Transformer::feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const {
   const int64_t d = spec_.d_model, n = f.up.out_features();
   float* up = scratch(kScrUp, T * n);
-  linear(backend_, h, T, d, f.up, up);
   if (f.gate.present()) {
     float* gate = scratch(kScrGate, T * n);
-    linear(backend_, h, T, d, f.gate, gate);
+    linear_group(backend_, h, T, d, {{&f.gate, gate}, {&f.up, up}});
     gated_activate(f.act, gate, up, T * n);
     linear(backend_, gate, T, n, f.down, out);
   } else {
+    linear(backend_, h, T, d, f.up, up);
     activate(f.act, up, T * n);
     linear(backend_, up, T, n, f.down, out);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "ordo/tensor.hpp"
@@ -37,6 +38,15 @@ struct Linear {
 // Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
 // thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
+
+// Several linears over one input (q/k/v, gate/up): *t.y = x · t.wᵀ + b for each target, with the
+// same results as calling linear() on each. At M == 1 they share one parallel region, saving a
+// fork/join per weight. At most 8 targets.
+struct LinearTarget {
+  const Linear* w;
+  float* y;
+};
+void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initializer_list<LinearTarget> targets);
 
 // C[M, N] = alpha · A[M, K] · B[N, K]ᵀ + beta · C  (plain F32 GEMM, both backends).
 void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
