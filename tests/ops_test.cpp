@@ -288,6 +288,49 @@ TEST_P(GemmTest, StridesAlphaBeta) {
     }
 }
 
+TEST_P(GemmTest, NnStridesAlphaBetaAndSplit) {
+  // C = alpha · A[M, K] · B[K, N] + beta · C; the large shape is split into panels over threads
+  // (OpenBLAS: columns of B, not rows), and inside a parallel region it runs on one thread.
+  const Backend be = GetParam();
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{9, 13, 21}, {70, 130, 200}}) {
+    const int64_t lda = K + 3, ldb = N + 5, ldc = N + 2;
+    const std::vector<float> A = random_vec(size_t(M * lda), 51), B = random_vec(size_t(K * ldb), 52);
+    const std::vector<float> C0 = random_vec(size_t(M * ldc), 53);
+    for (bool nested : {false, true})
+      for (float beta : {0.0f, -0.5f}) {
+        const float alpha = 0.75f;
+        std::vector<float> C = C0;
+        if (nested) {
+#pragma omp parallel num_threads(2)
+          {
+#pragma omp single
+            ordo::gemm_nn(be, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+          }
+        } else {
+          ordo::gemm_nn(be, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+        }
+        int bad = 0;
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t n = 0; n < N; ++n) {
+            double ref = 0, scale = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              const double p = double(A[size_t(m * lda + k)]) * B[size_t(k * ldb + n)];
+              ref += p;
+              scale += std::fabs(p);
+            }
+            ref = alpha * ref + beta * double(C0[size_t(m * ldc + n)]);
+            scale = alpha * scale + std::fabs(beta * C0[size_t(m * ldc + n)]);
+            if (!(std::fabs(C[size_t(m * ldc + n)] - ref) <= 1e-5 * scale + 1e-30) && bad++ < 5)
+              ADD_FAILURE() << "M=" << M << " beta=" << beta << " nested=" << nested << " at " << m << "," << n;
+          }
+          for (int64_t n = N; n < ldc; ++n) EXPECT_EQ(C[size_t(m * ldc + n)], C0[size_t(m * ldc + n)]);
+        }
+      }
+  }
+  std::vector<float> C(4);
+  EXPECT_THROW(ordo::gemm_nn(be, 2, 2, 3, 1.0f, C.data(), 3, C.data(), 1, 0.0f, C.data(), 2), ordo::Error);
+}
+
 TEST_P(GemmTest, LargeMatchesReference) {
   const Backend be = GetParam();
   const int64_t M = 70, N = 130, K = 200;

@@ -331,14 +331,17 @@ void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t row
 
 }  // namespace detail
 
-void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (M < 0 || N < 0 || K < 0) throw Error("gemm_nt: negative dimension");
+namespace {
+
+void gemm_checked(Backend be, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const char* what = trans_b ? "gemm_nt" : "gemm_nn";
+  if (M < 0 || N < 0 || K < 0) throw Error(std::string(what) + ": negative dimension");
   if (M == 0 || N == 0) return;
-  if (lda < K || ldb < K || ldc < N)
-    throw Error("gemm_nt: leading dimension too small (M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                " K=" + std::to_string(K) + " lda=" + std::to_string(lda) + " ldb=" + std::to_string(ldb) +
-                " ldc=" + std::to_string(ldc) + ")");
+  if (lda < K || ldb < (trans_b ? K : N) || ldc < N)
+    throw Error(std::string(what) + ": leading dimension too small (M=" + std::to_string(M) + " N=" +
+                std::to_string(N) + " K=" + std::to_string(K) + " lda=" + std::to_string(lda) + " ldb=" +
+                std::to_string(ldb) + " ldc=" + std::to_string(ldc) + ")");
   if (K == 0) {  // C = beta·C; beta == 0 overwrites (C may hold garbage), as in BLAS
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) C[m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[m * ldc + n];
@@ -346,11 +349,23 @@ void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const flo
   }
   detail::ensure_threads();
   if (be == Backend::OneDNN) {
-    detail::onednn_gemm_nt(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    detail::onednn_gemm(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   } else {
-    detail::check_blas_dims("gemm_nt", {M, N, K, lda, ldb, ldc});
-    detail::openblas_gemm_nt(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    detail::check_blas_dims(what, {M, N, K, lda, ldb, ldc});
+    detail::openblas_gemm(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
+}
+
+}  // namespace
+
+void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_checked(be, true, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_checked(be, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 namespace {

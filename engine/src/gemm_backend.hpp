@@ -14,8 +14,9 @@ int ensure_threads();
 
 // ---- OpenBLAS (gemm_openblas.cpp): single-threaded OpenBLAS calls, split over the OpenMP
 // threads; sequential inside an enclosing parallel region. ----------------------------------
-void openblas_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                      const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// C = alpha · A · op(B) + beta · C, op(B) = Bᵀ (B[N, K]) if trans_b, else B[K, N].
+void openblas_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 // y[M, N] (row stride ldy) = x[M, K] (ldx) · W[N, K] (ldw)ᵀ + bias (bias may be null).
 void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                      int64_t N, const float* bias, float* y, int64_t ldy);
@@ -23,8 +24,9 @@ void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const fl
 void openblas_gemv(const float* x, int64_t K, const float* W, int64_t N, const float* bias, float* y);
 
 // ---- oneDNN (gemm_onednn.cpp). OpenMP-threaded; sequential inside a parallel region. -------
-void onednn_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// Same contract as openblas_gemm, through dnnl_sgemm.
+void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 // Same contract as openblas_linear, through a cached dnnl::matmul primitive (bias fused).
 void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                    int64_t N, const float* bias, float* y, int64_t ldy);

@@ -4,7 +4,7 @@
 // linear: a dnnl::matmul primitive per (M, N, K, strides, has_bias), created once and cached
 // (JIT creation costs far more than a decode-step matmul). The weight W[N, K] row-major is
 // described as a {K, N} matrix with strides {1, ldw} (format `ba`), so it is used in place.
-// gemm_nt: dnnl_sgemm (row-major BLAS-like entry point), which needs no primitive and so
+// gemm_nt / gemm_nn: dnnl_sgemm (row-major BLAS-like entry point), which needs no primitive and so
 // suits attention shapes that change every decode step.
 #include <dnnl.hpp>
 
@@ -87,9 +87,9 @@ Entry lookup(const Key& k) {
 
 }  // namespace
 
-void onednn_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  dnnl_status_t st = dnnl_sgemm('N', 'T', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  dnnl_status_t st = dnnl_sgemm('N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st != dnnl_success)
     throw Error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ") for M=" +
                 std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));

@@ -25,20 +25,20 @@ namespace {
 constexpr double kSplitMinWork = 1 << 18;
 constexpr int64_t kPanelAlign = 16;
 
-void sgemm1(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-            float beta, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(M), static_cast<blasint>(N),
+void sgemm1(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float beta, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N),
               static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta,
               C, static_cast<blasint>(ldc));
 }
 
 }  // namespace
 
-void openblas_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                      const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void openblas_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const int nt = omp_in_parallel() ? 1 : ensure_threads();
   if (nt == 1 || double(M) * double(N) * double(K) < kSplitMinWork) {
-    sgemm1(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    sgemm1(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   // Split the longer output dimension into nt panels (N panels aligned for the packing kernels).
@@ -50,10 +50,10 @@ void openblas_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float*
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (int64_t p = 0; p < parts; ++p) {
     const int64_t b = p * panel, n = std::min(panel, len - b);
-    if (split_n)
-      sgemm1(M, n, K, alpha, A, lda, B + b * ldb, ldb, beta, C + b, ldc);
+    if (split_n)  // columns [b, b + n) of C: rows of B (Bᵀ used) or its columns
+      sgemm1(trans_b, M, n, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta, C + b, ldc);
     else
-      sgemm1(n, N, K, alpha, A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
+      sgemm1(trans_b, n, N, K, alpha, A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
   }
 }
 
@@ -64,7 +64,7 @@ void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const fl
     for (int64_t m = 0; m < M; ++m) std::memcpy(y + m * ldy, bias, static_cast<size_t>(N) * sizeof(float));
     beta = 1.0f;
   }
-  openblas_gemm_nt(M, N, K, 1.0f, x, ldx, W, ldw, beta, y, ldy);
+  openblas_gemm(true, M, N, K, 1.0f, x, ldx, W, ldw, beta, y, ldy);
 }
 
 void openblas_gemv(const float* x, int64_t K, const float* W, int64_t N, const float* bias, float* y) {

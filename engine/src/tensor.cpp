@@ -41,6 +41,12 @@ std::string Tensor::shape_str() const {
 }
 
 Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype) {
+  Tensor t = uninitialized(std::move(shape), dtype);
+  std::memset(t.data, 0, (t.nbytes() + 63) / 64 * 64);
+  return t;
+}
+
+Tensor Tensor::uninitialized(std::vector<int64_t> shape, DType dtype) {
   Tensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
@@ -48,7 +54,6 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype) {
   size_t bytes = (t.nbytes() + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes ? bytes : 64);
   if (!p) throw Error("out of memory allocating tensor " + t.shape_str());
-  std::memset(p, 0, bytes);
   t.owner = std::shared_ptr<void>(p, std::free);
   t.data = p;
   return t;

@@ -137,8 +137,9 @@ KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity) const {
   KVCache c;
   c.capacity = capacity;
   for (int64_t l = 0; l < n_layers; ++l) {
-    c.k.push_back(Tensor::zeros({spec_.n_kv_heads, capacity, spec_.head_dim}));
-    c.v.push_back(Tensor::zeros({spec_.n_kv_heads, capacity, spec_.head_dim}));
+    // Slots are written before they are read (attention reads [0, length) only).
+    c.k.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}));
+    c.v.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}));
   }
   return c;
 }
@@ -157,7 +158,7 @@ static void reserve_cache(KVCache& c, int64_t needed) {
   for (size_t l = 0; l < c.k.size(); ++l) {
     for (Tensor* t : {&c.k[l], &c.v[l]}) {
       const int64_t heads = t->dim(0), hd = t->dim(2);
-      Tensor n = Tensor::zeros({heads, cap, hd});
+      Tensor n = Tensor::uninitialized({heads, cap, hd});
       for (int64_t h = 0; h < heads; ++h)
         std::memcpy(n.f32() + h * cap * hd, t->f32() + h * c.capacity * hd, c.length * hd * sizeof(float));
       *t = std::move(n);
@@ -244,32 +245,65 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   const int32_t* key_pos = cache.positions.empty() ? nullptr : cache.positions.data();
 
   float* ctx = scratch(kScrCtx, T * H * hd);
-  std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
   const float neg_inf = -std::numeric_limits<float>::infinity();
-#pragma omp parallel
-  {
-    float* scores = scratch(kScrScores, total);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t hh = 0; hh < H; ++hh)
-      for (int64_t t = 0; t < T; ++t) {
-        const int64_t g = hh / group;
-        const float* qt = &q[(t * H + hh) * hd];
-        const int64_t nk = causal ? base + t + 1 : total;
-        const float* Kg = K + g * cache.capacity * hd;
-        const float* Vg = V + g * cache.capacity * hd;
-        detail::qk_scores(qt, Kg, nk, hd, scale, scores);
-        if (bias) scheme->add_score_bias(scores, hh, pos[t], key_pos, nk);
-        if (key_valid)
-          for (int64_t j = 0; j < nk; ++j)
-            if (!key_valid[j]) scores[j] = neg_inf;
-        softmax(scores, nk);
-        if (observe) {
+  // Scale, bias and mask query row t's nk scores, then softmax them.
+  auto finish_scores = [&](int64_t hh, int64_t t, float* scores, int64_t nk) {
+    if (bias) scheme->add_score_bias(scores, hh, pos[t], key_pos, nk);
+    if (key_valid)
+      for (int64_t j = 0; j < nk; ++j)
+        if (!key_valid[j]) scores[j] = neg_inf;
+    softmax(scores, nk);
+    if (observe) {
 #pragma omp critical(ordo_attention_observer)
-          observer_(layer, hh, base + t, scores, nk);
+      observer_(layer, hh, base + t, scores, nk);
+    }
+  };
+  if (T == 1) {
+    // Decode, row by row: each query row reads its K and V rows once. Short caches stay on one
+    // thread: below ~1 MB of K/V per layer a fork/join (~10 us) costs more than it saves.
+    std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
+    const bool par = T * H * total * hd >= (1 << 17) && !omp_in_parallel();
+#pragma omp parallel if (par)
+    {
+      float* scores = scratch(kScrScores, total);
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t hh = 0; hh < H; ++hh)
+        for (int64_t t = 0; t < T; ++t) {
+          const int64_t g = hh / group;
+          const int64_t nk = causal ? base + t + 1 : total;
+          detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, nk, hd, scale, scores);
+          finish_scores(hh, t, scores, nk);
+          detail::pv_accumulate(scores, V + g * cache.capacity * hd, nk, hd, &ctx[(t * H + hh) * hd]);
         }
-        float* ct = &ctx[(t * H + hh) * hd];
-        detail::pv_accumulate(scores, Vg, nk, hd, ct);
-      }
+    }
+  } else {
+    // Prompt: blocks of kQueryBlock query rows per head through two GEMMs,
+    // S = scale · Q_blk · K[0, kend)ᵀ and ctx_blk = softmax(S) · V[0, kend), so the largest
+    // score buffer is kQueryBlock × keys per thread, never T × T. Causal rows are zeroed past
+    // their last key, which makes the shared kend exact for every row of the block.
+    constexpr int64_t kQueryBlock = 64;
+    const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+#pragma omp parallel
+    {
+      float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
+#pragma omp for collapse(2) schedule(dynamic)
+      for (int64_t hh = 0; hh < H; ++hh)
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t g = hh / group;
+          const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
+          const int64_t kend = causal ? base + t0 + m : total;
+          gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, K + g * cache.capacity * hd, hd,
+                  0.0f, S, kend);
+          for (int64_t i = 0; i < m; ++i) {
+            float* row = S + i * kend;
+            const int64_t nk = causal ? base + t0 + i + 1 : total;
+            finish_scores(hh, t0 + i, row, nk);
+            std::fill(row + nk, row + kend, 0.0f);
+          }
+          gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, V + g * cache.capacity * hd, hd, 0.0f,
+                  &ctx[(t0 * H + hh) * hd], H * hd);
+        }
+    }
   }
   linear(backend_, ctx, T, H * hd, w.out, out);
 }

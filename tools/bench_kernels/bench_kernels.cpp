@@ -151,7 +151,7 @@ void register_all() {
     reg("decode/variant/onednn_sgemm/F32/" + s, 1, N, K, DType::F32, true,
         [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
           const int64_t N = w.weight.dim(0);
-          ordo::detail::onednn_gemm_nt(M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
+          ordo::detail::onednn_gemm(true, M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
         });
   }
 
@@ -168,7 +168,7 @@ void register_all() {
       reg("prefill/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, false,
           [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
             const int64_t N = w.weight.dim(0);
-            ordo::detail::onednn_gemm_nt(M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
+            ordo::detail::onednn_gemm(true, M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
           });
     }
 

@@ -41,6 +41,9 @@ struct Tensor {
 
   // A zero-filled owned tensor.
   static Tensor zeros(std::vector<int64_t> shape, DType dtype = DType::F32);
+  // Like zeros() without the clearing pass: for buffers written before they are read (KV caches,
+  // whose large untouched tail then never becomes resident).
+  static Tensor uninitialized(std::vector<int64_t> shape, DType dtype = DType::F32);
   static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);
   // A view that shares `owner` with this tensor: rows [row_begin, row_end) of dim 0.
   Tensor rows(int64_t row_begin, int64_t row_end) const;
