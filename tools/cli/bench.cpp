@@ -1,5 +1,7 @@
 // ordo bench: prefill / decode throughput, time to first token and peak memory per GEMM backend and
-// weight dtype, each as a fraction of the machine's own limits measured on the spot:
+// weight dtype, each as a fraction of the machine's own limits measured on the spot (a limit probe
+// runs beside every timed repetition; the fraction is the median of the paired ratios, which
+// holds still when a shared machine's speed drifts during the run):
 //   * decode (memory-bound): tokens/s ÷ (read bandwidth ÷ bytes of weights read per token)
 //   * prefill (compute-bound): achieved FLOP/s ÷ peak sgemm FLOP/s, FLOPs = 2·params·T + attention
 // On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).
@@ -81,59 +83,83 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Median over repetitions of (work / time) / limit, each rep against the limit probed beside it.
+double paired_fraction(double work, const std::vector<double>& times, const std::vector<double>& limits) {
+  std::vector<double> f;
+  for (size_t i = 0; i < times.size(); ++i) f.push_back(limits[i] > 0 ? work / times[i] / limits[i] : 0.0);
+  return f.empty() ? 0.0 : median(f);
+}
+
 // Memory read bandwidth with all threads: each thread sums its contiguous share of a buffer with
 // AVX2 loads, as 4 interleaved streams (the access pattern of the 4-row matvec kernels; more
-// streams in flight reach a higher bandwidth than one).
-double measure_read_gb_s(size_t bytes, int reps) {
-  constexpr size_t kStreams = 4, kStep = 32;  // floats per stream per iteration (two cache lines)
-  const size_t n = bytes / sizeof(float) / 4096 * 4096;
-  float* buf = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-  if (!buf) throw Error("bench: cannot allocate the bandwidth buffer");
-  const int nt = num_threads();
+// streams in flight reach a higher bandwidth than one). The buffer is allocated and first-touched
+// once, so the probe can run again beside every timed repetition.
+class ReadProbe {
+ public:
+  explicit ReadProbe(size_t bytes) : n_(bytes / sizeof(float) / 4096 * 4096) {
+    buf_ = static_cast<float*>(std::aligned_alloc(64, n_ * sizeof(float)));
+    if (!buf_) throw Error("bench: cannot allocate the bandwidth buffer");
+    const int nt = num_threads();
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(i & 7) * 0.25f;  // first touch by the reader
-  double best = 0;
-  volatile float sink = 0;
-  for (int r = 0; r < reps; ++r) {
-    float total = 0;
-    const auto t0 = Clock::now();
-#pragma omp parallel num_threads(nt) reduction(+ : total)
-    {
-      const size_t parts = static_cast<size_t>(omp_get_num_threads()), me = static_cast<size_t>(omp_get_thread_num());
-      const size_t share = n / parts / (kStreams * kStep) * (kStreams * kStep);
-      const float* base = buf + me * share;
-      const size_t len = share / kStreams;  // floats per stream
-#if defined(__AVX2__)
-      __m256 acc[kStreams][4];
-      for (auto& a : acc)
-        for (auto& v : a) v = _mm256_setzero_ps();
-      for (size_t i = 0; i < len; i += kStep)
-        for (size_t st = 0; st < kStreams; ++st) {
-          const float* p = base + st * len + i;
-          acc[st][0] = _mm256_add_ps(acc[st][0], _mm256_load_ps(p));
-          acc[st][1] = _mm256_add_ps(acc[st][1], _mm256_load_ps(p + 8));
-          acc[st][2] = _mm256_add_ps(acc[st][2], _mm256_load_ps(p + 16));
-          acc[st][3] = _mm256_add_ps(acc[st][3], _mm256_load_ps(p + 24));
-        }
-      float lane[8];
-      for (auto& a : acc) {
-        _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
-        for (float v : lane) total += v;
-      }
-#else
-      for (size_t i = 0; i < len * kStreams; ++i) total += base[i];
-#endif
-    }
-    const double t = seconds_since(t0);
-    sink = sink + total;
-    // Bytes actually read: every thread's rounded-down share.
-    const size_t parts = static_cast<size_t>(nt);
-    const size_t read = n / parts / (kStreams * kStep) * (kStreams * kStep) * parts;
-    best = std::max(best, static_cast<double>(read * sizeof(float)) / t / 1e9);
+    for (size_t i = 0; i < n_; ++i) buf_[i] = static_cast<float>(i & 7) * 0.25f;  // first touch by the reader
   }
-  std::free(buf);
-  return best;
-}
+  ~ReadProbe() { std::free(buf_); }
+  double mib() const { return static_cast<double>(n_ * sizeof(float)) / (1 << 20); }
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+
+  // Best GB/s of `reps` passes over the buffer.
+  double gb_s(int reps) {
+    constexpr size_t kStreams = 4, kStep = 32;  // floats per stream per iteration (two cache lines)
+    const int nt = num_threads();
+    const size_t n = n_;
+    const float* buf = buf_;
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+      float total = 0;
+      const auto t0 = Clock::now();
+#pragma omp parallel num_threads(nt) reduction(+ : total)
+      {
+        const size_t parts = static_cast<size_t>(omp_get_num_threads()), me = static_cast<size_t>(omp_get_thread_num());
+        const size_t share = n / parts / (kStreams * kStep) * (kStreams * kStep);
+        const float* base = buf + me * share;
+        const size_t len = share / kStreams;  // floats per stream
+#if defined(__AVX2__)
+        __m256 acc[kStreams][4];
+        for (auto& a : acc)
+          for (auto& v : a) v = _mm256_setzero_ps();
+        for (size_t i = 0; i < len; i += kStep)
+          for (size_t st = 0; st < kStreams; ++st) {
+            const float* p = base + st * len + i;
+            acc[st][0] = _mm256_add_ps(acc[st][0], _mm256_load_ps(p));
+            acc[st][1] = _mm256_add_ps(acc[st][1], _mm256_load_ps(p + 8));
+            acc[st][2] = _mm256_add_ps(acc[st][2], _mm256_load_ps(p + 16));
+            acc[st][3] = _mm256_add_ps(acc[st][3], _mm256_load_ps(p + 24));
+          }
+        float lane[8];
+        for (auto& a : acc) {
+          _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+          for (float v : lane) total += v;
+        }
+#else
+        for (size_t i = 0; i < len * kStreams; ++i) total += base[i];
+#endif
+      }
+      const double t = seconds_since(t0);
+      sink_ = sink_ + total;
+      // Bytes actually read: every thread's rounded-down share.
+      const size_t parts = static_cast<size_t>(nt);
+      const size_t read = n / parts / (kStreams * kStep) * (kStreams * kStep) * parts;
+      best = std::max(best, static_cast<double>(read * sizeof(float)) / t / 1e9);
+    }
+    return best;
+  }
+
+ private:
+  size_t n_;
+  float* buf_ = nullptr;
+  volatile float sink_ = 0;
+};
 
 // Peak sgemm GFLOP/s of one backend: C[n, n] = A · Bᵀ, best of reps after one warm-up.
 double measure_sgemm_gflop_s(Backend be, int64_t n, int reps) {
@@ -156,13 +182,15 @@ struct Row {
   std::string phase, backend, dtype;
   int64_t ctx = 0;
   double tokens_per_s = 0, tokens_per_s_best = 0, roofline_fraction = 0, seconds_median = 0, seconds_min = 0;
+  double limit = 0;  // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
+  double tokens_per_limit = 0;  // median of tokens/s ÷ limit per repetition: speed with the machine's drift divided out
   double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
 };
 
 struct BenchCommand : Command {
   std::string dir, synthetic, backends = "onednn,openblas", dtypes = "f32,int8", json_path;
   std::string prompts = "128,512", contexts = "128,1024";
-  int threads = 0, warmup = 1, reps = 3, steps = 16;
+  int threads = 0, warmup = 1, reps = 5, steps = 16;
   uint64_t seed = 1;
   bool quick = false;
 
@@ -212,10 +240,13 @@ struct BenchCommand : Command {
     // machine a single measurement can catch a busy moment and understate the limits).
     double read_gb_s = 0, peak = 0;
     nlohmann::json sgemm_by = nlohmann::json::object();
+    // 256 MiB: well beyond the caches (L3 here is ~105 MiB), small enough to probe every rep.
+    ReadProbe read_probe(quick ? (size_t(64) << 20) : (size_t(256) << 20));
+    const int64_t sgemm_n = quick ? 256 : 2048;
     auto measure_machine = [&]() {
-      read_gb_s = std::max(read_gb_s, measure_read_gb_s(quick ? (size_t(128) << 20) : (size_t(1) << 30), quick ? 2 : 5));
+      read_gb_s = std::max(read_gb_s, read_probe.gb_s(quick ? 2 : 8));
       for (Backend b : bes) {
-        const double g = measure_sgemm_gflop_s(b, quick ? 256 : 2048, quick ? 1 : 3);
+        const double g = measure_sgemm_gflop_s(b, sgemm_n, quick ? 1 : 3);
         sgemm_by[backend_name(b)] = std::max(g, sgemm_by.value(backend_name(b), 0.0));
         peak = std::max(peak, g);
       }
@@ -280,13 +311,21 @@ struct BenchCommand : Command {
             continue;
           }
           const std::vector<int32_t> ids = ids_of_len(T);
-          std::vector<double> times;
+          std::vector<double> times, limits;
           for (int r = 0; r < warmup + reps; ++r) {
+            // The peak probe runs right before each timed rep: on a shared machine the two then
+            // see the same conditions, and the row's fraction is the median of the paired ratios.
+            double lim = 0;  // the machine's peak: the best backend's sgemm, whichever runs the model
+            if (r >= warmup)
+              for (Backend pb : bes) lim = std::max(lim, measure_sgemm_gflop_s(pb, sgemm_n, 1));
             Sequence seq = tf.new_sequence(T);
             const auto t0 = Clock::now();
             tf.decode(seq, ids, {}, LogitsFor::Last);
             const double t = seconds_since(t0);
-            if (r >= warmup) times.push_back(t);
+            if (r >= warmup) {
+              times.push_back(t);
+              limits.push_back(lim);
+            }
           }
           Row row;
           row.phase = "prefill";
@@ -301,7 +340,9 @@ struct BenchCommand : Command {
           const double flops = 2.0 * lin_params * T + 2.0 * s.d_model * s.vocab_size +
                                2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1);
           row.gflop_s = flops / row.seconds_median / 1e9;
-          row.peak_rss_mib = peak_rss_mib();
+          row.limit = median(limits);
+          row.roofline_fraction = paired_fraction(flops / 1e9, times, limits);
+          row.peak_rss_mib = peak_rss_mib() - read_probe.mib();  // the probe buffer is not the model's
           rows.push_back(row);
           progress(row);
         }
@@ -314,8 +355,9 @@ struct BenchCommand : Command {
           const std::vector<int32_t> ids = ids_of_len(C + steps);
           Sequence seq = tf.new_sequence(C + steps + 1);
           tf.decode(seq, std::vector<int32_t>(ids.begin(), ids.begin() + C), {}, LogitsFor::Last);
-          std::vector<double> times;
+          std::vector<double> times, limits;
           for (int r = 0; r < warmup + reps; ++r) {
+            const double lim = r >= warmup ? read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
             // Rewind to the prefilled context (the cache beyond it is simply overwritten).
             seq.self.length = C;
             seq.self.positions.resize(C);
@@ -326,7 +368,10 @@ struct BenchCommand : Command {
             const auto t0 = Clock::now();
             for (int k = 0; k < steps; ++k) tf.decode(seq, {ids[C + k]}, {}, LogitsFor::Last);
             const double t = seconds_since(t0);
-            if (r >= warmup) times.push_back(t);
+            if (r >= warmup) {
+              times.push_back(t);
+              limits.push_back(lim);
+            }
           }
           Row row;
           row.phase = "decode";
@@ -338,7 +383,10 @@ struct BenchCommand : Command {
           row.tokens_per_s = steps / row.seconds_median;
           row.tokens_per_s_best = steps / row.seconds_min;
           row.gb_s = row.tokens_per_s * weight_bytes / 1e9;
-          row.peak_rss_mib = peak_rss_mib();
+          row.limit = median(limits);
+          row.roofline_fraction = paired_fraction(steps * weight_bytes / 1e9, times, limits);
+          row.tokens_per_limit = paired_fraction(steps, times, limits);
+          row.peak_rss_mib = peak_rss_mib() - read_probe.mib();  // the probe buffer is not the model's
           rows.push_back(row);
           progress(row);
         }
@@ -349,16 +397,17 @@ struct BenchCommand : Command {
               << " GFLOP/s (";
     for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
       std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
-    std::cout << "), " << nt << " threads (best of before/after)\n" << std::flush;
-    for (Row& r : rows) {
-      r.roofline_fraction = r.phase == "prefill" ? r.gflop_s / peak : r.gb_s / read_gb_s;
-      print_row(r);
-    }
+    std::cout << "), " << nt << " threads, OpenMP wait policy " << wait_policy()
+              << " (best of before/after; each row's roofline is the median of its repetitions against limit "
+              << "probes run beside them)\n"
+              << std::flush;
+    for (const Row& r : rows) print_row(r);
     print_summary(rows, ctx_lens);
 
     if (!json_path.empty()) {
       nlohmann::json j;
-      j["machine"] = {{"read_gb_s", read_gb_s}, {"sgemm_gflop_s", peak}, {"threads", nt}, {"sgemm_gflop_s_by_backend", sgemm_by}};
+      j["machine"] = {{"read_gb_s", read_gb_s}, {"sgemm_gflop_s", peak}, {"threads", nt}, {"sgemm_gflop_s_by_backend", sgemm_by},
+                      {"wait_policy", wait_policy()}};
       j["model"] = model_json;
       j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick}};
       j["results"] = nlohmann::json::array();
@@ -375,12 +424,23 @@ struct BenchCommand : Command {
                                 {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
                                 {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
                                 {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
+                                {"limit", r.limit},
                                 {"peak_rss_mib", r.peak_rss_mib}});
       std::ofstream f(json_path);
       f << j.dump(2) << "\n";
       if (!f) throw Error(json_path + ": write failed");
     }
     return 0;
+  }
+
+  // Idle OpenMP threads sleep (passive, the CLI's default) or spin: decode runs ~60 short parallel
+  // regions per token, so this changes its speed on a quiet machine (see README, Performance).
+  static std::string wait_policy() {
+    if (const char* sc = std::getenv("GOMP_SPINCOUNT")) return std::string("GOMP_SPINCOUNT=") + sc;
+    const char* p = std::getenv("OMP_WAIT_POLICY");
+    std::string v = p ? p : "default";
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    return v;
   }
 
   static std::string fmt(double v, int prec) {
@@ -397,15 +457,17 @@ struct BenchCommand : Command {
   bool header_done = false;
   void print_row(const Row& r) {
     if (!header_done) {
-      std::printf("%-8s %6s %-9s %-5s %11s %11s %9s %12s %9s %9s\n", "phase", "ctx", "backend", "dtype", "tok/s(med)",
-                  "tok/s(best)", "roofline", "achieved", "ttft_ms", "rss_MiB");
+      std::printf("%-8s %6s %-9s %-5s %11s %11s %9s %12s %12s %9s %9s\n", "phase", "ctx", "backend", "dtype",
+                  "tok/s(med)", "tok/s(best)", "roofline", "achieved", "limit", "ttft_ms", "rss_MiB");
       header_done = true;
     }
-    const std::string ach = fmt(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + (r.phase == "prefill" ? " GF/s" : " GB/s");
-    std::printf("%-8s %6lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %9s %9.0f\n", r.phase.c_str(),
+    const char* unit = r.phase == "prefill" ? " GF/s" : " GB/s";
+    const std::string ach = fmt(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + unit;
+    const std::string lim = fmt(r.limit, 1) + unit;
+    std::printf("%-8s %6lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %12s %9s %9.0f\n", r.phase.c_str(),
                 static_cast<long long>(r.ctx), r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
-                100.0 * r.roofline_fraction, ach.c_str(), r.phase == "prefill" ? fmt(r.ttft_ms, 1).c_str() : "-",
-                r.peak_rss_mib);
+                100.0 * r.roofline_fraction, ach.c_str(), lim.c_str(),
+                r.phase == "prefill" ? fmt(r.ttft_ms, 1).c_str() : "-", r.peak_rss_mib);
     std::fflush(stdout);
   }
 
@@ -421,13 +483,16 @@ struct BenchCommand : Command {
       if (r.phase != "decode" || r.ctx != c0) continue;
       if (c1 != c0)
         if (const Row* far = find(r.backend, r.dtype, c1))
-          std::printf("%s %s: decode at ctx %lld is %.1f%% slower than at ctx %lld\n", r.backend.c_str(), r.dtype.c_str(),
-                      static_cast<long long>(c1), 100.0 * (1.0 - far->tokens_per_s / r.tokens_per_s),
-                      static_cast<long long>(c0));
+          std::printf("%s %s: decode at ctx %lld is %.1f%% slower than at ctx %lld (%.1f%% per unit of probed "
+                      "bandwidth)\n",
+                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c1),
+                      100.0 * (1.0 - far->tokens_per_s / r.tokens_per_s), static_cast<long long>(c0),
+                      100.0 * (1.0 - far->tokens_per_limit / r.tokens_per_limit));
       if (r.dtype != "f32")
         if (const Row* f = find(r.backend, "f32", c0))
-          std::printf("%s %s: decode at ctx %lld is %.2fx f32\n", r.backend.c_str(), r.dtype.c_str(),
-                      static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s);
+          std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
+                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s,
+                      r.tokens_per_limit / f->tokens_per_limit);
     }
   }
 };
