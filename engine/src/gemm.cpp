@@ -2,9 +2,10 @@
 //
 // Routing (see tools/bench_kernels for the measurements behind it):
 //   * M == 1 (decode): hand-written OpenMP + AVX2/FMA matvec for every weight dtype, converting
-//     F16 (F16C) and BF16 (shift) on the fly; I8 uses int16 activations and vpmaddwd
-//     (matvec_i8). Memory-bound; beats both libraries. 16-bit and 8-bit rows are short, so the
-//     kernels prefetch the next row block themselves.
+//     F16 (F16C) and BF16 (shift) on the fly; I8 uses int16 activations and vpmaddwd. Each
+//     thread reads its rows as kStreams far-apart linear streams (see matvec_rows).
+//     Memory-bound; beats both libraries. linear_group() runs several weights on one input
+//     (q/k/v, gate/up) in a single parallel region.
 //   * M > 1, F32 weights: the chosen backend (OpenBLAS cblas_sgemm or a cached oneDNN matmul).
 //   * M > 1, F16/BF16/I8 weights: blocks of rows are dequantised into a per-thread F32 scratch
 //     (about 4 MB) and each block goes through the chosen backend, writing its columns of y;

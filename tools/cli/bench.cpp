@@ -91,8 +91,8 @@ double paired_fraction(double work, const std::vector<double>& times, const std:
 }
 
 // Memory read bandwidth with all threads: each thread sums its contiguous share of a buffer with
-// AVX2 loads, as 4 interleaved streams (the access pattern of the 4-row matvec kernels; more
-// streams in flight reach a higher bandwidth than one). The buffer is allocated and first-touched
+// AVX2 loads, as 4 far-apart linear streams (like the decode matvec's row streams; more streams
+// in flight reach a higher bandwidth than one). The buffer is allocated and first-touched
 // once, so the probe can run again beside every timed repetition.
 class ReadProbe {
  public:
