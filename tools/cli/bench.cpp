@@ -302,6 +302,25 @@ struct BenchCommand : Command {
         for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % s.vocab_size);
         return ids;
       };
+      // A result row from per-repetition times and the limits probed beside them; `work` is in
+      // GFLOP (prefill) or GB (decode), the unit of the limit.
+      auto timed_row = [&](const char* phase, int64_t ctx, Backend be, DType dt, double tokens, double work,
+                           const std::vector<double>& times, const std::vector<double>& limits) {
+        Row row;
+        row.phase = phase;
+        row.ctx = ctx;
+        row.backend = backend_name(be);
+        row.dtype = weight_dtype_name(dt);
+        row.seconds_median = median(times);
+        row.seconds_min = *std::min_element(times.begin(), times.end());
+        row.tokens_per_s = tokens / row.seconds_median;
+        row.tokens_per_s_best = tokens / row.seconds_min;
+        row.limit = median(limits);
+        row.roofline_fraction = paired_fraction(work, times, limits);
+        row.tokens_per_limit = paired_fraction(tokens, times, limits);
+        row.peak_rss_mib = peak_rss_mib() - read_probe.mib();  // the probe buffer is not the model's
+        return row;
+      };
       for (Backend be : bes) {
         tf.set_backend(be);
         // prefill
@@ -327,22 +346,11 @@ struct BenchCommand : Command {
               limits.push_back(lim);
             }
           }
-          Row row;
-          row.phase = "prefill";
-          row.ctx = T;
-          row.backend = backend_name(be);
-          row.dtype = weight_dtype_name(dt);
-          row.seconds_median = median(times);
-          row.seconds_min = *std::min_element(times.begin(), times.end());
-          row.tokens_per_s = T / row.seconds_median;
-          row.tokens_per_s_best = T / row.seconds_min;
-          row.ttft_ms = row.seconds_median * 1e3;
           const double flops = 2.0 * lin_params * T + 2.0 * s.d_model * s.vocab_size +
                                2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1);
+          Row row = timed_row("prefill", T, be, dt, T, flops / 1e9, times, limits);
+          row.ttft_ms = row.seconds_median * 1e3;
           row.gflop_s = flops / row.seconds_median / 1e9;
-          row.limit = median(limits);
-          row.roofline_fraction = paired_fraction(flops / 1e9, times, limits);
-          row.peak_rss_mib = peak_rss_mib() - read_probe.mib();  // the probe buffer is not the model's
           rows.push_back(row);
           progress(row);
         }
@@ -373,20 +381,8 @@ struct BenchCommand : Command {
               limits.push_back(lim);
             }
           }
-          Row row;
-          row.phase = "decode";
-          row.ctx = C;
-          row.backend = backend_name(be);
-          row.dtype = weight_dtype_name(dt);
-          row.seconds_median = median(times);
-          row.seconds_min = *std::min_element(times.begin(), times.end());
-          row.tokens_per_s = steps / row.seconds_median;
-          row.tokens_per_s_best = steps / row.seconds_min;
+          Row row = timed_row("decode", C, be, dt, steps, steps * weight_bytes / 1e9, times, limits);
           row.gb_s = row.tokens_per_s * weight_bytes / 1e9;
-          row.limit = median(limits);
-          row.roofline_fraction = paired_fraction(steps * weight_bytes / 1e9, times, limits);
-          row.tokens_per_limit = paired_fraction(steps, times, limits);
-          row.peak_rss_mib = peak_rss_mib() - read_probe.mib();  // the probe buffer is not the model's
           rows.push_back(row);
           progress(row);
         }
