@@ -280,6 +280,7 @@ void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_job
   // Rows [r0, r1) of one job, then its scales and bias.
   auto run = [&](const MatvecJob& jb, int64_t r0, int64_t r1) {
     float* y = jb.y;
+    float unit = 1.0f;  // the integer path's sums are in units of sx
     switch (jb.wt) {
       case DType::F32: matvec_rows<LoadF32>(x, K, static_cast<const float*>(jb.W), r0, r1, y); break;
       case DType::F16: matvec_rows<LoadF16>(x, K, static_cast<const uint16_t*>(jb.W), r0, r1, y); break;
@@ -288,7 +289,7 @@ void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_job
 #ifdef ORDO_GEMM_SIMD
         if (int_path) {
           matvec_i8_rows(xq, K, static_cast<const int8_t*>(jb.W), r0, r1, y);
-          for (int64_t r = r0; r < r1; ++r) y[r] *= sx;
+          unit = sx;
           break;
         }
 #endif
@@ -296,7 +297,7 @@ void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_job
         break;
     }
     for (int64_t r = r0; r < r1; ++r) {
-      float v = y[r];
+      float v = y[r] * unit;
       if (jb.scales) v *= jb.scales[r];
       if (jb.bias) v += jb.bias[r];
       y[r] = v;
