@@ -44,7 +44,9 @@ struct MatvecJob {
   int64_t N;
   float* y;
 };
-// Runs every job on the same x in one OpenMP parallel region (rows split over the threads).
+// Runs every job on the same x in one OpenMP parallel region (chunks of rows taken dynamically by
+// the threads). At most kMaxGroup jobs.
+constexpr size_t kMaxGroup = 8;
 void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_jobs);
 // dst[r, :] = float(W[r0 + r, :]) for r in [0, rows), without applying I8 scales.
 void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t rows, float* dst);
