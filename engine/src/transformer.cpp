@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attention_kernels.hpp"
+#include "ordo/quantize.hpp"
 
 namespace ordo {
 
@@ -35,7 +36,9 @@ void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
 // Per-thread scratch buffers, one per role, reused by every call on that thread: once warm, a
 // decode step allocates nothing but its returned logits (the buffers only grow, to the largest
 // chunk seen). Roles never overlap within one call chain (run_stack → attention / feed_forward).
-enum Scratch { kScrQ, kScrK, kScrV, kScrCtx, kScrScores, kScrUp, kScrGate, kScrH, kScrA, kScrF, kScrX, kScrCount };
+enum Scratch {
+  kScrQ, kScrK, kScrV, kScrCtx, kScrScores, kScrKf, kScrVf, kScrUp, kScrGate, kScrH, kScrA, kScrF, kScrX, kScrCount
+};
 
 float* scratch(Scratch role, int64_t n) {
   thread_local std::vector<float> bufs[kScrCount];
@@ -51,6 +54,14 @@ PositionContext position_context(const ModelSpec& s, bool causal) {
   c.head_dim = s.head_dim;
   c.causal = causal;
   return c;
+}
+
+// n cache elements as F32: F32 caches are used in place, F16 ones widened into scratch `role`.
+const float* cache_as_f32(const float* p, int64_t, Scratch) { return p; }
+const float* cache_as_f32(const uint16_t* p, int64_t n, Scratch role) {
+  float* dst = scratch(role, n);
+  detail::to_f32(p, n, dst);
+  return dst;
 }
 
 }  // namespace
@@ -122,6 +133,12 @@ Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec
   set_position(spec_.position);
 }
 
+void Transformer::set_kv_dtype(DType dtype) {
+  if (dtype != DType::F32 && dtype != DType::F16)
+    throw Error(std::string("KV cache dtype must be f32 or f16, not ") + weight_dtype_name(dtype));
+  kv_dtype_ = dtype;
+}
+
 void Transformer::set_position(const PositionConfig& cfg) {
   std::unique_ptr<PositionScheme> enc, dec;
   if (spec_.graph != GraphKind::Decoder)
@@ -133,13 +150,13 @@ void Transformer::set_position(const PositionConfig& cfg) {
   dec_scheme_ = std::move(dec);
 }
 
-KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity) const {
+KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity, DType dtype) const {
   KVCache c;
   c.capacity = capacity;
   for (int64_t l = 0; l < n_layers; ++l) {
     // Slots are written before they are read (attention reads [0, length) only).
-    c.k.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}));
-    c.v.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}));
+    c.k.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
+    c.v.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
   }
   return c;
 }
@@ -147,7 +164,7 @@ KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity) const {
 Sequence Transformer::new_sequence(int64_t capacity) const {
   if (capacity <= 0) capacity = spec_.position.max_positions > 0 ? spec_.position.max_positions : 512;
   Sequence s;
-  s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity);
+  s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_);
   return s;
 }
 
@@ -158,9 +175,12 @@ static void reserve_cache(KVCache& c, int64_t needed) {
   for (size_t l = 0; l < c.k.size(); ++l) {
     for (Tensor* t : {&c.k[l], &c.v[l]}) {
       const int64_t heads = t->dim(0), hd = t->dim(2);
-      Tensor n = Tensor::uninitialized({heads, cap, hd});
+      const size_t es = dtype_size(t->dtype);
+      Tensor n = Tensor::uninitialized({heads, cap, hd}, t->dtype);
+      auto dst = static_cast<char*>(n.data);
+      auto src = static_cast<const char*>(t->data);
       for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(n.f32() + h * cap * hd, t->f32() + h * c.capacity * hd, c.length * hd * sizeof(float));
+        std::memcpy(dst + h * cap * hd * es, src + h * c.capacity * hd * es, c.length * hd * es);
       *t = std::move(n);
     }
   }
@@ -228,19 +248,25 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
       scheme->rotate(q, H, pos, T, seq_len);
       scheme->rotate(k, KV, pos, T, seq_len);
     }
-    float* K = self_cache->k[layer].f32();
-    float* V = self_cache->v[layer].f32();
+    Tensor& Kc = self_cache->k[layer];
+    Tensor& Vc = self_cache->v[layer];
+    const bool f16 = Kc.dtype == DType::F16;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t g = 0; g < KV; ++g) {
         const int64_t slot = (g * self_cache->capacity + base + t) * hd;
-        std::memcpy(K + slot, &k[(t * KV + g) * hd], hd * sizeof(float));
-        std::memcpy(V + slot, &v[(t * KV + g) * hd], hd * sizeof(float));
+        const float* kr = &k[(t * KV + g) * hd];
+        const float* vr = &v[(t * KV + g) * hd];
+        if (f16) {
+          detail::to_f16(kr, hd, static_cast<uint16_t*>(Kc.data) + slot);
+          detail::to_f16(vr, hd, static_cast<uint16_t*>(Vc.data) + slot);
+        } else {
+          std::memcpy(Kc.f32() + slot, kr, hd * sizeof(float));
+          std::memcpy(Vc.f32() + slot, vr, hd * sizeof(float));
+        }
       }
   }
   const int64_t total = self_cache ? base + T : cache.length;
   const bool bias = scheme && scheme->has_score_bias();
-  const float* K = cache.k[layer].f32();
-  const float* V = cache.v[layer].f32();
   const uint8_t* key_valid = cache.valid.empty() ? nullptr : cache.valid.data();
   const int32_t* key_pos = cache.positions.empty() ? nullptr : cache.positions.data();
 
@@ -258,53 +284,64 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
       observer_(layer, hh, base + t, scores, nk);
     }
   };
-  if (T == 1) {
-    // Decode, row by row: each query row reads its K and V rows once. Short caches stay on one
-    // thread: below ~1 MB of K/V per layer a fork/join (~10 us) costs more than it saves.
-    std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
-    const bool par = T * H * total * hd >= (1 << 17) && !omp_in_parallel();
+  // K, V: the layer's cache, [KV, capacity, hd] of float or uint16_t (F16).
+  auto attend = [&](const auto* K, const auto* V) {
+    if (T == 1) {
+      // Decode, row by row: each query row reads its K and V rows once. Only very short caches
+      // (< 16 KB of K per layer) stay on one thread. Why so low: with passive waiting a core that
+      // sat idle through a serial stretch of ~100 us takes ~60 us to wake for the next region
+      // (~15 us after a short one), so a single-threaded attention at ctx 128 also slowed the
+      // o-projection after it: int8 decode of the 110M model ran 5% faster with this threshold
+      // than with 1 MB (paired A/B, 86 of 100 pairs).
+      std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
+      const bool par = T * H * total * hd >= (1 << 12) && !omp_in_parallel();
 #pragma omp parallel if (par)
-    {
-      float* scores = scratch(kScrScores, total);
+      {
+        float* scores = scratch(kScrScores, total);
 #pragma omp for collapse(2) schedule(static)
-      for (int64_t hh = 0; hh < H; ++hh)
-        for (int64_t t = 0; t < T; ++t) {
-          const int64_t g = hh / group;
-          const int64_t nk = causal ? base + t + 1 : total;
-          detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, nk, hd, scale, scores);
-          finish_scores(hh, t, scores, nk);
-          detail::pv_accumulate(scores, V + g * cache.capacity * hd, nk, hd, &ctx[(t * H + hh) * hd]);
-        }
-    }
-  } else {
-    // Prompt: blocks of kQueryBlock query rows per head through two GEMMs,
-    // S = scale · Q_blk · K[0, kend)ᵀ and ctx_blk = softmax(S) · V[0, kend), so the largest
-    // score buffer is kQueryBlock × keys per thread, never T × T. Causal rows are zeroed past
-    // their last key, which makes the shared kend exact for every row of the block.
-    constexpr int64_t kQueryBlock = 64;
-    const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
-#pragma omp parallel
-    {
-      float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
-#pragma omp for collapse(2) schedule(dynamic)
-      for (int64_t hh = 0; hh < H; ++hh)
-        for (int64_t b = 0; b < blocks; ++b) {
-          const int64_t g = hh / group;
-          const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
-          const int64_t kend = causal ? base + t0 + m : total;
-          gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, K + g * cache.capacity * hd, hd,
-                  0.0f, S, kend);
-          for (int64_t i = 0; i < m; ++i) {
-            float* row = S + i * kend;
-            const int64_t nk = causal ? base + t0 + i + 1 : total;
-            finish_scores(hh, t0 + i, row, nk);
-            std::fill(row + nk, row + kend, 0.0f);
+        for (int64_t hh = 0; hh < H; ++hh)
+          for (int64_t t = 0; t < T; ++t) {
+            const int64_t g = hh / group;
+            const int64_t nk = causal ? base + t + 1 : total;
+            detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, nk, hd, scale, scores);
+            finish_scores(hh, t, scores, nk);
+            detail::pv_accumulate(scores, V + g * cache.capacity * hd, nk, hd, &ctx[(t * H + hh) * hd]);
           }
-          gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, V + g * cache.capacity * hd, hd, 0.0f,
-                  &ctx[(t0 * H + hh) * hd], H * hd);
-        }
+      }
+    } else {
+      // Prompt: blocks of kQueryBlock query rows per head through two GEMMs,
+      // S = scale · Q_blk · K[0, kend)ᵀ and ctx_blk = softmax(S) · V[0, kend), so the largest
+      // score buffer is kQueryBlock × keys per thread, never T × T. Causal rows are zeroed past
+      // their last key, which makes the shared kend exact for every row of the block.
+      constexpr int64_t kQueryBlock = 64;
+      const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+#pragma omp parallel
+      {
+        float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int64_t hh = 0; hh < H; ++hh)
+          for (int64_t b = 0; b < blocks; ++b) {
+            const int64_t g = hh / group;
+            const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
+            const int64_t kend = causal ? base + t0 + m : total;
+            const float* Kg = cache_as_f32(K + g * cache.capacity * hd, kend * hd, kScrKf);
+            const float* Vg = cache_as_f32(V + g * cache.capacity * hd, kend * hd, kScrVf);
+            gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kg, hd, 0.0f, S, kend);
+            for (int64_t i = 0; i < m; ++i) {
+              float* row = S + i * kend;
+              const int64_t nk = causal ? base + t0 + i + 1 : total;
+              finish_scores(hh, t0 + i, row, nk);
+              std::fill(row + nk, row + kend, 0.0f);
+            }
+            gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vg, hd, 0.0f, &ctx[(t0 * H + hh) * hd], H * hd);
+          }
+      }
     }
-  }
+  };
+  if (cache.k[layer].dtype == DType::F16)
+    attend(static_cast<const uint16_t*>(cache.k[layer].data), static_cast<const uint16_t*>(cache.v[layer].data));
+  else
+    attend(cache.k[layer].f32(), cache.v[layer].f32());
   linear(backend_, ctx, T, H * hd, w.out, out);
 }
 

@@ -167,6 +167,7 @@ Model Model::load(const std::string& dir, const ModelOptions& opts) {
   const std::optional<DType> dtype = opts.dtype ? opts.dtype : l.stored_dtype;
   if (dtype) convert_weights(spec, *dtype);
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
+  impl->engine->set_kv_dtype(opts.kv_dtype);
   if (!opts.position.empty() || opts.scaling) {
     PositionConfig pc = impl->engine->spec().position;
     if (!opts.position.empty()) pc.scheme = opts.position;

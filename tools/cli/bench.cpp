@@ -189,7 +189,7 @@ struct Row {
 
 struct BenchCommand : Command {
   std::string dir, synthetic, backends = "onednn,openblas", dtypes = "f32,int8", json_path;
-  std::string prompts = "128,512", contexts = "128,1024";
+  std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "f32";
   int threads = 0, warmup = 1, reps = 5, steps = 16;
   uint64_t seed = 1;
   bool quick = false;
@@ -204,6 +204,9 @@ struct BenchCommand : Command {
     c->add_option("--backend", backends, "GEMM backends, comma-separated")->capture_default_str();
     c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8")
         ->capture_default_str();
+    c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32 or f16")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"f32", "f16"}, CLI::ignore_case));
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
     c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();
     c->add_option("--steps", steps, "Decode steps timed per repetition")->capture_default_str()->check(CLI::PositiveNumber);
@@ -281,6 +284,7 @@ struct BenchCommand : Command {
         model = std::make_unique<Model>(Model::load(dir, o));
       }
       Transformer& tf = synth ? *owned : model->engine();
+      tf.set_kv_dtype(parse_weight_dtype(kv_dtype));
       const ModelSpec& s = tf.spec();
       if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
       const double weight_bytes = static_cast<double>(decode_weight_bytes(s));
@@ -394,6 +398,7 @@ struct BenchCommand : Command {
     for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
       std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
     std::cout << "), " << nt << " threads, OpenMP wait policy " << wait_policy()
+              << ", KV cache " << kv_dtype
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
               << std::flush;
@@ -405,7 +410,8 @@ struct BenchCommand : Command {
       j["machine"] = {{"read_gb_s", read_gb_s}, {"sgemm_gflop_s", peak}, {"threads", nt}, {"sgemm_gflop_s_by_backend", sgemm_by},
                       {"wait_policy", wait_policy()}};
       j["model"] = model_json;
-      j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick}};
+      j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
+                       {"kv_dtype", weight_dtype_name(parse_weight_dtype(kv_dtype))}};
       j["results"] = nlohmann::json::array();
       for (const Row& r : rows)
         j["results"].push_back({{"phase", r.phase},

@@ -21,6 +21,9 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
   app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16 or int8 (converted at load)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
+  app->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32 (exact) or f16 (half the memory, ~3 digits)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16"}, CLI::ignore_case));
   if (!with_position) return;
   app->add_option("--position", position,
                   "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi")
@@ -50,6 +53,7 @@ ModelOptions ModelArgs::options() const {
   o.threads = threads;
   o.position = position;
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
+  o.kv_dtype = parse_weight_dtype(kv_dtype);
   if (!scaling.empty() || factor != 0 || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
     Scaling s;

@@ -9,7 +9,7 @@
 
 namespace ordo::cli {
 
-// -m/--model, --backend, --dtype, --position, --scaling/--factor/--original-max, --threads.
+// -m/--model, --backend, --dtype, --kv-dtype, --position, --scaling/--factor/--original-max, --threads.
 struct ModelArgs {
   std::string dir;
   std::string backend = "onednn";
@@ -19,6 +19,7 @@ struct ModelArgs {
   int64_t original_max = 0;
   int threads = 0;
   std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
+  std::string kv_dtype = "f32";
 
   void add(CLI::App* app, bool with_position = true);
   std::string resolved_dir() const;  // -m, else the bundled default model

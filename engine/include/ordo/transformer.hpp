@@ -24,7 +24,8 @@
 
 namespace ordo {
 
-// Keys and values of one attention stack, preallocated: per layer [n_kv, capacity, hd].
+// Keys and values of one attention stack, preallocated: per layer [n_kv, capacity, hd], F32 or
+// (decoder self-attention, Transformer::set_kv_dtype) F16.
 struct KVCache {
   std::vector<Tensor> k, v;
   int64_t capacity = 0;
@@ -80,6 +81,13 @@ class Transformer {
       std::function<void(int64_t layer, int64_t head, int64_t query_index, const float* probs, int64_t nk)>;
   void set_attention_observer(AttentionObserver observer) { observer_ = std::move(observer); }
 
+  // Storage of the decoder's self-attention KV cache for sequences created after the call: F32
+  // (default, exact) or F16 (half the memory and cache reads per decode step; keys and values are
+  // rounded to F16, ~3 significant digits, and beyond ±65504 become ±inf). Attention arithmetic
+  // stays F32. Throws Error for other dtypes.
+  void set_kv_dtype(DType dtype);
+  DType kv_dtype() const { return kv_dtype_; }
+
   // A fresh decoding state with room for `capacity` tokens (0: the model's trained length).
   Sequence new_sequence(int64_t capacity = 0) const;
 
@@ -113,12 +121,13 @@ class Transformer {
                  int64_t seq_len, float* out) const;
   void feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
-  KVCache make_cache(int64_t n_layers, int64_t capacity) const;
+  KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32) const;
 
   ModelSpec spec_;
   Backend backend_;
   std::unique_ptr<PositionScheme> enc_scheme_, dec_scheme_;
   bool causal_ = true;
+  DType kv_dtype_ = DType::F32;
   AttentionObserver observer_;
 };
 
