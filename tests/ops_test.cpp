@@ -536,6 +536,28 @@ TEST(OpsTest, SoftmaxMatchesDoubleAndHandlesNegInf) {
   for (float v : all) EXPECT_EQ(v, 0.0f);  // documented: all −inf → zeros
 }
 
+TEST(OpsTest, SoftmaxUnnormalizedReturnsTheSumOfExponentials) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 9, 64, 1000}) {
+    std::vector<float> x = random_vec(size_t(n), uint32_t(180 + n), -20.0f, 20.0f);
+    if (n > 2) x[0] = ninf;
+    std::vector<float> y = x;
+    const float sum = ordo::softmax_unnormalized(y.data(), n);
+    double mx = -INFINITY, s = 0;
+    for (float v : x) mx = std::max(mx, double(v));
+    for (float v : x) s += std::exp(double(v) - mx);
+    EXPECT_NEAR(sum, s, 1e-6 * s) << "n=" << n;
+    EXPECT_GE(sum, 1.0f);  // the maximum contributes exp(0)
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = std::exp(double(x[size_t(i)]) - mx);
+      EXPECT_NEAR(y[size_t(i)], ref, 1e-6 * ref + 1e-12) << "n=" << n << " i=" << i;
+    }
+  }
+  std::vector<float> all(11, ninf);
+  EXPECT_EQ(ordo::softmax_unnormalized(all.data(), int64_t(all.size())), 0.0f);
+  for (float v : all) EXPECT_EQ(v, 0.0f);
+}
+
 TEST(OpsTest, DotAxpyAdd) {
   for (int64_t n : {0, 1, 7, 8, 33, 1000, 50001}) {
     const std::vector<float> a = random_vec(size_t(n), 91), b = random_vec(size_t(n), 92);

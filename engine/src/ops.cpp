@@ -260,8 +260,8 @@ void activate(Activation a, float* x, int64_t n) { act_any(a, x, nullptr, n); }
 
 void gated_activate(Activation a, float* gate, const float* up, int64_t n) { act_any(a, gate, up, n); }
 
-void softmax(float* x, int64_t n) {
-  if (n <= 0) return;
+float softmax_unnormalized(float* x, int64_t n) {
+  if (n <= 0) return 0.0f;
   constexpr float ninf = -std::numeric_limits<float>::infinity();
   int64_t i = 0;
   float mx = ninf;
@@ -273,7 +273,7 @@ void softmax(float* x, int64_t n) {
   for (; i < n; ++i) mx = std::max(mx, x[i]);
   if (mx == ninf) {  // every entry −inf (e.g. a fully masked row): no distribution; write zeros
     std::fill(x, x + n, 0.0f);
-    return;
+    return 0.0f;
   }
   i = 0;
   float s = 0.0f;
@@ -291,8 +291,14 @@ void softmax(float* x, int64_t n) {
     x[i] = std::exp(x[i] - mx);
     s += x[i];
   }
+  return s;
+}
+
+void softmax(float* x, int64_t n) {
+  const float s = softmax_unnormalized(x, n);
+  if (s == 0.0f) return;  // fully masked: already zeros
   const float inv = 1.0f / s;
-  i = 0;
+  int64_t i = 0;
 #ifdef ORDO_OPS_SIMD
   const __m256 vi = _mm256_set1_ps(inv);
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vi));

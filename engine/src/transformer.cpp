@@ -267,22 +267,33 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   }
   const int64_t total = self_cache ? base + T : cache.length;
   const bool bias = scheme && scheme->has_score_bias();
+  // Padding mask, dropped when every key is real (the common case: no per-row mask pass).
   const uint8_t* key_valid = cache.valid.empty() ? nullptr : cache.valid.data();
+  if (key_valid && std::memchr(key_valid, 0, static_cast<size_t>(total)) == nullptr) key_valid = nullptr;
   const int32_t* key_pos = cache.positions.empty() ? nullptr : cache.positions.data();
 
   float* ctx = scratch(kScrCtx, T * H * hd);
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Scale, bias and mask query row t's nk scores, then softmax them.
-  auto finish_scores = [&](int64_t hh, int64_t t, float* scores, int64_t nk) {
+  // Bias and mask query row t's nk scores and exponentiate them (softmax without the division).
+  // Returns what the row's output Σ p_j v_j must be multiplied by: 1/Σ p (0 for a fully masked
+  // row), or 1 when an observer needed the probabilities normalised already.
+  auto finish_scores = [&](int64_t hh, int64_t t, float* scores, int64_t nk) -> float {
     if (bias) scheme->add_score_bias(scores, hh, pos[t], key_pos, nk);
     if (key_valid)
       for (int64_t j = 0; j < nk; ++j)
         if (!key_valid[j]) scores[j] = neg_inf;
-    softmax(scores, nk);
-    if (observe) {
-#pragma omp critical(ordo_attention_observer)
-      observer_(layer, hh, base + t, scores, nk);
+    if (!observe) {
+      const float sum = softmax_unnormalized(scores, nk);
+      return sum > 0.0f ? 1.0f / sum : 0.0f;
     }
+    softmax(scores, nk);
+#pragma omp critical(ordo_attention_observer)
+    observer_(layer, hh, base + t, scores, nk);
+    return 1.0f;
+  };
+  auto scale_row = [hd](float* row, float f) {
+    if (f != 1.0f)
+      for (int64_t i = 0; i < hd; ++i) row[i] *= f;
   };
   // K, V: the layer's cache, [KV, capacity, hd] of float or uint16_t (F16).
   auto attend = [&](const auto* K, const auto* V) {
@@ -304,8 +315,9 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
             const int64_t g = hh / group;
             const int64_t nk = causal ? base + t + 1 : total;
             detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, nk, hd, scale, scores);
-            finish_scores(hh, t, scores, nk);
+            const float f = finish_scores(hh, t, scores, nk);
             detail::pv_accumulate(scores, V + g * cache.capacity * hd, nk, hd, &ctx[(t * H + hh) * hd]);
+            scale_row(&ctx[(t * H + hh) * hd], f);
           }
       }
     } else {
@@ -327,13 +339,15 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
             const float* Kg = cache_as_f32(K + g * cache.capacity * hd, kend * hd, kScrKf);
             const float* Vg = cache_as_f32(V + g * cache.capacity * hd, kend * hd, kScrVf);
             gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kg, hd, 0.0f, S, kend);
+            float row_scale[kQueryBlock];
             for (int64_t i = 0; i < m; ++i) {
               float* row = S + i * kend;
               const int64_t nk = causal ? base + t0 + i + 1 : total;
-              finish_scores(hh, t0 + i, row, nk);
+              row_scale[i] = finish_scores(hh, t0 + i, row, nk);
               std::fill(row + nk, row + kend, 0.0f);
             }
             gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vg, hd, 0.0f, &ctx[(t0 * H + hh) * hd], H * hd);
+            for (int64_t i = 0; i < m; ++i) scale_row(&ctx[((t0 + i) * H + hh) * hd], row_scale[i]);
           }
       }
     }

@@ -88,6 +88,10 @@ void gated_activate(Activation a, float* gate, const float* up, int64_t n);
 // In place numerically stable softmax over n values (−inf entries get weight 0).
 // If every entry is −inf (a fully masked row) all n outputs are written as 0.
 void softmax(float* x, int64_t n);
+// softmax() without the final division: in place x[i] = exp(x[i] − max x), returns Σ x[i] (the
+// caller divides later, e.g. attention divides its n·hd output instead of n probabilities).
+// A fully masked row (every entry −inf) becomes zeros and returns 0.
+float softmax_unnormalized(float* x, int64_t n);
 
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
