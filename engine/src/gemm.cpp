@@ -431,6 +431,12 @@ void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initial
   detail::matvec_group(x, K, jobs, n);
 }
 
+bool prepack_linear(Linear& w) {
+  if (!w.present() || w.weight.dtype != DType::F32 || w.weight.ndim() != 2) return false;
+  w.packed = detail::onednn_pack(w.weight.f32(), w.weight.dim(0), w.weight.dim(1));
+  return w.packed != nullptr;
+}
+
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y) {
   const Tensor& W = w.weight;
   const LinearView view = view_linear(w, K);
@@ -453,6 +459,7 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
   }
   if (be == Backend::OpenBLAS) detail::check_blas_dims("linear", {M, N, K});
   if (W.dtype == DType::F32) {
+    if (be == Backend::OneDNN && w.packed && detail::onednn_linear_packed(x, K, M, *w.packed, bias, y, N)) return;
     detail::backend_linear(be, x, K, M, K, W.f32(), K, N, bias, y, N);
     return;
   }

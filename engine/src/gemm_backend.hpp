@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include "ordo/ops.hpp"
 #include "ordo/tensor.hpp"
 
 namespace ordo::detail {
@@ -30,6 +32,13 @@ void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, con
 // Same contract as openblas_linear, through a cached dnnl::matmul primitive (bias fused).
 void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                    int64_t N, const float* bias, float* y, int64_t ldy);
+// w[N, K] (row-major, contiguous) in the layout oneDNN's matmul picks for it, or null when that
+// is the plain layout (nothing to gain).
+std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64_t K);
+// onednn_linear with a packed weight. Returns false (nothing written) when oneDNN cannot run this
+// shape with the packed layout; the caller then uses the plain weight.
+bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWeight& w, const float* bias, float* y,
+                          int64_t ldy);
 // Number of cached matmul primitives (for tests).
 size_t onednn_cache_size();
 

@@ -4,15 +4,29 @@
 // linear: a dnnl::matmul primitive per (M, N, K, strides, has_bias), created once and cached
 // (JIT creation costs far more than a decode-step matmul). The weight W[N, K] row-major is
 // described as a {K, N} matrix with strides {1, ldw} (format `ba`), so it is used in place.
+// Prepacked weights (prepack_linear): the layout the matmul picks for format `any`, queried once
+// per (N, K) at a reference M and reordered into once; primitives for every M then take that
+// layout as given (brgemm accepts it for any M).
 // gemm_nt / gemm_nn: dnnl_sgemm (row-major BLAS-like entry point), which needs no primitive and so
 // suits attention shapes that change every decode step.
 #include <dnnl.hpp>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "gemm_backend.hpp"
+
+namespace ordo {
+
+struct PackedWeight {
+  dnnl::memory::desc desc;  // [K, N] in a blocked format
+  int64_t N = 0, K = 0;
+  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+};
+
+}  // namespace ordo
 
 namespace ordo::detail {
 
@@ -31,7 +45,7 @@ dnnl::stream& cpu_stream() {
 }
 
 struct Key {
-  int64_t M, N, K, ldx, ldw, ldy;
+  int64_t M, N, K, ldx, ldw, ldy;  // ldw = 0: the weight is packed
   bool bias;
   bool operator==(const Key& o) const {
     return M == o.M && N == o.N && K == o.K && ldx == o.ldx && ldw == o.ldw && ldy == o.ldy && bias == o.bias;
@@ -50,7 +64,17 @@ struct KeyHash {
 struct Entry {
   dnnl::matmul prim;
   memory::desc src, wei, bias, dst;
+  bool ok = true;  // false: no primitive for this packed layout (callers fall back to plain)
 };
+
+// The weight layout the matmul picks for W[N, K] (`any`), asked at a prompt-sized reference M.
+memory::desc preferred_weight_desc(int64_t N, int64_t K) {
+  constexpr int64_t kRefM = 512;
+  const memory::desc src({kRefM, K}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc dst({kRefM, N}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc any({K, N}, memory::data_type::f32, memory::format_tag::any);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, any, dst), cpu_engine()).weights_desc();
+}
 
 // Bounded: prompts of many different lengths would otherwise grow it without limit.
 constexpr size_t kMaxCached = 256;
@@ -60,7 +84,8 @@ std::unordered_map<Key, Entry, KeyHash> g_cache;
 Entry make_entry(const Key& k) {
   Entry e;
   e.src = memory::desc({k.M, k.K}, memory::data_type::f32, {k.ldx, 1});
-  e.wei = memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] viewed as Wᵀ (`ba`)
+  e.wei = k.ldw == 0 ? preferred_weight_desc(k.N, k.K)
+                     : memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] as Wᵀ (`ba`)
   e.dst = memory::desc({k.M, k.N}, memory::data_type::f32, {k.ldy, 1});
   if (k.bias) {
     e.bias = memory::desc({1, k.N}, memory::data_type::f32, memory::format_tag::ab);
@@ -79,7 +104,13 @@ Entry lookup(const Key& k) {
     auto it = g_cache.find(k);
     if (it != g_cache.end()) return it->second;
   }
-  Entry e = make_entry(k);  // outside the lock: creation JITs code
+  Entry e;
+  try {
+    e = make_entry(k);  // outside the lock: creation JITs code
+  } catch (const dnnl::error&) {
+    if (k.ldw != 0) throw;
+    e.ok = false;  // remembered, so a packed weight without a primitive costs one attempt
+  }
   std::lock_guard<std::mutex> lock(g_cache_mu);
   if (g_cache.size() >= kMaxCached) g_cache.clear();
   return g_cache.emplace(k, std::move(e)).first->second;
@@ -114,6 +145,53 @@ void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const floa
   } catch (const dnnl::error& err) {
     throw Error("oneDNN matmul failed for M=" + std::to_string(M) + " N=" + std::to_string(N) +
                 " K=" + std::to_string(K) + ": " + err.what());
+  }
+}
+
+std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64_t K) {
+  try {
+    const memory::desc plain({K, N}, memory::data_type::f32, {1, K});
+    const memory::desc blocked = preferred_weight_desc(N, K);
+    if (blocked == plain) return nullptr;
+    auto p = std::make_shared<PackedWeight>();
+    p->desc = blocked;
+    p->N = N;
+    p->K = K;
+    const size_t bytes = (blocked.get_size() + 63) / 64 * 64;
+    p->data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!p->data) throw Error("prepack: out of memory for a " + std::to_string(N) + "x" + std::to_string(K) + " weight");
+    dnnl::engine& eng = cpu_engine();
+    memory src(plain, eng, const_cast<float*>(W)), dst(blocked, eng, p->data.get());
+    dnnl::stream& s = cpu_stream();
+    dnnl::reorder(src, dst).execute(s, src, dst);
+    s.wait();
+    return p;
+  } catch (const dnnl::error& err) {
+    throw Error("oneDNN could not prepack a " + std::to_string(N) + "x" + std::to_string(K) + " weight: " + err.what());
+  }
+}
+
+bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWeight& w, const float* bias, float* y,
+                          int64_t ldy) {
+  try {
+    Entry e = lookup(Key{M, w.N, w.K, ldx, 0, ldy, bias != nullptr});
+    if (!e.ok) return false;
+    dnnl::engine& eng = cpu_engine();
+    memory src(e.src, eng, const_cast<float*>(x));
+    memory wei(e.wei, eng, w.data.get());
+    memory dst(e.dst, eng, y);
+    dnnl::stream& s = cpu_stream();
+    if (bias) {
+      memory b(e.bias, eng, const_cast<float*>(bias));
+      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+    } else {
+      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+    }
+    s.wait();
+    return true;
+  } catch (const dnnl::error& err) {
+    throw Error("oneDNN matmul (prepacked weight) failed for M=" + std::to_string(M) + " N=" + std::to_string(w.N) +
+                " K=" + std::to_string(w.K) + ": " + err.what());
   }
 }
 

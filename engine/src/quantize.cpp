@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "gemm_backend.hpp"
@@ -156,6 +157,24 @@ void convert_weights(ModelSpec& spec, DType to) {
     l = convert_linear(l, to);
     done.emplace(key, l);
   });
+}
+
+int64_t prepack_weights(ModelSpec& spec) {
+  // Keyed by data and shape: a view of a tensor's first rows shares its data pointer.
+  std::map<std::tuple<const void*, int64_t, int64_t>, std::shared_ptr<const PackedWeight>> done;
+  int64_t bytes = 0;
+  for_each_linear(spec, [&](Linear& l) {
+    if (!l.present() || l.weight.dtype != DType::F32 || l.weight.ndim() != 2 || l.packed) return;
+    const auto key = std::make_tuple(static_cast<const void*>(l.weight.data), l.weight.dim(0), l.weight.dim(1));
+    auto it = done.find(key);
+    if (it != done.end()) {
+      l.packed = it->second;
+      return;
+    }
+    if (prepack_linear(l)) bytes += static_cast<int64_t>(l.weight.nbytes());
+    done.emplace(key, l.packed);
+  });
+  return bytes;
 }
 
 int64_t decode_weight_bytes(const ModelSpec& spec) {

@@ -192,7 +192,7 @@ struct BenchCommand : Command {
   std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "f32";
   int threads = 0, warmup = 1, reps = 5, steps = 16;
   uint64_t seed = 1;
-  bool quick = false;
+  bool quick = false, prepack = false;
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand(
@@ -207,6 +207,7 @@ struct BenchCommand : Command {
     c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32 or f16")
         ->capture_default_str()
         ->check(CLI::IsMember({"f32", "f16"}, CLI::ignore_case));
+    c->add_flag("--prepack", prepack, "Prepack F32 weights into oneDNN's blocked layout at load (see ordo run --help)");
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
     c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();
     c->add_option("--steps", steps, "Decode steps timed per repetition")->capture_default_str()->check(CLI::PositiveNumber);
@@ -274,13 +275,16 @@ struct BenchCommand : Command {
         for (int64_t T : prompt_lens) longest = std::max(longest, T);
         for (int64_t C : ctx_lens) longest = std::max(longest, C + steps + 1);
         shape.max_positions = longest;
-        owned = std::make_unique<Transformer>(synthetic_llama(shape, dt, seed), bes[0]);
+        ModelSpec spec = synthetic_llama(shape, dt, seed);
+        if (prepack) prepack_weights(spec);
+        owned = std::make_unique<Transformer>(std::move(spec), bes[0]);
       } else {
         ModelOptions o;
         o.backend = bes[0];
         o.threads = threads;
         o.dtype = dt;
         o.load_tokenizer = false;
+        o.prepack = prepack;
         model = std::make_unique<Model>(Model::load(dir, o));
       }
       Transformer& tf = synth ? *owned : model->engine();
@@ -398,7 +402,7 @@ struct BenchCommand : Command {
     for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
       std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
     std::cout << "), " << nt << " threads, OpenMP wait policy " << wait_policy()
-              << ", KV cache " << kv_dtype
+              << ", KV cache " << kv_dtype << (prepack ? ", F32 weights prepacked for oneDNN" : "")
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
               << std::flush;
@@ -411,7 +415,7 @@ struct BenchCommand : Command {
                       {"wait_policy", wait_policy()}};
       j["model"] = model_json;
       j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
-                       {"kv_dtype", weight_dtype_name(parse_weight_dtype(kv_dtype))}};
+                       {"kv_dtype", weight_dtype_name(parse_weight_dtype(kv_dtype))}, {"prepack", prepack}};
       j["results"] = nlohmann::json::array();
       for (const Row& r : rows)
         j["results"].push_back({{"phase", r.phase},

@@ -24,6 +24,8 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32 (exact) or f16 (half the memory, ~3 digits)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16"}, CLI::ignore_case));
+  app->add_flag("--prepack", prepack,
+                "Copy F32 weights into oneDNN's blocked layout at load: faster prompts, a second copy of the weights");
   if (!with_position) return;
   app->add_option("--position", position,
                   "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi")
@@ -54,6 +56,7 @@ ModelOptions ModelArgs::options() const {
   o.position = position;
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
   o.kv_dtype = parse_weight_dtype(kv_dtype);
+  o.prepack = prepack;
   if (!scaling.empty() || factor != 0 || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
     Scaling s;

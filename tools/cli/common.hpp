@@ -20,6 +20,7 @@ struct ModelArgs {
   int threads = 0;
   std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
   std::string kv_dtype = "f32";
+  bool prepack = false;
 
   void add(CLI::App* app, bool with_position = true);
   std::string resolved_dir() const;  // -m, else the bundled default model

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 
 #include "ordo/tensor.hpp"
@@ -18,12 +19,19 @@ const char* backend_name(Backend b);
 // Parses "openblas" / "onednn" (case-insensitive); throws Error naming the value otherwise.
 Backend parse_backend(const std::string& name);
 
+// An F32 weight copied into the oneDNN backend's preferred blocked layout (opaque; prepack_linear).
+struct PackedWeight;
+
 // A linear layer's parameters. weight is [N, K] (out, in) like nn.Linear; bias is [N] or empty.
 // weight may be F32, F16, BF16, or I8 with per-output-row `scales` [N] (F32).
 struct Linear {
   Tensor weight;
   Tensor bias;
   Tensor scales;
+  // Optional (prepack_linear): the F32 weight in oneDNN's blocked layout, which linear() uses for
+  // M > 1 on the OneDNN backend. `weight` stays the reference: decode (M = 1), OpenBLAS and every
+  // shape check read it.
+  std::shared_ptr<const PackedWeight> packed;
   bool present() const { return !weight.empty(); }
   int64_t out_features() const { return weight.dim(0); }
   int64_t in_features() const { return weight.dim(1); }
@@ -38,6 +46,13 @@ struct Linear {
 // Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
 // thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
+
+// Copies an F32 weight into the layout oneDNN's matmul prefers (w.packed), so prompt GEMMs stop
+// repacking it on every call (~5% faster prefill on the 110M model). Costs a second copy of the
+// weight. Returns false, leaving w alone, for non-F32 weights (dequantised per call anyway) or
+// when oneDNN has no blocked layout for it on this CPU (the plain layout is then already its
+// preference).
+bool prepack_linear(Linear& w);
 
 // Several linears over one input (q/k/v, gate/up): *t.y = x · t.wᵀ + b for each target, with the
 // same results as calling linear() on each. At M == 1 they share one parallel region, saving a

@@ -29,6 +29,11 @@ Linear convert_linear(const Linear& l, DType to);
 // is left alone.
 void convert_weights(ModelSpec& spec, DType to);
 
+// prepack_linear() on every F32 Linear of the spec, once per distinct weight (shared weights share
+// the packed copy). Returns the bytes of packed copies made. For the OneDNN backend's prompt GEMMs;
+// decode and OpenBLAS keep reading the plain weights, so a decoder model then holds both.
+int64_t prepack_weights(ModelSpec& spec);
+
 // Bytes of linear weights (and I8 scales) one decode step streams: every decoder-stack linear plus
 // the lm_head (cross-attention k/v excluded: computed once per sequence).
 int64_t decode_weight_bytes(const ModelSpec& spec);
