@@ -26,14 +26,9 @@ TEST(Cli, RunGreedyZooPrintsReferenceText) {
 }
 
 TEST(Cli, RunIdsPrintsReferenceIds) {
-  auto g = ordo::test::Golden::load("stories260K");
-  const auto& greedy = stories_case(g, "once_upon").at("greedy");
-  std::string ids;
-  for (int id : greedy.at("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  auto r = run_cli("run --ids " + ids + " -n 48 --temp 0 --print-ids -q --backend onednn");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string expect;
-  for (int id : greedy.at("output_ids")) expect += (expect.empty() ? "" : ",") + std::to_string(id);
+  auto r = ordo::test::run_greedy_reference_case("--backend onednn", expect);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(expect + "\n"), std::string::npos) << r.out;
 }
 

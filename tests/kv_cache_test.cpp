@@ -137,12 +137,8 @@ TEST(KvCache, RejectsOtherDtypes) {
 
 // The bundled model's greedy continuation with an F16 cache is still the reference's.
 TEST(KvCache, CliF16GreedyIdsMatchReference) {
-  auto g = ordo::test::Golden::load("stories260K");
-  const auto& greedy = g.case_json("once_upon").at("greedy");
-  std::string ids, expect;
-  for (int id : greedy.at("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  for (int id : greedy.at("output_ids")) expect += (expect.empty() ? "" : ",") + std::to_string(id);
-  auto r = ordo::test::run_cli("run --ids " + ids + " -n 48 --temp 0 --print-ids -q --kv-dtype f16");
+  std::string expect;
+  auto r = ordo::test::run_greedy_reference_case("--kv-dtype f16", expect);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(expect + "\n"), std::string::npos) << r.out;
 }

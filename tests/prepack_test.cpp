@@ -132,12 +132,8 @@ TEST_P(PrepackFixture, LogitsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, PrepackFixture, testing::Values("llama", "stories260K", "gpt2", "opt", "t5"));
 
 TEST(Prepack, CliGreedyIdsMatchReference) {
-  auto g = ordo::test::Golden::load("stories260K");
-  const auto& greedy = g.case_json("once_upon").at("greedy");
-  std::string ids, expect;
-  for (int id : greedy.at("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  for (int id : greedy.at("output_ids")) expect += (expect.empty() ? "" : ",") + std::to_string(id);
-  auto r = ordo::test::run_cli("run --ids " + ids + " -n 48 --temp 0 --print-ids -q --prepack");
+  std::string expect;
+  auto r = ordo::test::run_greedy_reference_case("--prepack", expect);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(expect + "\n"), std::string::npos) << r.out;
 }

@@ -126,22 +126,30 @@ void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, con
                 std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
 }
 
+namespace {
+
+// Runs a cached matmul on raw buffers (bias may be null).
+void execute(const Entry& e, const float* x, const float* W, const float* bias, float* y) {
+  dnnl::engine& eng = cpu_engine();
+  memory src(e.src, eng, const_cast<float*>(x));
+  memory wei(e.wei, eng, const_cast<float*>(W));
+  memory dst(e.dst, eng, y);
+  dnnl::stream& s = cpu_stream();
+  if (bias) {
+    memory b(e.bias, eng, const_cast<float*>(bias));
+    e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+  } else {
+    e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+  }
+  s.wait();
+}
+
+}  // namespace
+
 void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                    int64_t N, const float* bias, float* y, int64_t ldy) {
   try {
-    Entry e = lookup(Key{M, N, K, ldx, ldw, ldy, bias != nullptr});
-    dnnl::engine& eng = cpu_engine();
-    memory src(e.src, eng, const_cast<float*>(x));
-    memory wei(e.wei, eng, const_cast<float*>(W));
-    memory dst(e.dst, eng, y);
-    dnnl::stream& s = cpu_stream();
-    if (bias) {
-      memory b(e.bias, eng, const_cast<float*>(bias));
-      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
-    } else {
-      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-    }
-    s.wait();
+    execute(lookup(Key{M, N, K, ldx, ldw, ldy, bias != nullptr}), x, W, bias, y);
   } catch (const dnnl::error& err) {
     throw Error("oneDNN matmul failed for M=" + std::to_string(M) + " N=" + std::to_string(N) +
                 " K=" + std::to_string(K) + ": " + err.what());
@@ -174,20 +182,9 @@ std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64
 bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWeight& w, const float* bias, float* y,
                           int64_t ldy) {
   try {
-    Entry e = lookup(Key{M, w.N, w.K, ldx, 0, ldy, bias != nullptr});
+    const Entry e = lookup(Key{M, w.N, w.K, ldx, 0, ldy, bias != nullptr});
     if (!e.ok) return false;
-    dnnl::engine& eng = cpu_engine();
-    memory src(e.src, eng, const_cast<float*>(x));
-    memory wei(e.wei, eng, w.data.get());
-    memory dst(e.dst, eng, y);
-    dnnl::stream& s = cpu_stream();
-    if (bias) {
-      memory b(e.bias, eng, const_cast<float*>(bias));
-      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
-    } else {
-      e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-    }
-    s.wait();
+    execute(e, x, w.data.get(), bias, y);
     return true;
   } catch (const dnnl::error& err) {
     throw Error("oneDNN matmul (prepacked weight) failed for M=" + std::to_string(M) + " N=" + std::to_string(w.N) +

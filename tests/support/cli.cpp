@@ -1,5 +1,7 @@
 #include "support/cli.hpp"
 
+#include "support/golden.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +24,16 @@ std::string make_temp_dir(const std::string& tag) {
   std::string tmpl = testing::TempDir() + "ordo-" + tag + "-XXXXXX";
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
   return tmpl;
+}
+
+CliResult run_greedy_reference_case(const std::string& flags, std::string& expected) {
+  const Golden g = Golden::load("stories260K");
+  const nlohmann::json& greedy = g.case_json("once_upon").at("greedy");
+  std::string ids;
+  expected.clear();
+  for (int id : greedy.at("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  for (int id : greedy.at("output_ids")) expected += (expected.empty() ? "" : ",") + std::to_string(id);
+  return run_cli("run --ids " + ids + " -n 48 --temp 0 --print-ids -q " + flags);
 }
 
 CliResult run_cli(const std::string& args) {

@@ -16,4 +16,9 @@ std::string shell_quote(const std::string& s);
 // A fresh empty directory under the test temp dir.
 std::string make_temp_dir(const std::string& tag);
 
+// The bundled model's greedy reference case ("once_upon": prompt ids → 48 greedy ids from Hugging
+// Face) through `ordo run --ids ... -n 48 --temp 0 --print-ids -q` plus `flags`. `expected` gets
+// the reference output ids as the CLI prints them (comma-separated).
+CliResult run_greedy_reference_case(const std::string& flags, std::string& expected);
+
 }  // namespace ordo::test
