@@ -138,4 +138,11 @@ TEST(Prepack, CliGreedyIdsMatchReference) {
   EXPECT_NE(r.out.find(expect + "\n"), std::string::npos) << r.out;
 }
 
+TEST(Prepack, CliRejectsItForOpenBlas) {
+  auto r = ordo::test::run_cli("run -p x -n 2 --prepack --backend openblas");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--prepack"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("openblas"), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -57,6 +57,8 @@ ModelOptions ModelArgs::options() const {
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
   o.kv_dtype = parse_weight_dtype(kv_dtype);
   o.prepack = prepack;
+  if (prepack && o.backend != Backend::OneDNN)
+    throw Error("--prepack prepares weights for the oneDNN backend; it does nothing for --backend " + backend);
   if (!scaling.empty() || factor != 0 || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
     Scaling s;
