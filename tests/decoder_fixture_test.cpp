@@ -37,16 +37,8 @@ TEST_P(DecoderFixture, LogitsAndHiddenStatesMatchReference) {
 TEST_P(DecoderFixture, GreedyWithCacheMatchesReferenceIdsAndStepLogits) {
   for (const auto& c : golden_->json.at("cases")) {
     if (!c.contains("greedy") || c.at("input_ids")[0].is_array()) continue;
-    const std::string name = c.at("name");
-    SCOPED_TRACE("case " + name);
-    const auto& g = c.at("greedy");
-    GenerateParams p;
-    p.max_new_tokens = g.at("max_new_tokens");
-    p.stop_ids = {-1};  // the reference does not stop at EOS
-    GenerateResult r = model_->generate_ids(ids_of(g.at("input_ids")), p, nullptr, true);
-    EXPECT_EQ(r.ids, ids_of(g.at("output_ids")));
-    const Tensor& ref = golden_->tensor(name + ".greedy.logits");
-    EXPECT_TRUE(ordo::test::step_logits_match(r, ref));
+    SCOPED_TRACE("case " + c.at("name").get<std::string>());
+    ordo::test::expect_greedy_with_cache_matches(*model_, *golden_, c);
   }
 }
 

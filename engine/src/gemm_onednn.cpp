@@ -45,7 +45,7 @@ dnnl::stream& cpu_stream() {
 }
 
 struct Key {
-  int64_t M, N, K, ldx, ldw, ldy;  // ldw = 0: the weight is packed
+  int64_t M, N, K, ldx, ldw, ldy;  // ldw = 0: packed (its layout depends on N and K only)
   bool bias;
   bool operator==(const Key& o) const {
     return M == o.M && N == o.N && K == o.K && ldx == o.ldx && ldw == o.ldw && ldy == o.ldy && bias == o.bias;
@@ -81,11 +81,11 @@ constexpr size_t kMaxCached = 256;
 std::mutex g_cache_mu;
 std::unordered_map<Key, Entry, KeyHash> g_cache;
 
-Entry make_entry(const Key& k) {
+// packed: the weight's blocked layout when k.ldw == 0 (the PackedWeight's own desc).
+Entry make_entry(const Key& k, const memory::desc* packed) {
   Entry e;
   e.src = memory::desc({k.M, k.K}, memory::data_type::f32, {k.ldx, 1});
-  e.wei = k.ldw == 0 ? preferred_weight_desc(k.N, k.K)
-                     : memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] as Wᵀ (`ba`)
+  e.wei = k.ldw == 0 ? *packed : memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] as Wᵀ (`ba`)
   e.dst = memory::desc({k.M, k.N}, memory::data_type::f32, {k.ldy, 1});
   if (k.bias) {
     e.bias = memory::desc({1, k.N}, memory::data_type::f32, memory::format_tag::ab);
@@ -98,7 +98,7 @@ Entry make_entry(const Key& k) {
   return e;
 }
 
-Entry lookup(const Key& k) {
+Entry lookup(const Key& k, const memory::desc* packed = nullptr) {
   {
     std::lock_guard<std::mutex> lock(g_cache_mu);
     auto it = g_cache.find(k);
@@ -106,7 +106,7 @@ Entry lookup(const Key& k) {
   }
   Entry e;
   try {
-    e = make_entry(k);  // outside the lock: creation JITs code
+    e = make_entry(k, packed);  // outside the lock: creation JITs code
   } catch (const dnnl::error&) {
     if (k.ldw != 0) throw;
     e.ok = false;  // remembered, so a packed weight without a primitive costs one attempt
@@ -182,7 +182,7 @@ std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64
 bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWeight& w, const float* bias, float* y,
                           int64_t ldy) {
   try {
-    const Entry e = lookup(Key{M, w.N, w.K, ldx, 0, ldy, bias != nullptr});
+    const Entry e = lookup(Key{M, w.N, w.K, ldx, 0, ldy, bias != nullptr}, &w.desc);
     if (!e.ok) return false;
     execute(e, x, w.data.get(), bias, y);
     return true;

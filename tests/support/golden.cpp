@@ -66,6 +66,16 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<
   return within_tolerance(got.data(), golden);
 }
 
+void expect_greedy_with_cache_matches(const Model& model, const Golden& golden, const nlohmann::json& test_case) {
+  const nlohmann::json& g = test_case.at("greedy");
+  GenerateParams p;
+  p.max_new_tokens = g.at("max_new_tokens");
+  p.stop_ids = {-1};  // the reference does not stop at EOS
+  GenerateResult r = model.generate_ids(ids_of(g.at("input_ids")), p, nullptr, true);
+  EXPECT_EQ(r.ids, ids_of(g.at("output_ids")));
+  EXPECT_TRUE(step_logits_match(r, golden.tensor(test_case.at("name").get<std::string>() + ".greedy.logits")));
+}
+
 std::string fixture_param_name(const testing::TestParamInfo<FixtureParam>& p) {
   std::string s = p.param.fixture + "_" + backend_name(p.param.backend);
   for (char& c : s)

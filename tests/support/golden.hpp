@@ -38,6 +38,10 @@ std::vector<int32_t> ids_of(const nlohmann::json& j);
 // reference's [steps, vocab] greedy.logits, by the same tolerance rule.
 ::testing::AssertionResult step_logits_match(const GenerateResult& r, const Tensor& golden);
 
+// A case's "greedy" entry through model.generate_ids with the KV cache, not stopping at EOS (as
+// the reference): the ids must equal output_ids and every step's logits <name>.greedy.logits.
+void expect_greedy_with_cache_matches(const Model& model, const Golden& golden, const nlohmann::json& test_case);
+
 // Fixture tests run every reference fixture on every GEMM backend.
 struct FixtureParam {
   std::string fixture;

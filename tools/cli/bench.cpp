@@ -236,6 +236,7 @@ struct BenchCommand : Command {
     std::vector<DType> dts;
     for (const std::string& d : split_list(dtypes)) dts.push_back(parse_weight_dtype(d));
     if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
+    const DType kv = parse_weight_dtype(kv_dtype);
 
     // ---- machine limits ---------------------------------------------------------------------
     const int nt = num_threads();
@@ -288,7 +289,7 @@ struct BenchCommand : Command {
         model = std::make_unique<Model>(Model::load(dir, o));
       }
       Transformer& tf = synth ? *owned : model->engine();
-      tf.set_kv_dtype(parse_weight_dtype(kv_dtype));
+      tf.set_kv_dtype(kv);
       const ModelSpec& s = tf.spec();
       if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
       const double weight_bytes = static_cast<double>(decode_weight_bytes(s));
@@ -402,7 +403,7 @@ struct BenchCommand : Command {
     for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
       std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
     std::cout << "), " << nt << " threads, OpenMP wait policy " << wait_policy()
-              << ", KV cache " << kv_dtype << (prepack ? ", F32 weights prepacked for oneDNN" : "")
+              << ", KV cache " << weight_dtype_name(kv) << (prepack ? ", F32 weights prepacked for oneDNN" : "")
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
               << std::flush;
@@ -415,7 +416,7 @@ struct BenchCommand : Command {
                       {"wait_policy", wait_policy()}};
       j["model"] = model_json;
       j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
-                       {"kv_dtype", weight_dtype_name(parse_weight_dtype(kv_dtype))}, {"prepack", prepack}};
+                       {"kv_dtype", weight_dtype_name(kv)}, {"prepack", prepack}};
       j["results"] = nlohmann::json::array();
       for (const Row& r : rows)
         j["results"].push_back({{"phase", r.phase},
