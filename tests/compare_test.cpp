@@ -24,10 +24,6 @@ namespace {
 const std::string kStories = std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
 const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 // log p(ids[t] | ids[<t]) from full-vocabulary logits, by hand (log-sum-exp in double).
 double log_prob(const float* row, int64_t V, int32_t target) {
@@ -81,14 +77,14 @@ TEST(CompareCli, WordOrderAndPerplexityMatchIndependentComputation) {
     std::ofstream f(dir + "/pairs.jsonl");
     for (const auto& p : pairs) f << json{{"original", p.first}, {"swapped", p.second}}.dump() << "\n";
   }
-  const std::string text = slurp(kText).substr(0, 1500);  // ~700 tokens
+  const std::string text = ordo::test::read_file(kText).substr(0, 1500);  // ~700 tokens
   std::ofstream(dir + "/text.txt", std::ios::binary) << text;
   const std::string out = dir + "/r.json";
   auto r = run_cli("compare --no-zoo -m " + shell_quote(kStories) + " --pairs " + shell_quote(dir + "/pairs.jsonl") +
                    " --text " + shell_quote(dir + "/text.txt") + " --tasks word-order,length --ctx-base 16 --multiples 1,2 --json " +
                    shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json doc = json::parse(slurp(out));
+  const json doc = json::parse(ordo::test::read_file(out));
 
   Model m = Model::load(kStories);
   // Word order.
@@ -139,7 +135,7 @@ TEST(CompareCli, PermutationProbeIsExactWithoutPositionsOnly) {
   auto r = run_cli("compare --no-zoo -m " + shell_quote(ordo::test::model_dir("llama")) +
                    " --position none --position alibi --tasks permutation --probe-tokens 24 --json " + shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json res = json::parse(slurp(out)).at("permutation").at("results");
+  const json res = json::parse(ordo::test::read_file(out)).at("permutation").at("results");
   ASSERT_EQ(res.size(), 3u);
   const json* rope = find_by(res, "model", "llama");
   const json* none = find_by(res, "model", "llama[pos=none]");
@@ -163,8 +159,8 @@ TEST(CompareCli, QuickRunJsonAndHtmlAgreeOnEveryNumber) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("word order"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stories260K[pos=alibi]"), std::string::npos) << r.out;
-  const json doc = json::parse(slurp(jpath));
-  const std::string html = slurp(hpath);
+  const json doc = json::parse(ordo::test::read_file(jpath));
+  const std::string html = ordo::test::read_file(hpath);
   for (const char* section : {"word_order", "permutation", "length", "attention"}) EXPECT_TRUE(doc.contains(section)) << section;
   EXPECT_EQ(doc.at("word_order").at("pairs").size(), 8u);
   EXPECT_EQ(doc.at("attention").at("buckets").size(), 9u);  // 0,1,2,3,4-7,...,64-127
@@ -198,7 +194,7 @@ TEST(CompareCli, QuickZooRun) {
   const std::string dir = ordo::test::make_temp_dir("compare-zoo");
   auto r = run_cli("compare --quick --zoo " + shell_quote(zoo) + " --json " + shell_quote(dir + "/r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json doc = json::parse(slurp(dir + "/r.json"));
+  const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
   for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
     const json* p = find_by(doc.at("permutation").at("results"), "model", s);

@@ -23,10 +23,7 @@ Model load_fixture(const std::string& name, Backend b = Backend::OneDNN) {
   return Model::load(ordo::test::model_dir(name), o);
 }
 
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+using ordo::test::read_file;
 
 }  // namespace
 

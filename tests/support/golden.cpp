@@ -8,6 +8,11 @@ namespace ordo::test {
 
 std::string data_path(const std::string& relative) { return std::string(ORDO_TEST_DATA) + "/" + relative; }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
 std::string model_dir(const std::string& fixture) {
   if (fixture == "stories260K") return std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
   return data_path("fixtures/" + fixture);

@@ -17,6 +17,7 @@ namespace ordo::test {
 // default model under models/; the others live under tests/data/fixtures/.
 std::string model_dir(const std::string& fixture);
 std::string data_path(const std::string& relative);  // tests/data/<relative>
+std::string read_file(const std::string& path);      // whole file ("" if unreadable)
 
 struct Golden {
   std::string name;
