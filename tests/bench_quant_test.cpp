@@ -249,17 +249,19 @@ TEST(Bench, QuickJsonSchema) {
   EXPECT_EQ(j.at("settings").at("kv_dtype"), "f32");
 }
 
-TEST(Bench, KvDtypeF16IsReported) {
-  const std::string out = ordo::test::make_temp_dir("bench_kv") + "/bench.json";
-  auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes f32 --kv-dtype f16 "
-                               "--json " + ordo::test::shell_quote(out));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("KV cache f16"), std::string::npos) << r.out;
-  std::ifstream f(out);
-  ASSERT_TRUE(f) << out;
-  const nlohmann::json j = nlohmann::json::parse(f);
-  EXPECT_EQ(j.at("settings").at("kv_dtype"), "f16");
-  EXPECT_EQ(j.at("results").size(), 4u);
+TEST(Bench, KvDtypeIsReported) {
+  for (const std::string kv : {"f16", "int8"}) {
+    const std::string out = ordo::test::make_temp_dir("bench_kv") + "/bench.json";
+    auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes f32 --kv-dtype " + kv +
+                                 " --json " + ordo::test::shell_quote(out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("KV cache " + kv), std::string::npos) << r.out;
+    std::ifstream f(out);
+    ASSERT_TRUE(f) << out;
+    const nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j.at("settings").at("kv_dtype"), kv);
+    EXPECT_EQ(j.at("results").size(), 4u);
+  }
 }
 
 }  // namespace

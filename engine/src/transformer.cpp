@@ -56,11 +56,17 @@ PositionContext position_context(const ModelSpec& s, bool causal) {
   return c;
 }
 
-// n cache elements as F32: F32 caches are used in place, F16 ones widened into scratch `role`.
-const float* cache_as_f32(const float* p, int64_t, Scratch) { return p; }
-const float* cache_as_f32(const uint16_t* p, int64_t n, Scratch role) {
-  float* dst = scratch(role, n);
-  detail::to_f32(p, n, dst);
+// `rows` cache rows of hd elements as F32: F32 caches are used in place, F16 and I8 ones (row
+// scales rs) widened into scratch `role`.
+const float* cache_as_f32(const float* p, const float*, int64_t, int64_t, Scratch) { return p; }
+const float* cache_as_f32(const uint16_t* p, const float*, int64_t rows, int64_t hd, Scratch role) {
+  float* dst = scratch(role, rows * hd);
+  detail::to_f32(p, rows * hd, dst);
+  return dst;
+}
+const float* cache_as_f32(const int8_t* p, const float* rs, int64_t rows, int64_t hd, Scratch role) {
+  float* dst = scratch(role, rows * hd);
+  detail::to_f32(p, rs, rows, hd, dst);
   return dst;
 }
 
@@ -134,8 +140,8 @@ Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec
 }
 
 void Transformer::set_kv_dtype(DType dtype) {
-  if (dtype != DType::F32 && dtype != DType::F16)
-    throw Error(std::string("KV cache dtype must be f32 or f16, not ") + weight_dtype_name(dtype));
+  if (dtype == DType::BF16)
+    throw Error(std::string("KV cache dtype must be f32, f16 or int8, not ") + weight_dtype_name(dtype));
   kv_dtype_ = dtype;
 }
 
@@ -157,6 +163,10 @@ KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity, DType dtype)
     // Slots are written before they are read (attention reads [0, length) only).
     c.k.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
     c.v.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
+    if (dtype == DType::I8) {
+      c.k_scale.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity}));
+      c.v_scale.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity}));
+    }
   }
   return c;
 }
@@ -172,17 +182,21 @@ Sequence Transformer::new_sequence(int64_t capacity) const {
 static void reserve_cache(KVCache& c, int64_t needed) {
   if (needed <= c.capacity) return;
   int64_t cap = std::max(needed, c.capacity * 2);
+  std::vector<Tensor*> grow;  // each [heads, capacity, row] (scales: row 1)
   for (size_t l = 0; l < c.k.size(); ++l) {
-    for (Tensor* t : {&c.k[l], &c.v[l]}) {
-      const int64_t heads = t->dim(0), hd = t->dim(2);
-      const size_t es = dtype_size(t->dtype);
-      Tensor n = Tensor::uninitialized({heads, cap, hd}, t->dtype);
-      auto dst = static_cast<char*>(n.data);
-      auto src = static_cast<const char*>(t->data);
-      for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(dst + h * cap * hd * es, src + h * c.capacity * hd * es, c.length * hd * es);
-      *t = std::move(n);
-    }
+    grow.insert(grow.end(), {&c.k[l], &c.v[l]});
+    if (l < c.k_scale.size()) grow.insert(grow.end(), {&c.k_scale[l], &c.v_scale[l]});
+  }
+  for (Tensor* t : grow) {
+    const int64_t heads = t->dim(0), row = t->ndim() == 3 ? t->dim(2) : 1;
+    const size_t es = dtype_size(t->dtype);
+    Tensor n = t->ndim() == 3 ? Tensor::uninitialized({heads, cap, row}, t->dtype)
+                              : Tensor::uninitialized({heads, cap}, t->dtype);
+    auto dst = static_cast<char*>(n.data);
+    auto src = static_cast<const char*>(t->data);
+    for (int64_t h = 0; h < heads; ++h)
+      std::memcpy(dst + h * cap * row * es, src + h * c.capacity * row * es, c.length * row * es);
+    *t = std::move(n);
   }
   c.capacity = cap;
 }
@@ -250,18 +264,23 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     }
     Tensor& Kc = self_cache->k[layer];
     Tensor& Vc = self_cache->v[layer];
-    const bool f16 = Kc.dtype == DType::F16;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t g = 0; g < KV; ++g) {
-        const int64_t slot = (g * self_cache->capacity + base + t) * hd;
+        const int64_t row = g * self_cache->capacity + base + t, slot = row * hd;
         const float* kr = &k[(t * KV + g) * hd];
         const float* vr = &v[(t * KV + g) * hd];
-        if (f16) {
-          detail::to_f16(kr, hd, static_cast<uint16_t*>(Kc.data) + slot);
-          detail::to_f16(vr, hd, static_cast<uint16_t*>(Vc.data) + slot);
-        } else {
-          std::memcpy(Kc.f32() + slot, kr, hd * sizeof(float));
-          std::memcpy(Vc.f32() + slot, vr, hd * sizeof(float));
+        switch (Kc.dtype) {
+          case DType::F16:
+            detail::to_f16(kr, hd, static_cast<uint16_t*>(Kc.data) + slot);
+            detail::to_f16(vr, hd, static_cast<uint16_t*>(Vc.data) + slot);
+            break;
+          case DType::I8:
+            self_cache->k_scale[layer].f32()[row] = detail::to_i8(kr, hd, static_cast<int8_t*>(Kc.data) + slot);
+            self_cache->v_scale[layer].f32()[row] = detail::to_i8(vr, hd, static_cast<int8_t*>(Vc.data) + slot);
+            break;
+          default:
+            std::memcpy(Kc.f32() + slot, kr, hd * sizeof(float));
+            std::memcpy(Vc.f32() + slot, vr, hd * sizeof(float));
         }
       }
   }
@@ -295,8 +314,10 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     if (f != 1.0f)
       for (int64_t i = 0; i < hd; ++i) row[i] *= f;
   };
-  // K, V: the layer's cache, [KV, capacity, hd] of float or uint16_t (F16).
-  auto attend = [&](const auto* K, const auto* V) {
+  // K, V: the layer's cache, [KV, capacity, hd] of float, uint16_t (F16) or int8_t (I8, row
+  // scales Ks, Vs: [KV, capacity]; null otherwise).
+  auto attend = [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
+    auto row_scales = [&](const float* rs, int64_t g) { return rs ? rs + g * cache.capacity : nullptr; };
     if (T == 1) {
       // Decode, row by row: each query row reads its K and V rows once. Only very short caches
       // (< 16 KB of K per layer) stay on one thread. Why so low: with passive waiting a core that
@@ -314,9 +335,11 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
           for (int64_t t = 0; t < T; ++t) {
             const int64_t g = hh / group;
             const int64_t nk = causal ? base + t + 1 : total;
-            detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, nk, hd, scale, scores);
+            detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, row_scales(Ks, g), nk, hd, scale,
+                              scores);
             const float f = finish_scores(hh, t, scores, nk);
-            detail::pv_accumulate(scores, V + g * cache.capacity * hd, nk, hd, &ctx[(t * H + hh) * hd]);
+            detail::pv_accumulate(scores, V + g * cache.capacity * hd, row_scales(Vs, g), nk, hd,
+                                  &ctx[(t * H + hh) * hd]);
             scale_row(&ctx[(t * H + hh) * hd], f);
           }
       }
@@ -336,8 +359,8 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
             const int64_t g = hh / group;
             const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
             const int64_t kend = causal ? base + t0 + m : total;
-            const float* Kg = cache_as_f32(K + g * cache.capacity * hd, kend * hd, kScrKf);
-            const float* Vg = cache_as_f32(V + g * cache.capacity * hd, kend * hd, kScrVf);
+            const float* Kg = cache_as_f32(K + g * cache.capacity * hd, row_scales(Ks, g), kend, hd, kScrKf);
+            const float* Vg = cache_as_f32(V + g * cache.capacity * hd, row_scales(Vs, g), kend, hd, kScrVf);
             gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kg, hd, 0.0f, S, kend);
             float row_scale[kQueryBlock];
             for (int64_t i = 0; i < m; ++i) {
@@ -352,10 +375,17 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
       }
     }
   };
-  if (cache.k[layer].dtype == DType::F16)
-    attend(static_cast<const uint16_t*>(cache.k[layer].data), static_cast<const uint16_t*>(cache.v[layer].data));
-  else
-    attend(cache.k[layer].f32(), cache.v[layer].f32());
+  const Tensor &Kl = cache.k[layer], &Vl = cache.v[layer];
+  switch (Kl.dtype) {
+    case DType::F16:
+      attend(static_cast<const uint16_t*>(Kl.data), static_cast<const uint16_t*>(Vl.data), nullptr, nullptr);
+      break;
+    case DType::I8:
+      attend(static_cast<const int8_t*>(Kl.data), static_cast<const int8_t*>(Vl.data), cache.k_scale[layer].f32(),
+             cache.v_scale[layer].f32());
+      break;
+    default: attend(Kl.f32(), Vl.f32(), nullptr, nullptr);
+  }
   linear(backend_, ctx, T, H * hd, w.out, out);
 }
 

@@ -204,9 +204,9 @@ struct BenchCommand : Command {
     c->add_option("--backend", backends, "GEMM backends, comma-separated")->capture_default_str();
     c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8")
         ->capture_default_str();
-    c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32 or f16")
+    c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32, f16 or int8")
         ->capture_default_str()
-        ->check(CLI::IsMember({"f32", "f16"}, CLI::ignore_case));
+        ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
     c->add_flag("--prepack", prepack, "Prepack F32 weights into oneDNN's blocked layout at load (see ordo run --help)");
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
     c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();

@@ -21,9 +21,10 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
   app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16 or int8 (converted at load)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
-  app->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32 (exact) or f16 (half the memory, ~3 digits)")
+  app->add_option("--kv-dtype", kv_dtype,
+                  "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16"}, CLI::ignore_case));
+      ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
   app->add_flag("--prepack", prepack,
                 "Copy F32 weights into oneDNN's blocked layout at load: faster prompts, a second copy of the weights");
   if (!with_position) return;

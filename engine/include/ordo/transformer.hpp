@@ -25,9 +25,11 @@
 namespace ordo {
 
 // Keys and values of one attention stack, preallocated: per layer [n_kv, capacity, hd], F32 or
-// (decoder self-attention, Transformer::set_kv_dtype) F16.
+// (decoder self-attention, Transformer::set_kv_dtype) F16 or I8. An I8 row r of head g stands for
+// k_scale[g, r] · k[g, r, :] (symmetric, one scale per head and token).
 struct KVCache {
   std::vector<Tensor> k, v;
+  std::vector<Tensor> k_scale, v_scale;  // I8 only: per layer [n_kv, capacity] F32
   int64_t capacity = 0;
   int64_t length = 0;  // slots in use
   std::vector<int32_t> positions;  // position of each cached token (for score biases)
@@ -82,9 +84,10 @@ class Transformer {
   void set_attention_observer(AttentionObserver observer) { observer_ = std::move(observer); }
 
   // Storage of the decoder's self-attention KV cache for sequences created after the call: F32
-  // (default, exact) or F16 (half the memory and cache reads per decode step; keys and values are
-  // rounded to F16, ~3 significant digits, and beyond ±65504 become ±inf). Attention arithmetic
-  // stays F32. Throws Error for other dtypes.
+  // (default, exact), F16 (half the memory and cache reads per decode step; keys and values are
+  // rounded to F16, ~3 significant digits, and beyond ±65504 become ±inf) or I8 (a quarter, plus
+  // one F32 scale per head and token; each key/value row is rounded to 127 steps of its largest
+  // magnitude). Attention arithmetic stays F32. Throws Error for BF16.
   void set_kv_dtype(DType dtype);
   DType kv_dtype() const { return kv_dtype_; }
 

@@ -32,8 +32,8 @@ struct ModelOptions {
   // F32 either way. nullopt keeps them as stored (F32; a directory written by `ordo quantize`
   // keeps its dtype). I8 is weight-only per-row symmetric quantization (ordo/quantize.hpp).
   std::optional<DType> dtype;
-  // Decoder KV cache storage: F32 (exact) or F16 (half the cache memory and reads; see
-  // Transformer::set_kv_dtype).
+  // Decoder KV cache storage: F32 (exact), F16 (half the cache memory and reads) or I8 (a
+  // quarter; see Transformer::set_kv_dtype).
   DType kv_dtype = DType::F32;
   // Copy every F32 linear weight into oneDNN's preferred blocked layout at load (prepack_weights):
   // prompt GEMMs on the OneDNN backend ~5% faster. Decode keeps reading the plain weights, so a

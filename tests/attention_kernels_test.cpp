@@ -1,0 +1,126 @@
+// The decode attention row kernels (engine/src/attention_kernels.hpp, private) against a double
+// reference, for every cache element type: F32, F16 (widened) and I8 (row scales). Lengths cover
+// fewer rows than streams, the stream split's remainder and long runs; head sizes cover the AVX2
+// kernels (32, 64, 128) and the generic loop (24). The I8 reference is computed from the
+// dequantised rows, so these tests check the arithmetic exactly; what rounding to I8 costs in
+// logits is kv_cache_test's subject.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "../engine/src/attention_kernels.hpp"  // private
+
+namespace {
+
+using ordo::detail::pv_accumulate;
+using ordo::detail::qk_scores;
+
+std::vector<float> random_vec(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// A cache of n rows of hd in element type E, and the F32 values each element stands for.
+template <class E>
+struct Rows {
+  std::vector<E> data;
+  std::vector<float> scale;  // I8 only
+  std::vector<float> value;  // what the kernels must see
+};
+
+template <class E>
+Rows<E> make_rows(const std::vector<float>& src, int64_t n, int64_t hd) {
+  Rows<E> r;
+  r.data.resize(src.size());
+  r.value.resize(src.size());
+  if constexpr (std::is_same_v<E, float>) {
+    r.data = src;
+    r.value = src;
+  } else if constexpr (std::is_same_v<E, uint16_t>) {
+    ordo::detail::to_f16(src.data(), static_cast<int64_t>(src.size()), r.data.data());
+    for (size_t i = 0; i < src.size(); ++i) r.value[i] = ordo::f16_to_f32(r.data[i]);
+  } else {
+    r.scale.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      r.scale[j] = ordo::detail::to_i8(&src[j * hd], hd, &r.data[j * hd]);
+      for (int64_t i = 0; i < hd; ++i) r.value[j * hd + i] = r.scale[j] * static_cast<float>(r.data[j * hd + i]);
+    }
+  }
+  return r;
+}
+
+template <class E>
+void check_kernels(int64_t n, int64_t hd) {
+  SCOPED_TRACE("n=" + std::to_string(n) + " hd=" + std::to_string(hd) + " element bytes " + std::to_string(sizeof(E)));
+  std::mt19937 rng(static_cast<unsigned>(n * 131 + hd));
+  const std::vector<float> q = random_vec(hd, rng), kv = random_vec(n * hd, rng, 2.0f);
+  const Rows<E> rows = make_rows<E>(kv, n, hd);
+  const float* rs = rows.scale.empty() ? nullptr : rows.scale.data();
+  const float scale = 0.125f;
+
+  std::vector<float> scores(n);
+  qk_scores(q.data(), rows.data.data(), rs, n, hd, scale, scores.data());
+  for (int64_t j = 0; j < n; ++j) {
+    double ref = 0, mag = 0;
+    for (int64_t i = 0; i < hd; ++i) {
+      ref += double(q[i]) * rows.value[j * hd + i];
+      mag += std::fabs(double(q[i]) * rows.value[j * hd + i]);
+    }
+    ASSERT_NEAR(scores[j], scale * ref, 1e-5 * scale * mag + 1e-7) << "row " << j;
+  }
+
+  // p has zeros (skipped rows) and the output starts non-zero (the kernel accumulates).
+  std::vector<float> p = random_vec(n, rng);
+  for (int64_t j = 0; j < n; j += 3) p[j] = 0.0f;
+  std::vector<float> out = random_vec(hd, rng), start = out;
+  pv_accumulate(p.data(), rows.data.data(), rs, n, hd, out.data());
+  for (int64_t i = 0; i < hd; ++i) {
+    double ref = start[i], mag = std::fabs(start[i]);
+    for (int64_t j = 0; j < n; ++j) {
+      ref += double(p[j]) * rows.value[j * hd + i];
+      mag += std::fabs(double(p[j]) * rows.value[j * hd + i]);
+    }
+    ASSERT_NEAR(out[i], ref, 1e-5 * mag + 1e-7) << "element " << i;
+  }
+}
+
+template <class E>
+void check_all_shapes() {
+  for (int64_t hd : {64, 32, 128, 24})
+    for (int64_t n : {1, 3, 4, 5, 7, 37, 1024}) check_kernels<E>(n, hd);
+}
+
+TEST(AttentionKernels, F32RowsMatchDoubleReference) { check_all_shapes<float>(); }
+TEST(AttentionKernels, F16RowsMatchDoubleReference) { check_all_shapes<uint16_t>(); }
+TEST(AttentionKernels, I8RowsWithScalesMatchDoubleReference) { check_all_shapes<int8_t>(); }
+
+// Symmetric rounding to 127 steps of the row's largest magnitude: every element within half a
+// step, the largest exactly ±127.
+TEST(AttentionKernels, I8RowRoundingIsWithinHalfAStep) {
+  const std::vector<float> row = {0.5f, -3.0f, 1.2f, 0.0f, 2.99f, -0.01f, 0.7f, -1.5f};
+  std::vector<int8_t> q(row.size());
+  const float s = ordo::detail::to_i8(row.data(), static_cast<int64_t>(row.size()), q.data());
+  EXPECT_FLOAT_EQ(s, 3.0f / 127.0f);
+  EXPECT_EQ(q[1], -127);
+  for (size_t i = 0; i < row.size(); ++i) EXPECT_LE(std::fabs(s * q[i] - row[i]), 0.5f * s + 1e-7f) << i;
+  EXPECT_EQ(q[4], 127);  // 2.99 / 3 · 127 = 126.6 rounds up
+}
+
+TEST(AttentionKernels, I8ZeroRowHasScaleZeroAndNonFiniteRowScaleNaN) {
+  std::vector<float> row(16, 0.0f);
+  std::vector<int8_t> q(16, 5);
+  EXPECT_EQ(ordo::detail::to_i8(row.data(), 16, q.data()), 0.0f);
+  for (int8_t v : q) EXPECT_EQ(v, 0);
+  // A NaN or inf key must not become a finite, silently wrong row: its scale is NaN.
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    row[3] = bad;
+    EXPECT_TRUE(std::isnan(ordo::detail::to_i8(row.data(), 16, q.data())));
+  }
+}
+
+}  // namespace
