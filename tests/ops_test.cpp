@@ -558,6 +558,23 @@ TEST(OpsTest, SoftmaxUnnormalizedReturnsTheSumOfExponentials) {
   for (float v : all) EXPECT_EQ(v, 0.0f);
 }
 
+// Every tail length of the masked last vector: the maximum may sit in the tail, and nothing past
+// n is read into the result or written.
+TEST(OpsTest, SoftmaxUnnormalizedTailsStayInsideTheRow) {
+  for (int64_t n = 1; n <= 17; ++n) {
+    std::vector<float> buf(size_t(n) + 8, 1e30f);  // past n: huge values that must not count
+    for (int64_t i = 0; i < n; ++i) buf[size_t(i)] = 0.5f * float(i % 5) - 1.0f;
+    buf[size_t(n - 1)] = 3.0f;  // the maximum, last (in the tail unless n is a multiple of 8)
+    const float sum = ordo::softmax_unnormalized(buf.data(), n);
+    double s = 0;
+    for (int64_t i = 0; i < n - 1; ++i) s += std::exp(0.5 * double(i % 5) - 1.0 - 3.0);
+    s += 1.0;
+    EXPECT_NEAR(sum, s, 1e-6 * s) << "n=" << n;
+    EXPECT_EQ(buf[size_t(n - 1)], 1.0f) << "n=" << n;
+    for (size_t i = size_t(n); i < buf.size(); ++i) ASSERT_EQ(buf[i], 1e30f) << "n=" << n << " wrote " << i;
+  }
+}
+
 TEST(OpsTest, DotAxpyAdd) {
   for (int64_t n : {0, 1, 7, 8, 33, 1000, 50001}) {
     const std::vector<float> a = random_vec(size_t(n), 91), b = random_vec(size_t(n), 92);
