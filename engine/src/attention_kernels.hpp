@@ -89,17 +89,22 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
   constexpr int64_t hd = 8 * NV;
   __m256 acc[NV];
   for (int i = 0; i < NV; ++i) acc[i] = _mm256_loadu_ps(out + 8 * i);
-  auto row = [&](int64_t j) {
-    if (p[j] == 0.0f) return;
-    const __m256 pj = _mm256_set1_ps(p[j] * row_scale<E>(rs, j));
-    const E* v = V + j * hd;
-    for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(pj, load8(v + 8 * i), acc[i]);
-  };
   // The same kKvStreams streams as qk_scores_t, summed into one row of accumulators.
   const int64_t m = n / kKvStreams;
   for (int64_t j = 0; j < m; ++j)
-    for (int s = 0; s < kKvStreams; ++s) row(j + s * m);
-  for (int64_t j = kKvStreams * m; j < n; ++j) row(j);
+    for (int s = 0; s < kKvStreams; ++s) {
+      const int64_t r = j + s * m;
+      if (p[r] == 0.0f) continue;
+      const __m256 pr = _mm256_set1_ps(p[r] * row_scale<E>(rs, r));
+      const E* v = V + r * hd;
+      for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(pr, load8(v + 8 * i), acc[i]);
+    }
+  for (int64_t r = kKvStreams * m; r < n; ++r) {
+    if (p[r] == 0.0f) continue;
+    const __m256 pr = _mm256_set1_ps(p[r] * row_scale<E>(rs, r));
+    const E* v = V + r * hd;
+    for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(pr, load8(v + 8 * i), acc[i]);
+  }
   for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
 }
 #endif
