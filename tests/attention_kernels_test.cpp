@@ -99,16 +99,20 @@ TEST(AttentionKernels, F32RowsMatchDoubleReference) { check_all_shapes<float>();
 TEST(AttentionKernels, F16RowsMatchDoubleReference) { check_all_shapes<uint16_t>(); }
 TEST(AttentionKernels, I8RowsWithScalesMatchDoubleReference) { check_all_shapes<int8_t>(); }
 
-// Symmetric rounding to 127 steps of the row's largest magnitude: every element within half a
-// step, the largest exactly ±127.
-TEST(AttentionKernels, I8RowRoundingIsWithinHalfAStep) {
-  const std::vector<float> row = {0.5f, -3.0f, 1.2f, 0.0f, 2.99f, -0.01f, 0.7f, -1.5f};
+// Symmetric rounding to 127 steps of the row's largest magnitude, to nearest: every element within
+// half a step, the largest exactly ±127. 13 elements: the vector path and the scalar tail.
+TEST(AttentionKernels, I8RowRoundingIsToNearestWithinHalfAStep) {
+  const std::vector<float> row = {0.5f, -3.0f, 1.2f, 0.0f, 2.99f, -0.01f, 0.7f, -1.5f, 2.99f, -0.7f, 1.2f, -2.99f, 0.01f};
   std::vector<int8_t> q(row.size());
   const float s = ordo::detail::to_i8(row.data(), static_cast<int64_t>(row.size()), q.data());
   EXPECT_FLOAT_EQ(s, 3.0f / 127.0f);
   EXPECT_EQ(q[1], -127);
-  for (size_t i = 0; i < row.size(); ++i) EXPECT_LE(std::fabs(s * q[i] - row[i]), 0.5f * s + 1e-7f) << i;
-  EXPECT_EQ(q[4], 127);  // 2.99 / 3 · 127 = 126.6 rounds up
+  for (size_t i = 0; i < row.size(); ++i) {
+    EXPECT_EQ(q[i], static_cast<int8_t>(std::nearbyint(double(row[i]) * 127.0 / 3.0))) << i;
+    EXPECT_LE(std::fabs(s * q[i] - row[i]), 0.5f * s + 1e-7f) << i;
+  }
+  EXPECT_EQ(q[4], 127);    // 2.99 / 3 · 127 = 126.6 rounds up (vector path)
+  EXPECT_EQ(q[11], -127);  // and in the tail
 }
 
 TEST(AttentionKernels, I8ZeroRowHasScaleZeroAndNonFiniteRowScaleNaN) {
