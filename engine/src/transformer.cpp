@@ -56,17 +56,36 @@ PositionContext position_context(const ModelSpec& s, bool causal) {
   return c;
 }
 
-// `rows` cache rows of hd elements as F32: F32 caches are used in place, F16 and I8 ones (row
-// scales rs) widened into scratch `role`.
-const float* cache_as_f32(const float* p, const float*, int64_t, int64_t, Scratch) { return p; }
-const float* cache_as_f32(const uint16_t* p, const float*, int64_t rows, int64_t hd, Scratch role) {
-  float* dst = scratch(role, rows * hd);
-  detail::to_f32(p, rows * hd, dst);
-  return dst;
+// `rows` F16 or I8 (row scales rs) cache rows of hd elements widened to F32 into dst.
+void widen_rows(const uint16_t* src, const float*, int64_t rows, int64_t hd, float* dst) {
+  detail::to_f32(src, rows * hd, dst);
 }
-const float* cache_as_f32(const int8_t* p, const float* rs, int64_t rows, int64_t hd, Scratch role) {
-  float* dst = scratch(role, rows * hd);
-  detail::to_f32(p, rs, rows, hd, dst);
+void widen_rows(const int8_t* src, const float* rs, int64_t rows, int64_t hd, float* dst) {
+  detail::to_f32(src, rs, rows, hd, dst);
+}
+
+// Rows [0, rows) of every group of a [groups, capacity, hd] cache as F32, group g starting at
+// result + g · stride · hd. F32 caches are used in place (stride = capacity); F16 and I8 ones are
+// widened, in parallel, into scratch `role` (stride = rows) once per layer for every query block.
+const float* cache_as_f32(const float* p, const float*, int64_t, int64_t capacity, int64_t, int64_t, Scratch,
+                          int64_t& stride) {
+  stride = capacity;
+  return p;
+}
+template <class E>
+const float* cache_as_f32(const E* p, const float* rs, int64_t groups, int64_t capacity, int64_t rows, int64_t hd,
+                          Scratch role, int64_t& stride) {
+  float* dst = scratch(role, groups * rows * hd);
+  stride = rows;
+  constexpr int64_t kChunk = 256;
+  const int64_t chunks = (rows + kChunk - 1) / kChunk;
+  const bool par = groups * rows * hd >= (1 << 15) && !omp_in_parallel();
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t r0 = c * kChunk, n = std::min(kChunk, rows - r0);
+      widen_rows(p + (g * capacity + r0) * hd, rs ? rs + g * capacity + r0 : nullptr, n, hd, dst + (g * rows + r0) * hd);
+    }
   return dst;
 }
 
@@ -350,6 +369,9 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
       // their last key, which makes the shared kend exact for every row of the block.
       constexpr int64_t kQueryBlock = 64;
       const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+      int64_t stride = 0;
+      const float* Kf = cache_as_f32(K, Ks, KV, cache.capacity, total, hd, kScrKf, stride);
+      const float* Vf = cache_as_f32(V, Vs, KV, cache.capacity, total, hd, kScrVf, stride);
 #pragma omp parallel
       {
         float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
@@ -359,8 +381,8 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
             const int64_t g = hh / group;
             const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
             const int64_t kend = causal ? base + t0 + m : total;
-            const float* Kg = cache_as_f32(K + g * cache.capacity * hd, row_scales(Ks, g), kend, hd, kScrKf);
-            const float* Vg = cache_as_f32(V + g * cache.capacity * hd, row_scales(Vs, g), kend, hd, kScrVf);
+            const float* Kg = Kf + g * stride * hd;
+            const float* Vg = Vf + g * stride * hd;
             gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kg, hd, 0.0f, S, kend);
             float row_scale[kQueryBlock];
             for (int64_t i = 0; i < m; ++i) {
