@@ -201,16 +201,17 @@ Sequence Transformer::new_sequence(int64_t capacity) const {
 static void reserve_cache(KVCache& c, int64_t needed) {
   if (needed <= c.capacity) return;
   int64_t cap = std::max(needed, c.capacity * 2);
-  std::vector<Tensor*> grow;  // each [heads, capacity, row] (scales: row 1)
+  std::vector<Tensor*> grow;  // each [heads, capacity, ...] (rows [heads, capacity, hd], scales [heads, capacity])
   for (size_t l = 0; l < c.k.size(); ++l) {
     grow.insert(grow.end(), {&c.k[l], &c.v[l]});
     if (l < c.k_scale.size()) grow.insert(grow.end(), {&c.k_scale[l], &c.v_scale[l]});
   }
   for (Tensor* t : grow) {
-    const int64_t heads = t->dim(0), row = t->ndim() == 3 ? t->dim(2) : 1;
+    std::vector<int64_t> shape = t->shape;
+    shape[1] = cap;
+    const int64_t heads = shape[0], row = t->numel() / (heads * c.capacity);  // elements per slot
     const size_t es = dtype_size(t->dtype);
-    Tensor n = t->ndim() == 3 ? Tensor::uninitialized({heads, cap, row}, t->dtype)
-                              : Tensor::uninitialized({heads, cap}, t->dtype);
+    Tensor n = Tensor::uninitialized(shape, t->dtype);
     auto dst = static_cast<char*>(n.data);
     auto src = static_cast<const char*>(t->data);
     for (int64_t h = 0; h < heads; ++h)
