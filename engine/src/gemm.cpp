@@ -25,6 +25,7 @@
 
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "team.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -304,16 +305,15 @@ void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_job
       y[r] = v;
     }
   };
-  const bool par = elems >= kParallelMinElems && !omp_in_parallel();
-  if (!par) {
+  if (elems < kParallelMinElems) {
     for (size_t j = 0; j < n_jobs; ++j) run(jobs[j], 0, jobs[j].N);
     return;
   }
-  // One parallel region for the group, its rows cut into chunks of ~kChunkBytes that threads take
-  // dynamically. Why dynamic: with passive waiting the other threads join the region 15-60 us
-  // late (waking a sleeping core), and with a static split the first thread would then sit idle
-  // waiting for their share; this way it keeps working until they arrive (F32 decode of the
-  // 110M model +2%, 68 of 100 paired runs). A chunk is still read as kStreams streams of 32 KB.
+  // The group's rows cut into chunks of ~kChunkBytes that threads take dynamically (in one OpenMP
+  // region, or on the decode step's team). Why dynamic: a thread that was asleep joins late
+  // (waking a core), and with a static split the first thread would then sit idle waiting for
+  // its share; this way it keeps working until the others arrive (F32 decode of the 110M model
+  // +2%, 68 of 100 paired runs). A chunk is still read as kStreams streams of 32 KB.
   constexpr int64_t kChunkBytes = int64_t(256) << 10;
   int64_t chunk_rows[kMaxGroup], first_chunk[kMaxGroup + 1];
   first_chunk[0] = 0;
@@ -323,15 +323,12 @@ void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_job
     chunk_rows[j] = rows;
     first_chunk[j + 1] = first_chunk[j] + (jobs[j].N + rows - 1) / rows;
   }
-  const int64_t n_chunks = first_chunk[n_jobs];
-  const int nt = ensure_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (int64_t c = 0; c < n_chunks; ++c) {
+  parallel_items(first_chunk[n_jobs], true, [&](int64_t c) {
     size_t j = 0;
     while (c >= first_chunk[j + 1]) ++j;
     const int64_t r0 = (c - first_chunk[j]) * chunk_rows[j];
     run(jobs[j], r0, std::min(jobs[j].N, r0 + chunk_rows[j]));
-  }
+  });
 }
 
 void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t rows, float* dst) {

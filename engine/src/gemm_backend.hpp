@@ -53,8 +53,8 @@ struct MatvecJob {
   int64_t N;
   float* y;
 };
-// Runs every job on the same x in one OpenMP parallel region (chunks of rows taken dynamically by
-// the threads). At most kMaxGroup jobs.
+// Runs every job on the same x as one parallel loop (parallel_items: chunks of rows taken
+// dynamically by the decode step's team or one OpenMP region's threads). At most kMaxGroup jobs.
 constexpr size_t kMaxGroup = 8;
 void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_jobs);
 // dst[r, :] = float(W[r0 + r, :]) for r in [0, rows), without applying I8 scales.

@@ -11,6 +11,7 @@
 
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "team.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -137,13 +138,12 @@ void act_span(Activation a, float* x, const float* up, int64_t n) {
 void act_any(Activation a, float* x, const float* up, int64_t n) {
   if (n <= 0) return;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  const bool par = go_parallel(a == Activation::GeluErf ? n * 8 : n);  // erfc is ~8x dearer
-  const int nt = par ? detail::ensure_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-  for (int64_t c = 0; c < chunks; ++c) {
+  const int64_t work = a == Activation::GeluErf ? n * 8 : n;  // erfc is ~8x dearer
+  // Through parallel_items: a decode step's FFN activation runs on its team.
+  detail::parallel_items(chunks, work >= kParallelMinElems, [&](int64_t c) {
     const int64_t b = c * kChunk;
     act_span(a, x + b, up ? up + b : nullptr, std::min(kChunk, n - b));
-  }
+  });
 }
 
 float sum_sq(const float* x, int64_t n) {

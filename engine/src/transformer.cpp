@@ -10,6 +10,7 @@
 
 #include "attention_kernels.hpp"
 #include "ordo/quantize.hpp"
+#include "team.hpp"
 
 namespace ordo {
 
@@ -339,30 +340,18 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   auto attend = [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
     auto row_scales = [&](const float* rs, int64_t g) { return rs ? rs + g * cache.capacity : nullptr; };
     if (T == 1) {
-      // Decode, row by row: each query row reads its K and V rows once. Only very short caches
-      // (< 16 KB of K per layer) stay on one thread. Why so low: with passive waiting a core that
-      // sat idle through a serial stretch of ~100 us takes ~60 us to wake for the next region
-      // (~15 us after a short one), so a single-threaded attention at ctx 128 also slowed the
-      // o-projection after it: int8 decode of the 110M model ran 5% faster with this threshold
-      // than with 1 MB (paired A/B, 86 of 100 pairs).
+      // Decode: each head reads its K and V rows once; heads are handed out to the threads (the
+      // decode step's team) unless the layer's K is under 16 KB, a few hundred ns per head.
       std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
-      const bool par = T * H * total * hd >= (1 << 12) && !omp_in_parallel();
-#pragma omp parallel if (par)
-      {
+      detail::parallel_items(H, H * total * hd >= (1 << 12), [&](int64_t hh) {
         float* scores = scratch(kScrScores, total);
-#pragma omp for collapse(2) schedule(static)
-        for (int64_t hh = 0; hh < H; ++hh)
-          for (int64_t t = 0; t < T; ++t) {
-            const int64_t g = hh / group;
-            const int64_t nk = causal ? base + t + 1 : total;
-            detail::qk_scores(&q[(t * H + hh) * hd], K + g * cache.capacity * hd, row_scales(Ks, g), nk, hd, scale,
-                              scores);
-            const float f = finish_scores(hh, t, scores, nk);
-            detail::pv_accumulate(scores, V + g * cache.capacity * hd, row_scales(Vs, g), nk, hd,
-                                  &ctx[(t * H + hh) * hd]);
-            scale_row(&ctx[(t * H + hh) * hd], f);
-          }
-      }
+        const int64_t g = hh / group;
+        const int64_t nk = causal ? base + 1 : total;
+        detail::qk_scores(q + hh * hd, K + g * cache.capacity * hd, row_scales(Ks, g), nk, hd, scale, scores);
+        const float f = finish_scores(hh, 0, scores, nk);
+        detail::pv_accumulate(scores, V + g * cache.capacity * hd, row_scales(Vs, g), nk, hd, ctx + hh * hd);
+        scale_row(ctx + hh * hd, f);
+      });
     } else {
       // Prompt: blocks of kQueryBlock query rows per head through two GEMMs,
       // S = scale · Q_blk · K[0, kend)ᵀ and ctx_blk = softmax(S) · V[0, kend), so the largest
@@ -561,22 +550,30 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
   ForwardOutput out;
   // The final hidden state is returned only for LogitsFor::None; otherwise it lives in scratch.
   Tensor x_out = which == LogitsFor::None ? Tensor::zeros({T, spec_.d_model}) : Tensor{};
-  float* x = which == LogitsFor::None ? x_out.f32() : scratch(kScrX, T * spec_.d_model);
-  static const std::vector<int32_t> no_types;
-  embed(ids, no_types, pos.data(), *dec_scheme_, x);
-  run_stack(spec_.decoder, *dec_scheme_, x, T, pos.data(), &cache,
-            spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, want_hidden ? &out.hidden : nullptr,
-            std::max<int64_t>(next, 1));
+  auto forward = [&] {
+    float* x = which == LogitsFor::None ? x_out.f32() : scratch(kScrX, T * spec_.d_model);
+    static const std::vector<int32_t> no_types;
+    embed(ids, no_types, pos.data(), *dec_scheme_, x);
+    run_stack(spec_.decoder, *dec_scheme_, x, T, pos.data(), &cache,
+              spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, want_hidden ? &out.hidden : nullptr,
+              std::max<int64_t>(next, 1));
+    switch (which) {
+      case LogitsFor::All: out.logits = logits(x, T); break;
+      case LogitsFor::Last: out.logits = logits(x + (T - 1) * spec_.d_model, 1); break;
+      case LogitsFor::None: break;
+    }
+  };
+  // One token: every parallel loop of the step is one of ours (no GEMM), so the threads stay in
+  // one region for the whole step instead of waking for each of its ~60 loops.
+  if (T == 1)
+    detail::run_as_team(forward);
+  else
+    forward();
   cache.length = base + T;
   seq.next_position = next;
   seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
   for (int64_t t = 0; t < T; ++t) seq.token_valid.push_back(mask.empty() ? 1 : mask[t]);
-
-  switch (which) {
-    case LogitsFor::All: out.logits = logits(x, T); break;
-    case LogitsFor::Last: out.logits = logits(x + (T - 1) * spec_.d_model, 1); break;
-    case LogitsFor::None: out.final_hidden = std::move(x_out); break;
-  }
+  if (which == LogitsFor::None) out.final_hidden = std::move(x_out);
   return out;
 }
 
