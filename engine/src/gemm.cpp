@@ -6,13 +6,15 @@
 //     take 256 KB chunks of rows dynamically and read each as kStreams linear streams (see
 //     matvec_rows).
 //     Memory-bound; beats both libraries. linear_group() runs several weights on one input
-//     (q/k/v, gate/up) in a single parallel region.
+//     (q/k/v, gate/up) as a single parallel loop (parallel_items: on the decode step's team, or
+//     one OpenMP region).
 //   * M > 1, F32 weights: the chosen backend (OpenBLAS cblas_sgemm or a cached oneDNN matmul).
 //   * M > 1, F16/BF16/I8 weights: blocks of rows are dequantised into a per-thread F32 scratch
 //     (about 4 MB) and each block goes through the chosen backend, writing its columns of y;
 //     I8 scales and the bias are applied to y afterwards. The weight is never expanded whole.
 //   * Threads: everything runs on the one OpenMP pool (see threads.cpp, gemm_openblas.cpp).
-//     Called from inside an OpenMP parallel region, every path runs on the calling thread.
+//     Called from inside an OpenMP parallel region, every path runs on the calling thread
+//     (except a matvec on the caller's own team; see team.hpp).
 #include <omp.h>
 
 #include <algorithm>
