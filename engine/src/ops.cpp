@@ -1,8 +1,8 @@
 // Element-wise and row kernels (AVX2/FMA where it matters, scalar tails and fallback).
 //
 // Threading: norms, activations and add_inplace split large inputs (rows, or chunks) over
-// OpenMP threads, but never start a parallel region from inside one (activations go through
-// parallel_items, so a decode step's run on its team). dot/axpy/softmax are
+// OpenMP threads, but never start a parallel region from inside one. Activations go through
+// parallel_items, so inside a decode step they run on its team. dot/axpy/softmax are
 // always single-threaded: they are the inner loops of attention, which parallelises over heads.
 #include <omp.h>
 

@@ -341,7 +341,7 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     auto row_scales = [&](const float* rs, int64_t g) { return rs ? rs + g * cache.capacity : nullptr; };
     if (T == 1) {
       // Decode: each head reads its K and V rows once; heads are handed out to the threads (the
-      // decode step's team) unless the layer's K is under 16 KB, a few hundred ns per head.
+      // decode step's team) unless the layer's K has under 4096 elements.
       std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
       detail::parallel_items(H, H * total * hd >= (1 << 12), [&](int64_t hh) {
         float* scores = scratch(kScrScores, total);
