@@ -129,6 +129,24 @@ TEST(Quantize, ConvertLinearRoundTrip) {
   EXPECT_THROW(ordo::parse_weight_dtype("int4"), ordo::Error);
 }
 
+// An int8 matvec multiplies by x rounded to 16-bit fixed point. A NaN or inf in x has no fixed
+// point: the result must be non-finite (as in F32), not the finite garbage a saturated conversion
+// gives.
+TEST(Quantize, Int8MatvecOfNonFiniteInputIsNotFinite) {
+  const int64_t N = 64, K = 96;
+  std::vector<float> w(N * K);
+  for (int64_t i = 0; i < N * K; ++i) w[i] = static_cast<float>((i * 37) % 19) / 19.0f - 0.5f;
+  ordo::Linear l;
+  l.weight = ordo::Tensor::from({N, K}, w);
+  const ordo::Linear q = ordo::convert_linear(l, DType::I8);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> x(K, 0.25f), y(N, 0.0f);
+    x[17] = bad;
+    ordo::linear(ordo::Backend::OneDNN, x.data(), 1, K, q, y.data());
+    for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[n])) << "x[17]=" << bad << " row " << n << ": " << y[n];
+  }
+}
+
 // `ordo quantize` writes a directory that loads (without --dtype) to the same model as loading the
 // original with --dtype: same logits exactly. gpt2 exercises weights the family reshapes (kept F32
 // in the file, converted at load).

@@ -210,11 +210,15 @@ void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, i
 }
 
 // x rounded to 16-bit fixed point: xq = round(x / sx). Returns false (callers use the float
-// path) when x has no finite maximum.
+// path) when x has a NaN or inf.
 bool quantise_x(const float* x, int64_t K, std::vector<int16_t>& xq_buf, float& sx) {
   float mx = 0.0f;
-  for (int64_t k = 0; k < K; ++k) mx = std::max(mx, std::fabs(x[k]));
-  if (!std::isfinite(mx)) return false;
+  bool finite = true;  // std::max alone would pass a NaN over
+  for (int64_t k = 0; k < K; ++k) {
+    finite = finite && std::isfinite(x[k]);
+    mx = std::max(mx, std::fabs(x[k]));
+  }
+  if (!finite) return false;
   if (xq_buf.size() < static_cast<size_t>(K)) xq_buf.resize(static_cast<size_t>(K));
   int16_t* xq = xq_buf.data();
   sx = mx / kXqMax;
