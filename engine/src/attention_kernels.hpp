@@ -3,7 +3,8 @@
 // holds F32 (`float`), F16 (`uint16_t`, widened on load) or I8 (`int8_t`, one F32 scale per row:
 // row j is rs[j] · K[j]); arithmetic is F32 in every case. `rs` is null for F32 and F16. The
 // generic versions work one element at a time; the AVX2 ones (hd = 32, 64, 128) keep the query
-// (QK) or the output row (PV) in registers.
+// (QK) or the output row (PV) in registers. With I8 keys, the AVX2 QK rounds q to 16-bit fixed
+// point (qk_scores_i8).
 #pragma once
 
 #include <algorithm>
@@ -85,6 +86,63 @@ inline void qk_scores_t(const float* q, const E* K, const float* rs, int64_t n, 
   }
 }
 
+// I8 keys against q rounded to 16-bit fixed point (its largest magnitude → 16383), through integer
+// multiply-adds: widening 16 keys to int16 is one shuffle, against two for 8 floats. Exact integer
+// sums (|Σ| ≤ 128 · 16383 · 127 < 2^31); the only rounding is q's, at most mx / 32766 per element.
+// Returns false, writing nothing, when q has a NaN or inf (the caller uses the float path).
+template <int N16>  // hd = 16·N16
+inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64_t n, float scale, float* scores) {
+  constexpr int64_t hd = 16 * N16;
+  float mx = 0.0f;
+  bool finite = true;  // std::max alone would pass a NaN over
+  for (int64_t i = 0; i < hd; ++i) {
+    finite = finite && std::isfinite(q[i]);
+    mx = std::max(mx, std::fabs(q[i]));
+  }
+  if (!finite) return false;
+  const __m256 vinv = _mm256_set1_ps(mx > 0.0f ? 16383.0f / mx : 0.0f);
+  __m256i qv[N16];
+  for (int i = 0; i < N16; ++i) {  // round to nearest, pack to int16 (|v| <= 16383: no saturation)
+    const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(q + 16 * i), vinv));
+    const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(q + 16 * i + 8), vinv));
+    qv[i] = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+  }
+  auto dot = [&](const int8_t* k) {
+    __m256i a = _mm256_setzero_si256();
+    for (int i = 0; i < N16; ++i)
+      a = _mm256_add_epi32(
+          a, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 16 * i))),
+                               qv[i]));
+    return a;
+  };
+  const float unit = scale * mx / 16383.0f;
+  const __m128 vunit = _mm_set1_ps(unit);
+  const int64_t m = n / kKvStreams;  // the same four streams as qk_scores_t
+  for (int64_t j = 0; j < m; ++j) {
+    const int8_t* k = K + j * hd;
+    const __m256i a0 = dot(k), a1 = dot(k + m * hd), a2 = dot(k + 2 * m * hd), a3 = dot(k + 3 * m * hd);
+    // One horizontal reduction for the four rows: lanes [row0, row1, row2, row3].
+    const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+    const __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    const __m128 r = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(sum), vunit),
+                                _mm_set_ps(rs[j + 3 * m], rs[j + 2 * m], rs[j + m], rs[j]));
+    alignas(16) float out[4];
+    _mm_store_ps(out, r);
+    scores[j] = out[0];
+    scores[j + m] = out[1];
+    scores[j + 2 * m] = out[2];
+    scores[j + 3 * m] = out[3];
+  }
+  for (int64_t j = kKvStreams * m; j < n; ++j) {
+    const __m256i a = dot(K + j * hd);
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    sum = _mm_hadd_epi32(sum, sum);
+    sum = _mm_hadd_epi32(sum, sum);
+    scores[j] = static_cast<float>(_mm_cvtsi128_si32(sum)) * unit * rs[j];
+  }
+  return true;
+}
+
 template <int NV, class E>
 inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t n, float* out) {
   constexpr int64_t hd = 8 * NV;
@@ -114,6 +172,12 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
 template <class E>
 inline void qk_scores(const float* q, const E* K, const float* rs, int64_t n, int64_t hd, float scale, float* scores) {
 #ifdef ORDO_ATTN_SIMD
+  if constexpr (std::is_same_v<E, int8_t>) {
+    const bool done = (hd == 64 && qk_scores_i8<4>(q, K, rs, n, scale, scores)) ||
+                      (hd == 128 && qk_scores_i8<8>(q, K, rs, n, scale, scores)) ||
+                      (hd == 32 && qk_scores_i8<2>(q, K, rs, n, scale, scores));
+    if (done) return;
+  }
   switch (hd) {
     case 64: return qk_scores_t<8>(q, K, rs, n, scale, scores);
     case 128: return qk_scores_t<16>(q, K, rs, n, scale, scores);
