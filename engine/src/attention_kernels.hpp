@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "fixed_point.hpp"
 #include "ordo/ops.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -86,27 +87,18 @@ inline void qk_scores_t(const float* q, const E* K, const float* rs, int64_t n, 
   }
 }
 
-// I8 keys against q rounded to 16-bit fixed point (its largest magnitude → 16383), through integer
+// I8 keys against q rounded to 16-bit fixed point (to_fixed16), through integer
 // multiply-adds: widening 16 keys to int16 is one shuffle, against two for 8 floats. Exact integer
-// sums (|Σ| ≤ 128 · 16383 · 127 < 2^31); the only rounding is q's, at most mx / 32766 per element.
+// sums (|Σ| ≤ 128 · 16383 · 127 < 2^31); the only rounding is q's, at most max|q| / 32766 each.
 // Returns false, writing nothing, when q has a NaN or inf (the caller uses the float path).
 template <int N16>  // hd = 16·N16
 inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64_t n, float scale, float* scores) {
   constexpr int64_t hd = 16 * N16;
-  float mx = 0.0f;
-  bool finite = true;  // std::max alone would pass a NaN over
-  for (int64_t i = 0; i < hd; ++i) {
-    finite = finite && std::isfinite(q[i]);
-    mx = std::max(mx, std::fabs(q[i]));
-  }
-  if (!finite) return false;
-  const __m256 vinv = _mm256_set1_ps(mx > 0.0f ? 16383.0f / mx : 0.0f);
+  alignas(32) int16_t qq[hd];
+  float step = 0.0f;
+  if (!to_fixed16(q, hd, qq, step)) return false;
   __m256i qv[N16];
-  for (int i = 0; i < N16; ++i) {  // round to nearest, pack to int16 (|v| <= 16383: no saturation)
-    const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(q + 16 * i), vinv));
-    const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(q + 16 * i + 8), vinv));
-    qv[i] = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
-  }
+  for (int i = 0; i < N16; ++i) qv[i] = _mm256_load_si256(reinterpret_cast<const __m256i*>(qq + 16 * i));
   auto dot = [&](const int8_t* k) {
     __m256i a = _mm256_setzero_si256();
     for (int i = 0; i < N16; ++i)
@@ -115,7 +107,7 @@ inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64
                                qv[i]));
     return a;
   };
-  const float unit = scale * mx / 16383.0f;
+  const float unit = scale * step;
   const __m128 vunit = _mm_set1_ps(unit);
   const int64_t m = n / kKvStreams;  // the same four streams as qk_scores_t
   for (int64_t j = 0; j < m; ++j) {

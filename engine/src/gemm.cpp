@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "fixed_point.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
 #include "team.hpp"
@@ -162,7 +163,6 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
 // vpmaddwd (2 uops per 16 weights), flushed to float every kI8Block columns so it cannot overflow
 // (2·127·16383 per lane and step, 256 steps < 2^31), then y = sum · sx · scale[row].
 constexpr int64_t kI8Block = 4096;
-constexpr float kXqMax = 16383.0f;
 
 inline __m256i load_w16(const int8_t* p) {
   return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -212,27 +212,8 @@ void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, i
 // x rounded to 16-bit fixed point: xq = round(x / sx). Returns false (callers use the float
 // path) when x has a NaN or inf.
 bool quantise_x(const float* x, int64_t K, std::vector<int16_t>& xq_buf, float& sx) {
-  float mx = 0.0f;
-  bool finite = true;  // std::max alone would pass a NaN over
-  for (int64_t k = 0; k < K; ++k) {
-    finite = finite && std::isfinite(x[k]);
-    mx = std::max(mx, std::fabs(x[k]));
-  }
-  if (!finite) return false;
   if (xq_buf.size() < static_cast<size_t>(K)) xq_buf.resize(static_cast<size_t>(K));
-  int16_t* xq = xq_buf.data();
-  sx = mx / kXqMax;
-  const float inv = mx > 0.0f ? kXqMax / mx : 0.0f;
-  int64_t k = 0;
-  const __m256 vinv = _mm256_set1_ps(inv);
-  for (; k + 16 <= K; k += 16) {  // round to nearest, pack to int16 (|v| <= 16383: no saturation)
-    __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + k), vinv));
-    __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8), vinv));
-    __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + k), p);
-  }
-  for (; k < K; ++k) xq[k] = static_cast<int16_t>(std::nearbyint(x[k] * inv));
-  return true;
+  return to_fixed16(x, K, xq_buf.data(), sx);
 }
 #endif
 

@@ -1,0 +1,46 @@
+// Private: float vectors rounded to 16-bit fixed point, for integer multiply-adds (vpmaddwd)
+// against int8: the int8 matvec's activations and decode attention's query against int8 keys.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace ordo::detail {
+
+// Largest rounded magnitude: a vpmaddwd lane against int8 then sums at most 2 · 127 · 16383.
+// Rounding error: at most max|x| / 32766 per element.
+constexpr float kFixed16Max = 16383.0f;
+
+// dst[0, n) = round(x / step) to nearest, step = max|x| / kFixed16Max (0 for an all-zero x).
+// Returns false, writing nothing, when x has a NaN or inf: callers then take their float path.
+inline bool to_fixed16(const float* x, int64_t n, int16_t* dst, float& step) {
+  float mx = 0.0f;
+  bool finite = true;  // std::max alone would pass a NaN over
+  for (int64_t i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    mx = std::max(mx, std::fabs(x[i]));
+  }
+  if (!finite) return false;
+  step = mx / kFixed16Max;
+  const float inv = mx > 0.0f ? kFixed16Max / mx : 0.0f;
+  int64_t vec_end = 0;  // the vector loop's end: a multiple of 16
+#if defined(__AVX2__)
+  vec_end = n - n % 16;
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (int64_t i = 0; i < vec_end; i += 16) {  // |v| <= 16383: the packs never saturate
+    const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8));
+  }
+#endif
+  for (int64_t i = vec_end; i < n; ++i) dst[i] = static_cast<int16_t>(std::nearbyint(x[i] * inv));
+  return true;
+}
+
+}  // namespace ordo::detail
