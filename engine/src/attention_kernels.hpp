@@ -237,13 +237,8 @@ inline void to_f32(const int8_t* src, const float* rs, int64_t rows, int64_t hd,
 // row with a non-finite element gets scale NaN, so the attention that reads it is NaN rather than
 // silently finite.
 inline float to_i8(const float* src, int64_t n, int8_t* dst) {
-  float mx = 0.0f;
-  bool finite = true;
-  for (int64_t i = 0; i < n; ++i) {
-    finite = finite && std::isfinite(src[i]);
-    mx = std::max(mx, std::fabs(src[i]));
-  }
-  if (!finite) {
+  float mx;
+  if (!finite_absmax(src, n, mx)) {
     std::memset(dst, 0, static_cast<size_t>(n));
     return std::numeric_limits<float>::quiet_NaN();
   }

@@ -1,5 +1,6 @@
 // Private: float vectors rounded to 16-bit fixed point, for integer multiply-adds (vpmaddwd)
 // against int8: the int8 matvec's activations and decode attention's query against int8 keys.
+// finite_absmax is also the int8 KV cache's row check (to_i8).
 #pragma once
 
 #include <algorithm>
@@ -16,16 +17,22 @@ namespace ordo::detail {
 // Rounding error: at most max|x| / 32766 per element.
 constexpr float kFixed16Max = 16383.0f;
 
-// dst[0, n) = round(x / step) to nearest, step = max|x| / kFixed16Max (0 for an all-zero x).
-// Returns false, writing nothing, when x has a NaN or inf: callers then take their float path.
-inline bool to_fixed16(const float* x, int64_t n, int16_t* dst, float& step) {
-  float mx = 0.0f;
-  bool finite = true;  // std::max alone would pass a NaN over
+// mx = max|x[0, n)|; returns false when x has a NaN or inf (std::max alone would pass a NaN over).
+inline bool finite_absmax(const float* x, int64_t n, float& mx) {
+  mx = 0.0f;
+  bool finite = true;
   for (int64_t i = 0; i < n; ++i) {
     finite = finite && std::isfinite(x[i]);
     mx = std::max(mx, std::fabs(x[i]));
   }
-  if (!finite) return false;
+  return finite;
+}
+
+// dst[0, n) = round(x / step) to nearest, step = max|x| / kFixed16Max (0 for an all-zero x).
+// Returns false, writing nothing, when x has a NaN or inf: callers then take their float path.
+inline bool to_fixed16(const float* x, int64_t n, int16_t* dst, float& step) {
+  float mx;
+  if (!finite_absmax(x, n, mx)) return false;
   step = mx / kFixed16Max;
   const float inv = mx > 0.0f ? kFixed16Max / mx : 0.0f;
   int64_t vec_end = 0;  // the vector loop's end: a multiple of 16

@@ -560,7 +560,7 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
     switch (which) {
       case LogitsFor::All: out.logits = logits(x, T); break;
       case LogitsFor::Last: out.logits = logits(x + (T - 1) * spec_.d_model, 1); break;
-      case LogitsFor::None: break;
+      case LogitsFor::None: out.final_hidden = std::move(x_out); break;
     }
   };
   // One token: every parallel loop of the step is one of ours (no GEMM), so the threads stay in
@@ -573,7 +573,6 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
   seq.next_position = next;
   seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
   for (int64_t t = 0; t < T; ++t) seq.token_valid.push_back(mask.empty() ? 1 : mask[t]);
-  if (which == LogitsFor::None) out.final_hidden = std::move(x_out);
   return out;
 }
 
