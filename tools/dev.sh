@@ -1,53 +1,75 @@
 #!/usr/bin/env bash
-# Set up, build, and run ordo on a Debian machine (as root, or with sudo available).
-#   tools/dev.sh demo    install what is missing, build, generate text with the bundled model
-#   tools/dev.sh test    install what is missing, build, run the whole test suite
-#   tools/dev.sh setup   only install the Debian packages
-#   tools/dev.sh build   setup + build
-# Environment: ORDO_SANITIZE=1 builds with ASan/UBSan (in build-asan/); BUILD_DIR overrides the
-# build directory; JOBS the build parallelism (default: all cores).
+# Set up, build and run ordo on a Debian machine (as root, or with sudo).
+#   tools/dev.sh demo    install what is missing, build the ordo CLI, generate text with the bundled model
+#   tools/dev.sh test    install what is missing, build everything, run the whole test suite
+#   tools/dev.sh setup   only install (and check) the Debian packages
+#   tools/dev.sh build   setup, then build everything
+# Environment: ORDO_SANITIZE=1 (or address) builds with ASan/UBSan in build-asan/, ORDO_SANITIZE=thread
+# with TSan in build-tsan/; BUILD_DIR overrides the build directory; JOBS the build parallelism
+# (default: all cores).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-PACKAGES=(build-essential cmake pkg-config libdnnl-dev libopenblas-dev libsentencepiece-dev
-          nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libgtest-dev libbenchmark-dev)
+PACKAGE_TABLE=cmake/debian-packages.txt
 JOBS=${JOBS:-$(nproc)}
-if [[ "${ORDO_SANITIZE:-0}" == 1 ]]; then
-  BUILD_DIR=${BUILD_DIR:-build-asan}
-  CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=ON)
-else
-  BUILD_DIR=${BUILD_DIR:-build}
-  CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release)
-fi
+case "${ORDO_SANITIZE:-0}" in
+  0 | "") BUILD_DIR=${BUILD_DIR:-build}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release) ;;
+  1 | address) BUILD_DIR=${BUILD_DIR:-build-asan}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=address) ;;
+  thread) BUILD_DIR=${BUILD_DIR:-build-tsan}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=thread) ;;
+  *) echo "tools/dev.sh: ORDO_SANITIZE must be 1, address or thread, not '$ORDO_SANITIZE'" >&2; exit 2 ;;
+esac
 
-setup() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  echo "installing: ${missing[*]}" >&2
-  local sudo=""
-  [[ $(id -u) -ne 0 ]] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fail() {
+  echo "tools/dev.sh: $*" >&2
+  exit 1
 }
 
-build() {
+# "pkg<TAB>find step" for every package of the table.
+table() { awk '!/^#/ && NF { for (i = 2; i <= NF; i++) print $i "\t" $1 }' "$PACKAGE_TABLE"; }
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+setup() {
+  command -v dpkg-query >/dev/null && command -v apt-get >/dev/null ||
+    fail "this script installs Debian packages with apt-get; on another system install the packages of $PACKAGE_TABLE by hand"
+  local missing=() pkg step
+  while IFS=$'\t' read -r pkg step; do
+    installed "$pkg" || missing+=("$pkg")
+  done < <(table)
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    local sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    echo "installing: ${missing[*]}" >&2
+    $sudo apt-get update -qq || fail "apt-get update failed: is a Debian package mirror reachable?"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+      fail "apt-get install failed for: ${missing[*]}"
+  fi
+  local absent=()
+  while IFS=$'\t' read -r pkg step; do
+    installed "$pkg" || absent+=("$pkg (for $step)")
+  done < <(table)
+  [[ ${#absent[@]} -eq 0 ]] || fail "still not installed after apt-get: ${absent[*]}"
+}
+
+configure() {
   setup
   cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >/dev/null
-  cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
 case "${1:-}" in
   setup) setup ;;
-  build) build ;;
+  build)
+    configure
+    cmake --build "$BUILD_DIR" -j "$JOBS"
+    ;;
   demo)
-    build
+    configure
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target ordo_cli
     "$BUILD_DIR/bin/ordo" run -p "Once upon a time" -n 120 --temp 0.8 --seed 42
     ;;
   test)
-    build
+    configure
+    cmake --build "$BUILD_DIR" -j "$JOBS"
     # Tests run one at a time on purpose: each forward pass already uses every core.
     ctest --test-dir "$BUILD_DIR" --output-on-failure
     ;;
