@@ -9,6 +9,12 @@
 // layout as given (brgemm accepts it for any M).
 // gemm_nt / gemm_nn: dnnl_sgemm (row-major BLAS-like entry point), which needs no primitive and so
 // suits attention shapes that change every decode step.
+//
+// Threads: a cached primitive is shared by every thread that calls linear(). In oneDNN's default
+// (library) scratchpad mode a primitive keeps the scratchpad of the thread that created it, so two
+// threads running primitives made by one thread overwrite each other's temporaries (wrong
+// logits, no error). Every primitive here is therefore created in user scratchpad mode and each
+// call passes a scratchpad of the calling thread.
 #include <dnnl.hpp>
 
 #include <cstdlib>
@@ -44,6 +50,29 @@ dnnl::stream& cpu_stream() {
   return s;
 }
 
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+// The calling thread's scratchpad memory for a primitive needing `desc` (grown, never shrunk).
+memory thread_scratchpad(const memory::desc& desc) {
+  struct Buffer {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    size_t size = 0;
+  };
+  thread_local Buffer buf;
+  const size_t need = desc.get_size();
+  if (need > buf.size) {
+    const size_t bytes = (need + 4095) / 4096 * 4096;
+    buf.data.reset(std::aligned_alloc(4096, bytes));
+    if (!buf.data) throw Error("oneDNN: out of memory for a " + std::to_string(bytes) + "-byte scratchpad");
+    buf.size = bytes;
+  }
+  return memory(desc, cpu_engine(), buf.data.get());
+}
+
 struct Key {
   int64_t M, N, K, ldx, ldw, ldy;  // ldw = 0: packed (its layout depends on N and K only)
   bool bias;
@@ -63,7 +92,7 @@ struct KeyHash {
 
 struct Entry {
   dnnl::matmul prim;
-  memory::desc src, wei, bias, dst;
+  memory::desc src, wei, bias, dst, scratchpad;
   bool ok = true;  // false: no primitive for this packed layout (callers fall back to plain)
 };
 
@@ -87,14 +116,12 @@ Entry make_entry(const Key& k, const memory::desc* packed) {
   e.src = memory::desc({k.M, k.K}, memory::data_type::f32, {k.ldx, 1});
   e.wei = k.ldw == 0 ? *packed : memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] as Wᵀ (`ba`)
   e.dst = memory::desc({k.M, k.N}, memory::data_type::f32, {k.ldy, 1});
-  if (k.bias) {
-    e.bias = memory::desc({1, k.N}, memory::data_type::f32, memory::format_tag::ab);
-    dnnl::matmul::desc d(e.src, e.wei, e.bias, e.dst);
-    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, cpu_engine()));
-  } else {
-    dnnl::matmul::desc d(e.src, e.wei, e.dst);
-    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, cpu_engine()));
-  }
+  if (k.bias) e.bias = memory::desc({1, k.N}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::desc d =
+      k.bias ? dnnl::matmul::desc(e.src, e.wei, e.bias, e.dst) : dnnl::matmul::desc(e.src, e.wei, e.dst);
+  const dnnl::matmul::primitive_desc pd(d, user_scratchpad(), cpu_engine());
+  e.scratchpad = pd.scratchpad_desc();
+  e.prim = dnnl::matmul(pd);
   return e;
 }
 
@@ -135,12 +162,10 @@ void execute(const Entry& e, const float* x, const float* W, const float* bias, 
   memory wei(e.wei, eng, const_cast<float*>(W));
   memory dst(e.dst, eng, y);
   dnnl::stream& s = cpu_stream();
-  if (bias) {
-    memory b(e.bias, eng, const_cast<float*>(bias));
-    e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
-  } else {
-    e.prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(e.bias, eng, const_cast<float*>(bias)));
+  if (e.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(e.scratchpad));
+  e.prim.execute(s, args);
   s.wait();
 }
 
@@ -170,8 +195,11 @@ std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64
     if (!p->data) throw Error("prepack: out of memory for a " + std::to_string(N) + "x" + std::to_string(K) + " weight");
     dnnl::engine& eng = cpu_engine();
     memory src(plain, eng, const_cast<float*>(W)), dst(blocked, eng, p->data.get());
+    const dnnl::reorder::primitive_desc pd(src, dst, user_scratchpad());
+    std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    if (pd.scratchpad_desc().get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(pd.scratchpad_desc()));
     dnnl::stream& s = cpu_stream();
-    dnnl::reorder(src, dst).execute(s, src, dst);
+    dnnl::reorder(pd).execute(s, args);
     s.wait();
     return p;
   } catch (const dnnl::error& err) {
