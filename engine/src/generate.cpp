@@ -70,60 +70,128 @@ Sequence fresh_sequence(const Transformer& model, int64_t capacity, const Tensor
 
 }  // namespace
 
+namespace {
+
+// A sequence in flight.
+struct Live {
+  size_t index;
+  const GenerateRequest* req;
+  Sequence seq;
+  Sampler sampler;
+  GenerateResult res;
+  std::vector<int32_t> history;
+  std::vector<uint8_t> history_mask;
+  std::vector<int32_t> feed;  // what the next step appends: the prompt, one token, or (re-encode) all
+  std::vector<uint8_t> feed_mask;
+  bool prefilled = false;
+};
+
+// Validates request i and starts its sequence, its prompt as the first feed.
+Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
+  if (r.prompt.empty())
+    throw Error("generate: the prompt is empty (a decoder needs at least one token, e.g. BOS)" +
+                (i > 0 ? " (request " + std::to_string(i) + ")" : std::string()));
+  if (r.params.max_new_tokens < 0) throw Error("max_new_tokens must be >= 0");
+  if (!r.params.prompt_mask.empty() && r.params.prompt_mask.size() != r.prompt.size())
+    throw Error("generate: prompt_mask has " + std::to_string(r.params.prompt_mask.size()) + " entries for " +
+                std::to_string(r.prompt.size()) + " prompt tokens");
+  const int64_t capacity = r.params.capacity > 0 ? r.params.capacity
+                                                 : static_cast<int64_t>(r.prompt.size()) + r.params.max_new_tokens + 1;
+  Live l{i, &r, fresh_sequence(model, capacity, r.encoder_out, r.encoder_mask), Sampler(r.params.sampling), {},
+         r.prompt, r.params.prompt_mask, r.prompt, r.params.prompt_mask};
+  l.res.prompt_tokens = static_cast<int64_t>(r.prompt.size());
+  return l;
+}
+
+// After a step: samples l's next token from its logits row and sets its next feed. Returns false
+// when the sequence is finished.
+bool advance(const Transformer& model, Live& l, float* logits, const BatchTokenCallback& on_token, bool keep_logits) {
+  const GenerateParams& p = l.req->params;
+  const int64_t V = model.spec().vocab_size;
+  if (p.max_new_tokens == 0) return false;
+  if (keep_logits) {
+    Tensor row = Tensor::zeros({V});
+    std::memcpy(row.f32(), logits, static_cast<size_t>(V) * sizeof(float));
+    l.res.step_logits.push_back(std::move(row));
+  }
+  const int32_t id = l.sampler.sample(logits, V, l.history);
+  l.res.ids.push_back(id);
+  l.history.push_back(id);
+  if (!l.history_mask.empty()) l.history_mask.push_back(1);
+  const bool is_stop = std::find(p.stop_ids.begin(), p.stop_ids.end(), id) != p.stop_ids.end();
+  if (on_token && !on_token(l.index, id)) return false;
+  if (is_stop) {
+    l.res.stopped_by_eos = true;
+    return false;
+  }
+  if (static_cast<int>(l.res.ids.size()) == p.max_new_tokens) return false;
+  const int64_t len = static_cast<int64_t>(l.history.size());
+  if (!p.use_cache || model.decoder_scheme().rotation_changes(len - 1, len)) {
+    // Recompute every key with the rotation in force for the new length (LongRoPE's
+    // short→long switch, or the uncached reference mode).
+    l.seq = fresh_sequence(model, l.seq.self.capacity, l.req->encoder_out, l.req->encoder_mask);
+    l.feed = l.history;
+    l.feed_mask = l.history_mask;
+  } else {
+    l.feed.assign(1, id);
+    l.feed_mask.clear();
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<GenerateResult> generate_batch(const Transformer& model, const std::vector<GenerateRequest>& requests,
+                                           int max_batch, const BatchTokenCallback& on_token, bool keep_logits) {
+  using clock = std::chrono::steady_clock;
+  if (max_batch < 1) throw Error("generate_batch: max_batch must be >= 1, got " + std::to_string(max_batch));
+  std::vector<GenerateResult> results(requests.size());
+  std::vector<Live> live;
+  std::vector<DecodeRequest> step;
+  size_t next = 0;
+  for (;;) {
+    while (live.size() < static_cast<size_t>(max_batch) && next < requests.size()) {
+      live.push_back(start(model, requests[next], next));
+      ++next;
+    }
+    if (live.empty()) break;
+    step.resize(live.size());
+    for (size_t i = 0; i < live.size(); ++i) {
+      step[i].seq = &live[i].seq;
+      step[i].ids.swap(live[i].feed);
+      step[i].mask.assign(live[i].feed_mask.begin(), live[i].feed_mask.end());
+      step[i].which = LogitsFor::Last;
+    }
+    const auto t0 = clock::now();
+    std::vector<ForwardOutput> out = model.decode_batch(step);
+    const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    size_t kept = 0;
+    for (size_t i = 0; i < live.size(); ++i) {
+      Live& l = live[i];
+      (l.prefilled ? l.res.decode_seconds : l.res.prefill_seconds) += seconds;
+      l.prefilled = true;
+      const auto t1 = clock::now();
+      const bool more = advance(model, l, out[i].logits.f32(), on_token, keep_logits);
+      l.res.decode_seconds += std::chrono::duration<double>(clock::now() - t1).count();
+      if (more) {
+        if (kept != i) live[kept] = std::move(l);
+        ++kept;
+      } else {
+        results[l.index] = std::move(l.res);
+      }
+    }
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(kept), live.end());
+  }
+  return results;
+}
+
 GenerateResult generate(const Transformer& model, const std::vector<int32_t>& prompt, const GenerateParams& params,
                         const TokenCallback& on_token, const Tensor* encoder_out,
                         const std::vector<uint8_t>& encoder_mask, bool keep_logits) {
-  if (prompt.empty()) throw Error("generate: the prompt is empty (a decoder needs at least one token, e.g. BOS)");
-  if (params.max_new_tokens < 0) throw Error("max_new_tokens must be >= 0");
-  using clock = std::chrono::steady_clock;
-  const int64_t V = model.spec().vocab_size;
-  const int64_t capacity =
-      params.capacity > 0 ? params.capacity : static_cast<int64_t>(prompt.size()) + params.max_new_tokens + 1;
-  Sampler sampler(params.sampling);
-  GenerateResult res;
-  res.prompt_tokens = static_cast<int64_t>(prompt.size());
-  std::vector<int32_t> history(prompt);
-  std::vector<uint8_t> history_mask = params.prompt_mask;
-  if (!history_mask.empty() && history_mask.size() != prompt.size())
-    throw Error("generate: prompt_mask has " + std::to_string(history_mask.size()) + " entries for " +
-                std::to_string(prompt.size()) + " prompt tokens");
-
-  auto t0 = clock::now();
-  Sequence seq = fresh_sequence(model, capacity, encoder_out, encoder_mask);
-  Tensor logits = model.decode(seq, prompt, history_mask, LogitsFor::Last).logits;
-  res.prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
-
-  auto t1 = clock::now();
-  for (int step = 0; step < params.max_new_tokens; ++step) {
-    if (keep_logits) {
-      Tensor row = Tensor::zeros({V});
-      std::memcpy(row.f32(), logits.f32(), V * sizeof(float));
-      res.step_logits.push_back(std::move(row));
-    }
-    const int32_t id = sampler.sample(logits.f32(), V, history);
-    res.ids.push_back(id);
-    history.push_back(id);
-    if (!history_mask.empty()) history_mask.push_back(1);
-    const bool is_stop = std::find(params.stop_ids.begin(), params.stop_ids.end(), id) != params.stop_ids.end();
-    if (on_token && !on_token(id)) break;
-    if (is_stop) {
-      res.stopped_by_eos = true;
-      break;
-    }
-    if (step + 1 == params.max_new_tokens) break;
-    const int64_t len = static_cast<int64_t>(history.size());
-    const bool reencode = !params.use_cache || model.decoder_scheme().rotation_changes(len - 1, len);
-    if (reencode) {
-      // Recompute every key with the rotation in force for the new length (LongRoPE's
-      // short→long switch, or the uncached reference mode).
-      seq = fresh_sequence(model, capacity, encoder_out, encoder_mask);
-      logits = model.decode(seq, history, history_mask, LogitsFor::Last).logits;
-    } else {
-      logits = model.decode(seq, {id}, {}, LogitsFor::Last).logits;
-    }
-  }
-  res.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
-  return res;
+  const std::vector<GenerateRequest> one{GenerateRequest{prompt, params, encoder_out, encoder_mask}};
+  BatchTokenCallback cb;
+  if (on_token) cb = [&](size_t, int32_t id) { return on_token(id); };
+  return std::move(generate_batch(model, one, 1, cb, keep_logits)[0]);
 }
 
 }  // namespace ordo

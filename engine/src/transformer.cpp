@@ -232,11 +232,11 @@ void Transformer::apply_norm(const Norm& n, const float* x, int64_t T, float* y)
   }
 }
 
-void Transformer::embed(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types,
-                        const int32_t* pos, const PositionScheme& scheme, float* x) const {
-  const int64_t T = static_cast<int64_t>(ids.size()), d = spec_.d_model;
+void Transformer::embed(const int32_t* ids, const int32_t* token_types, int64_t T, const int32_t* pos,
+                        const PositionScheme& scheme, float* x) const {
+  const int64_t d = spec_.d_model;
   const int64_t n_types = spec_.token_type_embed.empty() ? 0 : spec_.token_type_embed.dim(0);
-  std::vector<float> row(d);
+  std::vector<float> row(n_types ? d : 0);
   for (int64_t t = 0; t < T; ++t) {
     const int32_t id = ids[t];
     if (id < 0 || id >= spec_.vocab_size)
@@ -247,7 +247,7 @@ void Transformer::embed(const std::vector<int32_t>& ids, const std::vector<int32
     if (spec_.embed_scale != 1.0f)
       for (int64_t i = 0; i < d; ++i) xt[i] *= spec_.embed_scale;
     if (n_types) {
-      const int32_t tt = token_types.empty() ? 0 : token_types[t];
+      const int32_t tt = token_types ? token_types[t] : 0;
       if (tt < 0 || tt >= n_types)
         throw Error("token type id " + std::to_string(tt) + " at position " + std::to_string(t) +
                     " is out of range [0, " + std::to_string(n_types) + ")");
@@ -259,147 +259,201 @@ void Transformer::embed(const std::vector<int32_t>& ids, const std::vector<int32
   if (spec_.embed_norm.present) apply_norm(spec_.embed_norm, x, T, x);
 }
 
-void Transformer::attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t T,
-                            const int32_t* pos, KVCache* self_cache, const KVCache& cache, int layer, bool causal,
-                            int64_t seq_len, float* out) const {
-  const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model;
-  const int64_t group = H / KV;
-  causal = causal && causal_;
-  const bool observe = observer_ && self_cache;
-  const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+namespace {
 
-  float* q = scratch(kScrQ, T * H * hd);
-  // Self-attention appends this chunk's keys/values at slots [length, length + T); the caller
-  // advances `length` once every layer has run.
-  const int64_t base = self_cache ? self_cache->length : 0;
-  if (!self_cache) {
-    linear(backend_, h, T, d, w.q, q);
-    if (scheme) scheme->rotate(q, H, pos, T, seq_len);
-  } else {
-    float* k = scratch(kScrK, T * KV * hd);
-    float* v = scratch(kScrV, T * KV * hd);
-    linear_group(backend_, h, T, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
-    if (scheme) {
-      scheme->rotate(q, H, pos, T, seq_len);
-      scheme->rotate(k, KV, pos, T, seq_len);
-    }
-    Tensor& Kc = self_cache->k[layer];
-    Tensor& Vc = self_cache->v[layer];
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t g = 0; g < KV; ++g) {
-        const int64_t row = g * self_cache->capacity + base + t, slot = row * hd;
-        const float* kr = &k[(t * KV + g) * hd];
-        const float* vr = &v[(t * KV + g) * hd];
-        switch (Kc.dtype) {
-          case DType::F16:
-            detail::to_f16(kr, hd, static_cast<uint16_t*>(Kc.data) + slot);
-            detail::to_f16(vr, hd, static_cast<uint16_t*>(Vc.data) + slot);
-            break;
-          case DType::I8:
-            self_cache->k_scale[layer].f32()[row] = detail::to_i8(kr, hd, static_cast<int8_t*>(Kc.data) + slot);
-            self_cache->v_scale[layer].f32()[row] = detail::to_i8(vr, hd, static_cast<int8_t*>(Vc.data) + slot);
-            break;
-          default:
-            std::memcpy(Kc.f32() + slot, kr, hd * sizeof(float));
-            std::memcpy(Vc.f32() + slot, vr, hd * sizeof(float));
-        }
-      }
-  }
-  const int64_t total = self_cache ? base + T : cache.length;
-  const bool bias = scheme && scheme->has_score_bias();
-  // Padding mask, dropped when every key is real (the common case: no per-row mask pass).
-  const uint8_t* key_valid = cache.valid.empty() ? nullptr : cache.valid.data();
-  if (key_valid && std::memchr(key_valid, 0, static_cast<size_t>(total)) == nullptr) key_valid = nullptr;
-  const int32_t* key_pos = cache.positions.empty() ? nullptr : cache.positions.data();
+// What turning one query row's raw scores into probabilities needs to know.
+struct ScoreRow {
+  const PositionScheme* bias;  // null: no score bias
+  const int32_t* key_pos;
+  const uint8_t* key_valid;  // null: every key is real
+  const Transformer::AttentionObserver* observer;  // null: nobody watches
+  int layer;
+};
 
-  float* ctx = scratch(kScrCtx, T * H * hd);
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Bias and mask query row t's nk scores and exponentiate them (softmax without the division).
-  // Returns what the row's output Σ p_j v_j must be multiplied by: 1/Σ p (0 for a fully masked
-  // row), or 1 when an observer needed the probabilities normalised already.
-  auto finish_scores = [&](int64_t hh, int64_t t, float* scores, int64_t nk) -> float {
-    if (bias) scheme->add_score_bias(scores, hh, pos[t], key_pos, nk);
-    if (key_valid)
-      for (int64_t j = 0; j < nk; ++j)
-        if (!key_valid[j]) scores[j] = neg_inf;
-    if (!observe) {
-      const float sum = softmax_unnormalized(scores, nk);
-      return sum > 0.0f ? 1.0f / sum : 0.0f;
-    }
-    softmax(scores, nk);
-#pragma omp critical(ordo_attention_observer)
-    observer_(layer, hh, base + t, scores, nk);
-    return 1.0f;
-  };
-  auto scale_row = [hd](float* row, float f) {
-    if (f != 1.0f)
-      for (int64_t i = 0; i < hd; ++i) row[i] *= f;
-  };
-  // K, V: the layer's cache, [KV, capacity, hd] of float, uint16_t (F16) or int8_t (I8, row
-  // scales Ks, Vs: [KV, capacity]; null otherwise).
-  auto attend = [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
-    auto row_scales = [&](const float* rs, int64_t g) { return rs ? rs + g * cache.capacity : nullptr; };
-    if (T == 1) {
-      // Decode: each head reads its K and V rows once; heads are handed out to the threads (the
-      // decode step's team) unless the layer's K has under 4096 elements.
-      std::memset(ctx, 0, static_cast<size_t>(T * H * hd) * sizeof(float));
-      detail::parallel_items(H, H * total * hd >= (1 << 12), [&](int64_t hh) {
-        float* scores = scratch(kScrScores, total);
-        const int64_t g = hh / group;
-        const int64_t nk = causal ? base + 1 : total;
-        detail::qk_scores(q + hh * hd, K + g * cache.capacity * hd, row_scales(Ks, g), nk, hd, scale, scores);
-        const float f = finish_scores(hh, 0, scores, nk);
-        detail::pv_accumulate(scores, V + g * cache.capacity * hd, row_scales(Vs, g), nk, hd, ctx + hh * hd);
-        scale_row(ctx + hh * hd, f);
-      });
-    } else {
-      // Prompt: blocks of kQueryBlock query rows per head through two GEMMs,
-      // S = scale · Q_blk · K[0, kend)ᵀ and ctx_blk = softmax(S) · V[0, kend), so the largest
-      // score buffer is kQueryBlock × keys per thread, never T × T. Causal rows are zeroed past
-      // their last key, which makes the shared kend exact for every row of the block.
-      constexpr int64_t kQueryBlock = 64;
-      const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
-      int64_t stride = 0;
-      const float* Kf = cache_as_f32(K, Ks, KV, cache.capacity, total, hd, kScrKf, stride);
-      const float* Vf = cache_as_f32(V, Vs, KV, cache.capacity, total, hd, kScrVf, stride);
-#pragma omp parallel
-      {
-        float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
-#pragma omp for collapse(2) schedule(dynamic)
-        for (int64_t hh = 0; hh < H; ++hh)
-          for (int64_t b = 0; b < blocks; ++b) {
-            const int64_t g = hh / group;
-            const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
-            const int64_t kend = causal ? base + t0 + m : total;
-            const float* Kg = Kf + g * stride * hd;
-            const float* Vg = Vf + g * stride * hd;
-            gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kg, hd, 0.0f, S, kend);
-            float row_scale[kQueryBlock];
-            for (int64_t i = 0; i < m; ++i) {
-              float* row = S + i * kend;
-              const int64_t nk = causal ? base + t0 + i + 1 : total;
-              row_scale[i] = finish_scores(hh, t0 + i, row, nk);
-              std::fill(row + nk, row + kend, 0.0f);
-            }
-            gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vg, hd, 0.0f, &ctx[(t0 * H + hh) * hd], H * hd);
-            for (int64_t i = 0; i < m; ++i) scale_row(&ctx[((t0 + i) * H + hh) * hd], row_scale[i]);
-          }
-      }
-    }
-  };
-  const Tensor &Kl = cache.k[layer], &Vl = cache.v[layer];
-  switch (Kl.dtype) {
-    case DType::F16:
-      attend(static_cast<const uint16_t*>(Kl.data), static_cast<const uint16_t*>(Vl.data), nullptr, nullptr);
-      break;
-    case DType::I8:
-      attend(static_cast<const int8_t*>(Kl.data), static_cast<const int8_t*>(Vl.data), cache.k_scale[layer].f32(),
-             cache.v_scale[layer].f32());
-      break;
-    default: attend(Kl.f32(), Vl.f32(), nullptr, nullptr);
-  }
-  linear(backend_, ctx, T, H * hd, w.out, out);
+// The padding mask of a cache's first `total` slots, or null when every key is real (the common
+// case: no per-row mask pass).
+const uint8_t* padding_of(const KVCache& c, int64_t total) {
+  const uint8_t* v = c.valid.empty() ? nullptr : c.valid.data();
+  return v && std::memchr(v, 0, static_cast<size_t>(total)) ? v : nullptr;
 }
+
+// Biases and masks a query's nk scores and exponentiates them (softmax without the division).
+// Returns what the row's output Σ p_j v_j must be multiplied by: 1/Σ p (0 for a fully masked
+// row), or 1 when an observer needed the probabilities normalised already.
+float finish_scores(const ScoreRow& r, int64_t head, int32_t qpos, int64_t query_index, float* scores, int64_t nk) {
+  if (r.bias) r.bias->add_score_bias(scores, head, qpos, r.key_pos, nk);
+  if (r.key_valid)
+    for (int64_t j = 0; j < nk; ++j)
+      if (!r.key_valid[j]) scores[j] = -std::numeric_limits<float>::infinity();
+  if (!r.observer) {
+    const float sum = softmax_unnormalized(scores, nk);
+    return sum > 0.0f ? 1.0f / sum : 0.0f;
+  }
+  softmax(scores, nk);
+#pragma omp critical(ordo_attention_observer)
+  (*r.observer)(r.layer, head, query_index, scores, nk);
+  return 1.0f;
+}
+
+void scale_row(float* row, int64_t n, float f) {
+  if (f != 1.0f)
+    for (int64_t i = 0; i < n; ++i) row[i] *= f;
+}
+
+// Calls f(K, V, Ks, Vs) with layer l's cache as float, uint16_t (F16) or int8_t (I8, with row
+// scales Ks, Vs [KV, capacity]; null otherwise).
+template <class F>
+void with_cache(const KVCache& c, int l, F&& f) {
+  const Tensor &K = c.k[static_cast<size_t>(l)], &V = c.v[static_cast<size_t>(l)];
+  switch (K.dtype) {
+    case DType::F16: return f(static_cast<const uint16_t*>(K.data), static_cast<const uint16_t*>(V.data), nullptr, nullptr);
+    case DType::I8:
+      return f(static_cast<const int8_t*>(K.data), static_cast<const int8_t*>(V.data),
+               c.k_scale[static_cast<size_t>(l)].f32(), c.v_scale[static_cast<size_t>(l)].f32());
+    default: return f(K.f32(), V.f32(), nullptr, nullptr);
+  }
+}
+
+}  // namespace
+
+void Transformer::store_kv(const Segment& s, int layer, const float* k, const float* v) const {
+  const int64_t KV = spec_.n_kv_heads, hd = spec_.head_dim;
+  KVCache& c = *s.self;
+  Tensor& Kc = c.k[static_cast<size_t>(layer)];
+  Tensor& Vc = c.v[static_cast<size_t>(layer)];
+  for (int64_t t = 0; t < s.T; ++t)
+    for (int64_t g = 0; g < KV; ++g) {
+      const int64_t row = g * c.capacity + c.length + t, slot = row * hd;
+      const float* kr = &k[(t * KV + g) * hd];
+      const float* vr = &v[(t * KV + g) * hd];
+      switch (Kc.dtype) {
+        case DType::F16:
+          detail::to_f16(kr, hd, static_cast<uint16_t*>(Kc.data) + slot);
+          detail::to_f16(vr, hd, static_cast<uint16_t*>(Vc.data) + slot);
+          break;
+        case DType::I8:
+          c.k_scale[static_cast<size_t>(layer)].f32()[row] = detail::to_i8(kr, hd, static_cast<int8_t*>(Kc.data) + slot);
+          c.v_scale[static_cast<size_t>(layer)].f32()[row] = detail::to_i8(vr, hd, static_cast<int8_t*>(Vc.data) + slot);
+          break;
+        default:
+          std::memcpy(Kc.f32() + slot, kr, hd * sizeof(float));
+          std::memcpy(Vc.f32() + slot, vr, hd * sizeof(float));
+      }
+    }
+}
+
+void Transformer::attend_single(const std::vector<const Segment*>& segs, bool cross, int layer, bool causal,
+                                const PositionScheme* scheme, const float* q, float* ctx) const {
+  const int64_t H = spec_.n_heads, hd = spec_.head_dim, group = H / spec_.n_kv_heads;
+  const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const bool bias = scheme && scheme->has_score_bias();
+  int64_t work = 0;
+  for (const Segment* s : segs) work += H * (cross ? s->cross->length : s->self->length + 1) * hd;
+  // Each (segment, head) reads its K and V rows once; they are handed out to the threads (the
+  // decode step's team) unless the layer's keys have under 4096 elements in all.
+  detail::parallel_items(static_cast<int64_t>(segs.size()) * H, work >= (1 << 12), [&](int64_t item) {
+    const Segment& s = *segs[static_cast<size_t>(item / H)];
+    const int64_t hh = item % H, g = hh / group;
+    const KVCache& cache = cross ? *s.cross : *s.self;
+    const int64_t base = cross ? 0 : cache.length;  // the query's own slot (self-attention)
+    const int64_t total = cross ? cache.length : base + 1;
+    const int64_t nk = causal ? base + 1 : total;
+    const ScoreRow row{bias ? scheme : nullptr, cache.positions.empty() ? nullptr : cache.positions.data(),
+                       padding_of(cache, total), observer_ && !cross ? &observer_ : nullptr, layer};
+    float* scores = scratch(kScrScores, total);
+    const float* qh = q + (s.row0 * H + hh) * hd;
+    float* out = ctx + (s.row0 * H + hh) * hd;
+    std::memset(out, 0, static_cast<size_t>(hd) * sizeof(float));
+    with_cache(cache, layer, [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
+      const int64_t cap = cache.capacity;
+      detail::qk_scores(qh, K + g * cap * hd, Ks ? Ks + g * cap : nullptr, nk, hd, scale, scores);
+      const float f = finish_scores(row, hh, s.pos[0], base, scores, nk);
+      detail::pv_accumulate(scores, V + g * cap * hd, Vs ? Vs + g * cap : nullptr, nk, hd, out);
+      scale_row(out, hd, f);
+    });
+  });
+}
+
+void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int layer, bool causal,
+                                const PositionScheme* scheme, const float* q, float* ctx) const {
+  const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, group = H / KV, T = s.T;
+  const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const bool self = &cache == s.self;
+  const int64_t base = self ? cache.length : 0;
+  const int64_t total = self ? base + T : cache.length;
+  const ScoreRow row{scheme && scheme->has_score_bias() ? scheme : nullptr,
+                     cache.positions.empty() ? nullptr : cache.positions.data(), padding_of(cache, total),
+                     observer_ && self ? &observer_ : nullptr, layer};
+  // Blocks of kQueryBlock query rows per head through two GEMMs, S = scale · Q_blk · K[0, kend)ᵀ
+  // and ctx_blk = softmax(S) · V[0, kend), so the largest score buffer is kQueryBlock × keys per
+  // thread, never T × T. Causal rows are zeroed past their last key, which makes the shared kend
+  // exact for every row of the block.
+  constexpr int64_t kQueryBlock = 64;
+  const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+  with_cache(cache, layer, [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
+    int64_t stride = 0;
+    const float* Kf = cache_as_f32(K, Ks, KV, cache.capacity, total, hd, kScrKf, stride);
+    const float* Vf = cache_as_f32(V, Vs, KV, cache.capacity, total, hd, kScrVf, stride);
+#pragma omp parallel
+    {
+      float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
+#pragma omp for collapse(2) schedule(dynamic)
+      for (int64_t hh = 0; hh < H; ++hh)
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t g = hh / group;
+          const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
+          const int64_t kend = causal ? base + t0 + m : total;
+          gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kf + g * stride * hd, hd, 0.0f, S,
+                  kend);
+          float row_scale[kQueryBlock];
+          for (int64_t i = 0; i < m; ++i) {
+            float* r = S + i * kend;
+            const int64_t nk = causal ? base + t0 + i + 1 : total;
+            row_scale[i] = finish_scores(row, hh, s.pos[t0 + i], base + t0 + i, r, nk);
+            std::fill(r + nk, r + kend, 0.0f);
+          }
+          gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vf + g * stride * hd, hd, 0.0f, &ctx[(t0 * H + hh) * hd],
+                  H * hd);
+          for (int64_t i = 0; i < m; ++i) scale_row(&ctx[((t0 + i) * H + hh) * hd], hd, row_scale[i]);
+        }
+    }
+  });
+}
+
+void Transformer::attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t R,
+                            const std::vector<Segment>& segs, bool cross, int layer, bool causal, float* out) const {
+  const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model;
+  causal = causal && causal_ && !cross;
+  float* q = scratch(kScrQ, R * H * hd);
+  if (cross) {
+    linear(backend_, h, R, d, w.q, q);
+  } else {
+    float* k = scratch(kScrK, R * KV * hd);
+    float* v = scratch(kScrV, R * KV * hd);
+    linear_group(backend_, h, R, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
+    for (const Segment& s : segs) {
+      if (scheme) {
+        scheme->rotate(q + s.row0 * H * hd, H, s.pos, s.T, s.seq_len);
+        scheme->rotate(k + s.row0 * KV * hd, KV, s.pos, s.T, s.seq_len);
+      }
+      // Appended at slots [length, length + T); the step advances `length` after every layer.
+      store_kv(s, layer, k + s.row0 * KV * hd, v + s.row0 * KV * hd);
+    }
+  }
+  float* ctx = scratch(kScrCtx, R * H * hd);
+  thread_local std::vector<const Segment*> single;
+  single.clear();
+  for (const Segment& s : segs) {
+    if (s.T == 1)
+      single.push_back(&s);
+    else
+      attend_prompt(s, cross ? *s.cross : *s.self, layer, causal, cross ? nullptr : scheme, q + s.row0 * H * hd,
+                    ctx + s.row0 * H * hd);
+  }
+  if (!single.empty()) attend_single(single, cross, layer, causal, cross ? nullptr : scheme, q, ctx);
+  linear(backend_, ctx, R, H * hd, w.out, out);
+}
+
 
 void Transformer::feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const {
   const int64_t d = spec_.d_model, n = f.up.out_features();
@@ -416,81 +470,119 @@ void Transformer::feed_forward(const FeedForward& f, const float* h, int64_t T, 
   }
 }
 
-void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t T,
-                            const int32_t* pos, KVCache* cache, const KVCache* cross, std::vector<Tensor>* hidden,
-                            int64_t seq_len) const {
+void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t R,
+                            const std::vector<Segment>& segs, std::vector<Tensor>* hidden) const {
   const int64_t d = spec_.d_model;
   const int64_t L = static_cast<int64_t>(stack.layers.size());
-  float* const h = scratch(kScrH, T * d);
-  float* const a = scratch(kScrA, T * d);
-  float* const f = scratch(kScrF, T * d);
+  const bool cross = !segs.empty() && segs[0].cross;
+  float* const h = scratch(kScrH, R * d);
+  float* const a = scratch(kScrA, R * d);
+  float* const f = scratch(kScrF, R * d);
   auto snapshot = [&](const float* src) {
-    Tensor t = Tensor::zeros({T, d});
-    std::memcpy(t.f32(), src, T * d * sizeof(float));
+    Tensor t = Tensor::zeros({R, d});
+    std::memcpy(t.f32(), src, R * d * sizeof(float));
     hidden->push_back(std::move(t));
   };
   if (hidden) snapshot(x);
-  for (int64_t l = 0; l < L; ++l) {
-    const Layer& ly = stack.layers[l];
+  for (int l = 0; l < static_cast<int>(L); ++l) {
+    const Layer& ly = stack.layers[static_cast<size_t>(l)];
     if (spec_.pre_norm) {
-      apply_norm(ly.attn_norm, x, T, h);
-      attention(ly.self_attn, &scheme, h, T, pos, cache, *cache, l, stack.causal, seq_len, a);
+      apply_norm(ly.attn_norm, x, R, h);
+      attention(ly.self_attn, &scheme, h, R, segs, false, l, stack.causal, a);
       if (spec_.parallel_residual) {
-        if (ly.ffn_norm.present) apply_norm(ly.ffn_norm, x, T, h);
-        feed_forward(ly.ffn, h, T, f);
-        add_inplace(x, a, T * d);
-        add_inplace(x, f, T * d);
+        if (ly.ffn_norm.present) apply_norm(ly.ffn_norm, x, R, h);
+        feed_forward(ly.ffn, h, R, f);
+        add_inplace(x, a, R * d);
+        add_inplace(x, f, R * d);
       } else {
-        add_inplace(x, a, T * d);
+        add_inplace(x, a, R * d);
         if (cross) {
-          apply_norm(ly.cross_norm, x, T, h);
-          attention(ly.cross_attn, nullptr, h, T, pos, nullptr, *cross, l, false, seq_len, a);
-          add_inplace(x, a, T * d);
+          apply_norm(ly.cross_norm, x, R, h);
+          attention(ly.cross_attn, nullptr, h, R, segs, true, l, false, a);
+          add_inplace(x, a, R * d);
         }
-        apply_norm(ly.ffn_norm, x, T, h);
-        feed_forward(ly.ffn, h, T, f);
-        add_inplace(x, f, T * d);
+        apply_norm(ly.ffn_norm, x, R, h);
+        feed_forward(ly.ffn, h, R, f);
+        add_inplace(x, f, R * d);
       }
     } else {  // post-norm
-      attention(ly.self_attn, &scheme, x, T, pos, cache, *cache, l, stack.causal, seq_len, a);
-      add_inplace(x, a, T * d);
-      apply_norm(ly.attn_norm, x, T, x);
+      attention(ly.self_attn, &scheme, x, R, segs, false, l, stack.causal, a);
+      add_inplace(x, a, R * d);
+      apply_norm(ly.attn_norm, x, R, x);
       if (cross) {
-        attention(ly.cross_attn, nullptr, x, T, pos, nullptr, *cross, l, false, seq_len, a);
-        add_inplace(x, a, T * d);
-        apply_norm(ly.cross_norm, x, T, x);
+        attention(ly.cross_attn, nullptr, x, R, segs, true, l, false, a);
+        add_inplace(x, a, R * d);
+        apply_norm(ly.cross_norm, x, R, x);
       }
-      feed_forward(ly.ffn, x, T, f);
-      add_inplace(x, f, T * d);
-      apply_norm(ly.ffn_norm, x, T, x);
+      feed_forward(ly.ffn, x, R, f);
+      add_inplace(x, f, R * d);
+      apply_norm(ly.ffn_norm, x, R, x);
     }
     if (hidden && l + 1 < L) snapshot(x);
   }
-  if (stack.final_norm.present) apply_norm(stack.final_norm, x, T, x);
+  if (stack.final_norm.present) apply_norm(stack.final_norm, x, R, x);
   if (hidden) snapshot(x);
+}
+
+std::vector<Tensor> Transformer::encode_all(const std::vector<EncodeRequest>& requests,
+                                            std::vector<Tensor>* hidden) const {
+  if (spec_.graph == GraphKind::Decoder) throw Error(spec_.architecture + " is a decoder-only model: it has no encoder");
+  const size_t n = requests.size();
+  std::vector<KVCache> caches(n);
+  std::vector<Segment> segs(n);
+  int64_t R = 0;
+  for (const EncodeRequest& r : requests) R += static_cast<int64_t>(r.ids.size());
+  std::vector<int32_t> ids, types(static_cast<size_t>(R), 0);
+  ids.reserve(static_cast<size_t>(R));
+  for (size_t i = 0; i < n; ++i) {
+    const EncodeRequest& r = requests[i];
+    const int64_t T = static_cast<int64_t>(r.ids.size());
+    if (!r.mask.empty() && static_cast<int64_t>(r.mask.size()) != T)
+      throw Error("attention mask has " + std::to_string(r.mask.size()) + " entries for " + std::to_string(T) +
+                  " tokens");
+    if (!r.token_types.empty() && static_cast<int64_t>(r.token_types.size()) != T)
+      throw Error("token type ids have " + std::to_string(r.token_types.size()) + " entries for " +
+                  std::to_string(T) + " tokens");
+    KVCache& c = caches[i];
+    c = make_cache(static_cast<int64_t>(spec_.encoder.layers.size()), std::max<int64_t>(T, 1));
+    c.positions.resize(static_cast<size_t>(T));
+    c.valid.assign(static_cast<size_t>(T), 1);
+    int32_t next = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      const bool real = r.mask.empty() || r.mask[static_cast<size_t>(t)];
+      c.valid[static_cast<size_t>(t)] = real;
+      c.positions[static_cast<size_t>(t)] = real ? next++ : 0;
+    }
+    if (next > 0) enc_scheme_->check_positions(next - 1);
+    const int64_t row0 = static_cast<int64_t>(ids.size());
+    std::copy(r.token_types.begin(), r.token_types.end(), types.begin() + row0);
+    ids.insert(ids.end(), r.ids.begin(), r.ids.end());
+    segs[i] = Segment{row0, T, c.positions.data(), &c, nullptr, std::max<int32_t>(next, 1)};
+  }
+  std::vector<int32_t> pos(static_cast<size_t>(R));
+  for (const Segment& s : segs) std::copy(s.pos, s.pos + s.T, pos.begin() + s.row0);
+  Tensor x = Tensor::zeros({R, spec_.d_model});
+  embed(ids.data(), types.data(), R, pos.data(), *enc_scheme_, x.f32());
+  if (R > 0) run_stack(spec_.encoder, *enc_scheme_, x.f32(), R, segs, hidden);
+  if (n == 1) return {std::move(x)};
+  std::vector<Tensor> out;
+  for (const Segment& s : segs) {
+    Tensor t = Tensor::zeros({s.T, spec_.d_model});
+    std::memcpy(t.f32(), x.f32() + s.row0 * spec_.d_model, static_cast<size_t>(s.T * spec_.d_model) * sizeof(float));
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 Tensor Transformer::encode(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types,
                            const std::vector<uint8_t>& mask, std::vector<Tensor>* hidden) const {
-  if (spec_.graph == GraphKind::Decoder) throw Error(spec_.architecture + " is a decoder-only model: it has no encoder");
-  const int64_t T = static_cast<int64_t>(ids.size());
-  if (!mask.empty() && static_cast<int64_t>(mask.size()) != T)
-    throw Error("attention mask has " + std::to_string(mask.size()) + " entries for " + std::to_string(T) + " tokens");
-  KVCache cache = make_cache(static_cast<int64_t>(spec_.encoder.layers.size()), std::max<int64_t>(T, 1));
-  cache.positions.resize(T);
-  cache.valid.assign(T, 1);
-  int32_t next = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    const bool real = mask.empty() || mask[t];
-    cache.valid[t] = real;
-    cache.positions[t] = real ? next++ : 0;
-  }
-  if (next > 0) enc_scheme_->check_positions(next - 1);
-  Tensor x = Tensor::zeros({T, spec_.d_model});
-  embed(ids, token_types, cache.positions.data(), *enc_scheme_, x.f32());
-  run_stack(spec_.encoder, *enc_scheme_, x.f32(), T, cache.positions.data(), &cache, nullptr, hidden, next);
-  return x;
+  return std::move(encode_all({EncodeRequest{ids, token_types, mask}}, hidden)[0]);
 }
+
+std::vector<Tensor> Transformer::encode_batch(const std::vector<EncodeRequest>& requests) const {
+  return encode_all(requests, nullptr);
+}
+
 
 Tensor Transformer::pool(const Tensor& encoder_out) const {
   if (!spec_.pooler.present()) throw Error(spec_.architecture + " has no pooler");
@@ -521,60 +613,141 @@ void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const
   }
 }
 
-ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask,
-                                  LogitsFor which, bool want_hidden) const {
+std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden) const {
   if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
-  if (spec_.graph == GraphKind::EncoderDecoder && seq.cross.k.empty())
-    throw Error("encoder-decoder decode needs the encoder output: call attach_encoder first");
-  const int64_t T = static_cast<int64_t>(ids.size());
-  if (T == 0) throw Error("decode: no tokens");
-  if (!mask.empty() && static_cast<int64_t>(mask.size()) != T)
-    throw Error("attention mask has " + std::to_string(mask.size()) + " entries for " + std::to_string(T) + " tokens");
-
-  KVCache& cache = seq.self;
-  const int64_t base = cache.length;
-  thread_local std::vector<int32_t> pos;  // reused: no per-step allocation
-  pos.resize(T);
-  int64_t next = seq.next_position;
-  for (int64_t t = 0; t < T; ++t) pos[t] = (mask.empty() || mask[t]) ? static_cast<int32_t>(next++) : 0;
-  if (next > seq.next_position) dec_scheme_->check_positions(next - 1);
-
-  reserve_cache(cache, base + T);
-  cache.positions.resize(base + T);
-  cache.valid.resize(base + T);
-  for (int64_t t = 0; t < T; ++t) {
-    cache.positions[base + t] = pos[t];
-    cache.valid[base + t] = mask.empty() ? 1 : mask[t];
+  const int64_t d = spec_.d_model;
+  int64_t R = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const StepInput& r = in[i];
+    if (!r.seq) throw Error("decode: request " + std::to_string(i) + " has no sequence");
+    if (r.T <= 0) throw Error("decode: no tokens");
+    if (spec_.graph == GraphKind::EncoderDecoder && r.seq->cross.k.empty())
+      throw Error("encoder-decoder decode needs the encoder output: call attach_encoder first");
+    for (size_t j = 0; j < i; ++j)
+      if (in[j].seq == r.seq) throw Error("decode_batch: one sequence appears in requests " + std::to_string(j) +
+                                          " and " + std::to_string(i));
+    R += r.T;
+  }
+  // Reused across steps: once warm, a decode step allocates nothing but its outputs.
+  thread_local std::vector<int32_t> ids, pos;
+  thread_local std::vector<Segment> segs;
+  ids.resize(static_cast<size_t>(R));
+  pos.resize(static_cast<size_t>(R));
+  segs.resize(in.size());
+  std::vector<int64_t> next(in.size());
+  int64_t row0 = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const StepInput& r = in[i];
+    Sequence& seq = *r.seq;
+    KVCache& cache = seq.self;
+    const int64_t base = cache.length;
+    int64_t nx = seq.next_position;
+    for (int64_t t = 0; t < r.T; ++t) {
+      const bool real = !r.mask || r.mask[t];
+      pos[static_cast<size_t>(row0 + t)] = real ? static_cast<int32_t>(nx++) : 0;
+    }
+    if (nx > seq.next_position) dec_scheme_->check_positions(nx - 1);
+    std::copy(r.ids, r.ids + r.T, ids.begin() + row0);
+    reserve_cache(cache, base + r.T);
+    cache.positions.resize(static_cast<size_t>(base + r.T));
+    cache.valid.resize(static_cast<size_t>(base + r.T));
+    for (int64_t t = 0; t < r.T; ++t) {
+      cache.positions[static_cast<size_t>(base + t)] = pos[static_cast<size_t>(row0 + t)];
+      cache.valid[static_cast<size_t>(base + t)] = r.mask ? r.mask[t] : 1;
+    }
+    next[i] = nx;
+    segs[i] = Segment{row0, r.T, pos.data() + row0, &cache,
+                      spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1)};
+    row0 += r.T;
   }
 
-  ForwardOutput out;
-  // The final hidden state is returned only for LogitsFor::None; otherwise it lives in scratch.
-  Tensor x_out = which == LogitsFor::None ? Tensor::zeros({T, spec_.d_model}) : Tensor{};
+  std::vector<ForwardOutput> out(in.size());
   auto forward = [&] {
-    float* x = which == LogitsFor::None ? x_out.f32() : scratch(kScrX, T * spec_.d_model);
-    static const std::vector<int32_t> no_types;
-    embed(ids, no_types, pos.data(), *dec_scheme_, x);
-    run_stack(spec_.decoder, *dec_scheme_, x, T, pos.data(), &cache,
-              spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, want_hidden ? &out.hidden : nullptr,
-              std::max<int64_t>(next, 1));
-    switch (which) {
-      case LogitsFor::All: out.logits = logits(x, T); break;
-      case LogitsFor::Last: out.logits = logits(x + (T - 1) * spec_.d_model, 1); break;
-      case LogitsFor::None: out.final_hidden = std::move(x_out); break;
+    float* x = scratch(kScrX, R * d);
+    embed(ids.data(), nullptr, R, pos.data(), *dec_scheme_, x);
+    run_stack(spec_.decoder, *dec_scheme_, x, R, segs, hidden);
+    // Rows that need logits, gathered so that one lm_head GEMM serves every sequence.
+    int64_t n_logit_rows = 0;
+    for (const StepInput& r : in) n_logit_rows += r.which == LogitsFor::All ? r.T : r.which == LogitsFor::Last;
+    const bool gather = n_logit_rows > 0 && in.size() > 1;
+    float* rows = gather ? scratch(kScrH, n_logit_rows * d) : nullptr;
+    int64_t g = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Segment& s = segs[i];
+      const float* xs = x + s.row0 * d;
+      switch (in[i].which) {
+        case LogitsFor::All:
+          if (!gather) out[i].logits = logits(xs, s.T);
+          else std::memcpy(rows + g * d, xs, static_cast<size_t>(s.T * d) * sizeof(float));
+          g += gather ? s.T : 0;
+          break;
+        case LogitsFor::Last:
+          if (!gather) out[i].logits = logits(xs + (s.T - 1) * d, 1);
+          else std::memcpy(rows + g * d, xs + (s.T - 1) * d, static_cast<size_t>(d) * sizeof(float));
+          g += gather ? 1 : 0;
+          break;
+        case LogitsFor::None:
+          out[i].final_hidden = Tensor::zeros({s.T, d});
+          std::memcpy(out[i].final_hidden.f32(), xs, static_cast<size_t>(s.T * d) * sizeof(float));
+          break;
+      }
+    }
+    if (!gather) return;
+    const Tensor all = logits(rows, n_logit_rows);
+    const int64_t V = spec_.vocab_size;
+    g = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const int64_t n = in[i].which == LogitsFor::All ? in[i].T : in[i].which == LogitsFor::Last;
+      if (n == 0) continue;
+      out[i].logits = Tensor::zeros({n, V});
+      std::memcpy(out[i].logits.f32(), all.f32() + g * V, static_cast<size_t>(n * V) * sizeof(float));
+      g += n;
     }
   };
-  // One token: every parallel loop of the step is one of ours (no GEMM), so the threads stay in
-  // one region for the whole step instead of waking for each of its ~60 loops.
-  if (T == 1)
+  // One token in all: every parallel loop of the step is one of ours (no GEMM), so the threads
+  // stay in one region for the whole step instead of waking for each of its ~60 loops.
+  if (R == 1)
     detail::run_as_team(forward);
   else
     forward();
-  cache.length = base + T;
-  seq.next_position = next;
-  seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
-  for (int64_t t = 0; t < T; ++t) seq.token_valid.push_back(mask.empty() ? 1 : mask[t]);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const StepInput& r = in[i];
+    Sequence& seq = *r.seq;
+    seq.self.length += r.T;
+    seq.next_position = next[i];
+    seq.tokens.insert(seq.tokens.end(), r.ids, r.ids + r.T);
+    for (int64_t t = 0; t < r.T; ++t) seq.token_valid.push_back(r.mask ? r.mask[t] : 1);
+  }
   return out;
 }
+
+ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask,
+                                  LogitsFor which, bool want_hidden) const {
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (!mask.empty() && static_cast<int64_t>(mask.size()) != T)
+    throw Error("attention mask has " + std::to_string(mask.size()) + " entries for " + std::to_string(T) + " tokens");
+  ForwardOutput out;
+  ForwardOutput r = std::move(step({StepInput{&seq, ids.data(), T, mask.empty() ? nullptr : mask.data(), which}},
+                                   want_hidden ? &out.hidden : nullptr)[0]);
+  out.logits = std::move(r.logits);
+  out.final_hidden = std::move(r.final_hidden);
+  return out;
+}
+
+std::vector<ForwardOutput> Transformer::decode_batch(const std::vector<DecodeRequest>& requests) const {
+  std::vector<StepInput> in;
+  in.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DecodeRequest& r = requests[i];
+    const int64_t T = static_cast<int64_t>(r.ids.size());
+    if (!r.mask.empty() && static_cast<int64_t>(r.mask.size()) != T)
+      throw Error("decode_batch: request " + std::to_string(i) + ": attention mask has " +
+                  std::to_string(r.mask.size()) + " entries for " + std::to_string(T) + " tokens");
+    in.push_back(StepInput{r.seq, r.ids.data(), T, r.mask.empty() ? nullptr : r.mask.data(), r.which});
+  }
+  return step(in, nullptr);
+}
+
 
 Tensor Transformer::logits(const float* h, int64_t T) const {
   const int64_t d = spec_.d_model;

@@ -57,4 +57,26 @@ GenerateResult generate(const Transformer& model, const std::vector<int32_t>& pr
                         const TokenCallback& on_token = nullptr, const Tensor* encoder_out = nullptr,
                         const std::vector<uint8_t>& encoder_mask = {}, bool keep_logits = false);
 
+// One sequence of a batched generation: generate()'s arguments.
+struct GenerateRequest {
+  std::vector<int32_t> prompt;
+  GenerateParams params;
+  const Tensor* encoder_out = nullptr;  // encoder-decoder: the encoder output of this sequence
+  std::vector<uint8_t> encoder_mask;
+};
+
+// Called once per generated token of request `index`; return false to stop that sequence.
+using BatchTokenCallback = std::function<bool(size_t index, int32_t id)>;
+
+// Generates every request with up to max_batch sequences in flight (continuous batching): each
+// step is one Transformer::decode_batch over the new prompts of sequences joining and the next
+// token of the others; a sequence leaves as soon as it finishes and the next request takes its
+// place. result[i] is what generate() of request i alone returns (same ids for greedy and for
+// seeded sampling; logits equal up to float rounding), with prefill_seconds the step that ran
+// its prompt and decode_seconds the steps it was decoded in. on_token calls come in step order,
+// interleaved across sequences.
+std::vector<GenerateResult> generate_batch(const Transformer& model, const std::vector<GenerateRequest>& requests,
+                                           int max_batch, const BatchTokenCallback& on_token = nullptr,
+                                           bool keep_logits = false);
+
 }  // namespace ordo

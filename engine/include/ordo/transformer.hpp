@@ -51,6 +51,21 @@ struct Sequence {
 // Which rows of logits a decoder forward computes.
 enum class LogitsFor { All, Last, None };
 
+// One sequence's share of a batched decoder step (Transformer::decode_batch).
+struct DecodeRequest {
+  Sequence* seq = nullptr;
+  std::vector<int32_t> ids;   // tokens to append: a whole prompt, or one decode token (>= 1)
+  std::vector<uint8_t> mask;  // 0 marks padding; empty: every token is real
+  LogitsFor which = LogitsFor::Last;
+};
+
+// One input of a batched encoder forward (Transformer::encode_batch).
+struct EncodeRequest {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> token_types;  // may be empty
+  std::vector<uint8_t> mask;         // 1 real, 0 padding; empty: all real
+};
+
 struct ForwardOutput {
   Tensor logits;               // [T, vocab], [1, vocab] (Last) or empty (None)
   Tensor final_hidden;         // [T, d] after the final norm (None only: compute logits in chunks)
@@ -109,19 +124,56 @@ class Transformer {
   ForwardOutput decode(Sequence& seq, const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask = {},
                        LogitsFor which = LogitsFor::All, bool want_hidden = false) const;
 
+  // Advances several sequences in one forward step (continuous batching): each request appends
+  // its tokens (a new prompt of any length, or one decode token) to its own sequence. Norms,
+  // linear layers and logits run over the rows of all requests together, so each weight is read
+  // once per step; attention runs per sequence over its own cache, positions and scheme state
+  // (dynamic NTK and LongRoPE see that sequence's length). out[i] equals decode() of request i
+  // alone up to float rounding (a GEMM may block differently for more rows). The sequences must
+  // be distinct. No hidden states.
+  std::vector<ForwardOutput> decode_batch(const std::vector<DecodeRequest>& requests) const;
+
+  // encode() of several inputs in one forward: final hidden state [T_i, d] of each.
+  std::vector<Tensor> encode_batch(const std::vector<EncodeRequest>& requests) const;
+
   // Logits for hidden rows h [T, d] (after the final norm).
   Tensor logits(const float* h, int64_t T) const;
 
  private:
-  void embed(const std::vector<int32_t>& ids, const std::vector<int32_t>& token_types, const int32_t* pos,
+  // Rows [row0, row0 + T) of a batched forward: one sequence's new tokens.
+  struct Segment {
+    int64_t row0 = 0, T = 0;
+    const int32_t* pos = nullptr;   // position of each row
+    KVCache* self = nullptr;        // self-attention cache, appended to at slots [length, length + T)
+    const KVCache* cross = nullptr; // encoder keys/values (encoder-decoder decoder stacks)
+    int64_t seq_len = 1;            // positions this sequence's forward sees (max position + 1)
+  };
+  void embed(const int32_t* ids, const int32_t* token_types, int64_t T, const int32_t* pos,
              const PositionScheme& scheme, float* x) const;
-  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t T, const int32_t* pos,
-                 KVCache* cache, const KVCache* cross, std::vector<Tensor>* hidden, int64_t seq_len) const;
-  // Self-attention passes its cache as both self_cache (to append) and cache; cross-attention
-  // passes self_cache = nullptr and the encoder's keys/values as cache.
-  void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t T,
-                 const int32_t* pos, KVCache* self_cache, const KVCache& cache, int layer, bool causal,
-                 int64_t seq_len, float* out) const;
+  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t R,
+                 const std::vector<Segment>& segs, std::vector<Tensor>* hidden) const;
+  // Self-attention (cross = false) appends each segment's keys/values to its self cache and
+  // attends over it; cross-attention attends over each segment's cross cache.
+  void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t R,
+                 const std::vector<Segment>& segs, bool cross, int layer, bool causal, float* out) const;
+  void store_kv(const Segment& s, int layer, const float* k, const float* v) const;
+  // Attention of one segment's prompt rows (T > 1) in query blocks through GEMMs; q, ctx point at
+  // the segment's first row.
+  void attend_prompt(const Segment& s, const KVCache& cache, int layer, bool causal, const PositionScheme* scheme,
+                     const float* q, float* ctx) const;
+  // Attention of every one-token segment listed, one parallel loop over (segment, head).
+  void attend_single(const std::vector<const Segment*>& segs, bool cross, int layer, bool causal,
+                     const PositionScheme* scheme, const float* q, float* ctx) const;
+  // One sequence's tokens in a decoder step (decode and decode_batch without copying ids).
+  struct StepInput {
+    Sequence* seq;
+    const int32_t* ids;
+    int64_t T;
+    const uint8_t* mask;  // null: all real
+    LogitsFor which;
+  };
+  std::vector<ForwardOutput> step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden) const;
+  std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
   void feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
   KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32) const;
