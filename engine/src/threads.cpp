@@ -26,11 +26,21 @@ int all_cores() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;
 }
+
+#ifdef __SANITIZE_THREAD__
+// ThreadSanitizer cannot see libgomp's fork/join (Debian's libgomp is not instrumented), so every
+// OpenMP region would be reported as racing. A TSan build runs each call on its caller's thread:
+// what it checks is what the API promises, threads sharing one Model.
+constexpr bool kOneThreadPerCaller = true;
+#else
+constexpr bool kOneThreadPerCaller = false;
+#endif
 }  // namespace
 
 void set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (n <= 0) n = all_cores();
+  if (kOneThreadPerCaller) n = 1;
   openblas_set_num_threads(1);
   g_threads.store(n, std::memory_order_release);
   uint64_t gen = g_generation.fetch_add(1, std::memory_order_acq_rel) + 1;

@@ -228,75 +228,146 @@ ForwardOutput Model::forward_seq2seq(const std::vector<int32_t>& encoder_ids, co
 
 GenerateResult Model::generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,
                                    const TokenCallback& on_token, bool keep_logits) const {
-  const Transformer& e = *impl_->engine;
-  GenerateParams p = params;
-  if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);
-  if (e.spec().graph == GraphKind::EncoderDecoder) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Tensor enc = e.encode(prompt, {}, {});
-    const double encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const int32_t start = e.spec().decoder_start_id >= 0 ? e.spec().decoder_start_id : e.spec().pad_id;
-    GenerateResult r = ordo::generate(e, {start}, p, on_token, &enc, {}, keep_logits);
-    // Report the encoder input as the prompt (the decoder's start token is not the user's prompt).
-    r.prompt_tokens = static_cast<int64_t>(prompt.size());
-    r.prefill_seconds += encode_seconds;
-    return r;
-  }
-  if (e.spec().graph == GraphKind::Encoder) throw Error(e.spec().architecture + " is an encoder-only model: it cannot generate");
-  return ordo::generate(e, prompt, p, on_token, nullptr, {}, keep_logits);
+  BatchTokenCallback cb;
+  if (on_token) cb = [&](size_t, int32_t id) { return on_token(id); };
+  return std::move(generate_ids_batch({prompt}, params, 1, cb, keep_logits)[0]);
 }
 
-TextResult Model::generate(const std::string& prompt, const TextGenerateParams& params,
-                           const std::function<bool(const std::string&)>& on_text) const {
-  const Tokenizer& tok = tokenizer();
-  const std::vector<int32_t> ids = tok.encode(prompt, params.add_special);
-  const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
-  StreamDecoder stream(tok, seq2seq ? std::vector<int32_t>{} : ids);
-  TextResult res;
-  size_t shown = 0;  // bytes of res.text already passed to on_text
-  bool stopped = false;
-  // Text is held back while its tail could still become a stop string.
-  auto release = [&](bool final) {
-    size_t safe = res.text.size();
-    if (!final)
-      for (const std::string& s : params.stop_strings)
-        for (size_t k = std::min(s.size() - 1, res.text.size()); k > 0; --k)
-          if (res.text.compare(res.text.size() - k, k, s, 0, k) == 0) {
-            safe = std::min(safe, res.text.size() - k);
-            break;
-          }
-    if (safe > shown && on_text) {
-      if (!on_text(res.text.substr(shown, safe - shown))) stopped = true;
-      shown = safe;
-    }
-  };
-  auto on_token = [&](int32_t id) {
-    const bool is_eos = id == spec().eos_id;
-    const size_t before = res.text.size();
-    if (!is_eos) res.text += stream.push(id);
-    for (const std::string& s : params.stop_strings) {
+namespace {
+
+// Generated ids → text for one prompt: stop strings end the text (and the generation), and text
+// that could still turn into a stop string is held back from on_text.
+class TextStream {
+ public:
+  TextStream(const Tokenizer& tok, std::vector<int32_t> context, const TextGenerateParams& params, int32_t eos,
+             std::function<bool(const std::string&)> on_text)
+      : stream_(tok, std::move(context)), params_(params), eos_(eos), on_text_(std::move(on_text)) {}
+
+  // Takes one generated id; false: stop generating.
+  bool push(int32_t id) {
+    const size_t before = text.size();
+    if (id != eos_) text += stream_.push(id);
+    for (const std::string& s : params_.stop_strings) {
       // Only a match ending in the new piece can be new: search from where it could start.
       const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
-      size_t at = s.empty() ? std::string::npos : res.text.find(s, from);
+      const size_t at = s.empty() ? std::string::npos : text.find(s, from);
       if (at != std::string::npos) {
-        res.text.resize(at);
+        text.resize(at);
         release(true);
         return false;
       }
     }
     release(false);
-    return !stopped;
-  };
-  res.generation = generate_ids(ids, params, on_token);
-  if (!stopped) {
-    res.text += stream.flush();
-    for (const std::string& s : params.stop_strings) {
-      size_t at = s.empty() ? std::string::npos : res.text.find(s);
-      if (at != std::string::npos) res.text.resize(at);
+    return !stopped_;
+  }
+
+  // After the generation: the rest of the text, unless the caller stopped it.
+  void finish() {
+    if (stopped_) return;
+    text += stream_.flush();
+    for (const std::string& s : params_.stop_strings) {
+      const size_t at = s.empty() ? std::string::npos : text.find(s);
+      if (at != std::string::npos) text.resize(at);
     }
     release(true);
   }
+
+  std::string text;
+
+ private:
+  void release(bool final) {
+    size_t safe = text.size();
+    if (!final)
+      for (const std::string& s : params_.stop_strings)
+        for (size_t k = std::min(s.size() - 1, text.size()); k > 0; --k)
+          if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+            safe = std::min(safe, text.size() - k);
+            break;
+          }
+    if (safe > shown_ && on_text_) {
+      if (!on_text_(text.substr(shown_, safe - shown_))) stopped_ = true;
+      shown_ = safe;
+    }
+  }
+
+  StreamDecoder stream_;
+  const TextGenerateParams& params_;
+  int32_t eos_;
+  std::function<bool(const std::string&)> on_text_;
+  size_t shown_ = 0;  // bytes of text already passed to on_text
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+TextResult Model::generate(const std::string& prompt, const TextGenerateParams& params,
+                           const std::function<bool(const std::string&)>& on_text) const {
+  std::function<bool(size_t, const std::string&)> cb;
+  if (on_text) cb = [&](size_t, const std::string& piece) { return on_text(piece); };
+  return std::move(generate_batch({prompt}, params, 1, cb)[0]);
+}
+
+std::vector<GenerateResult> Model::generate_ids_batch(const std::vector<std::vector<int32_t>>& prompts,
+                                                      const GenerateParams& params, int max_batch,
+                                                      const BatchTokenCallback& on_token, bool keep_logits) const {
+  const Transformer& e = *impl_->engine;
+  if (e.spec().graph == GraphKind::Encoder) throw Error(e.spec().architecture + " is an encoder-only model: it cannot generate");
+  if (max_batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(max_batch));
+  GenerateParams p = params;
+  if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);
+  std::vector<GenerateRequest> reqs(prompts.size());
+  std::vector<Tensor> enc;
+  std::vector<double> encode_seconds(prompts.size(), 0.0);
+  const bool seq2seq = e.spec().graph == GraphKind::EncoderDecoder;
+  if (seq2seq) {
+    // Encoder inputs run max_batch at a time; the decoder starts from decoder_start_id.
+    const int32_t start = e.spec().decoder_start_id >= 0 ? e.spec().decoder_start_id : e.spec().pad_id;
+    for (size_t b = 0; b < prompts.size(); b += static_cast<size_t>(max_batch)) {
+      std::vector<EncodeRequest> chunk;
+      for (size_t i = b; i < std::min(prompts.size(), b + static_cast<size_t>(max_batch)); ++i)
+        chunk.push_back(EncodeRequest{prompts[i], {}, {}});
+      const auto t0 = std::chrono::steady_clock::now();
+      for (Tensor& t : e.encode_batch(chunk)) enc.push_back(std::move(t));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (size_t i = b; i < b + chunk.size(); ++i) encode_seconds[i] = s;
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) reqs[i] = GenerateRequest{{start}, p, &enc[i], {}};
+  } else {
+    for (size_t i = 0; i < prompts.size(); ++i) reqs[i] = GenerateRequest{prompts[i], p, nullptr, {}};
+  }
+  std::vector<GenerateResult> res = ordo::generate_batch(e, reqs, max_batch, on_token, keep_logits);
+  if (seq2seq)
+    for (size_t i = 0; i < res.size(); ++i) {
+      // Report the encoder input as the prompt (the decoder's start token is not the user's prompt).
+      res[i].prompt_tokens = static_cast<int64_t>(prompts[i].size());
+      res[i].prefill_seconds += encode_seconds[i];
+    }
   return res;
+}
+
+std::vector<TextResult> Model::generate_batch(const std::vector<std::string>& prompts, const TextGenerateParams& params,
+                                              int max_batch,
+                                              const std::function<bool(size_t, const std::string&)>& on_text) const {
+  const Tokenizer& tok = tokenizer();
+  const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<std::unique_ptr<TextStream>> streams;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ids.push_back(tok.encode(prompts[i], params.add_special));
+    std::function<bool(const std::string&)> cb;
+    if (on_text) cb = [&on_text, i](const std::string& piece) { return on_text(i, piece); };
+    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(), params,
+                                                   spec().eos_id, std::move(cb)));
+  }
+  std::vector<GenerateResult> gen =
+      generate_ids_batch(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); });
+  std::vector<TextResult> out(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    streams[i]->finish();
+    out[i].text = std::move(streams[i]->text);
+    out[i].generation = std::move(gen[i]);
+  }
+  return out;
 }
 
 }  // namespace ordo

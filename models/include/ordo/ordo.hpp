@@ -51,6 +51,13 @@ struct TextResult {
   GenerateResult generation;
 };
 
+// Threads: a loaded Model is immutable and may be shared by any number of threads, each calling
+// its const members (encode, forward, generate, the batch calls, engine() const) at the same time,
+// with results identical to calling alone. Each call keeps its state to itself: a generation's
+// Sequence (KV cache) is its own, scratch buffers and the oneDNN scratchpad belong to the calling
+// thread, and OpenBLAS runs single-threaded inside each caller's OpenMP threads. The non-const
+// engine() setters (set_position, set_backend, set_kv_dtype, set_causal, set_attention_observer)
+// and set_num_threads() configure the model: call them before sharing it, not while others run.
 class Model {
  public:
   // Reads dir/config.json, dir/model.safetensors (memory-mapped, validated) and the tokenizer files.
@@ -85,6 +92,18 @@ class Model {
   // from on_text to stop early.
   TextResult generate(const std::string& prompt, const TextGenerateParams& params,
                       const std::function<bool(const std::string&)>& on_text = nullptr) const;
+
+  // Many prompts with up to max_batch sequences in flight (continuous batching: each step
+  // decodes every sequence in flight in one forward; a finished sequence's slot goes to the next
+  // prompt). Results come in input order; each equals what the single-prompt call returns (the
+  // same ids, greedy or seeded; logits up to float rounding). Callbacks get the prompt's index.
+  std::vector<GenerateResult> generate_ids_batch(const std::vector<std::vector<int32_t>>& prompts,
+                                                 const GenerateParams& params, int max_batch,
+                                                 const BatchTokenCallback& on_token = nullptr,
+                                                 bool keep_logits = false) const;
+  std::vector<TextResult> generate_batch(const std::vector<std::string>& prompts, const TextGenerateParams& params,
+                                         int max_batch,
+                                         const std::function<bool(size_t, const std::string&)>& on_text = nullptr) const;
 
  private:
   struct Impl;

@@ -1,0 +1,283 @@
+// Batched forward steps and continuous batching, held to the Hugging Face references: every case
+// (and every row of a padded batch) of a fixture runs as one batch — decoder prompts of different
+// lengths in one decode_batch, encoder inputs in one encode_batch — and greedy generation runs
+// through generate_batch with fewer slots than sequences, so sequences join and leave mid-flight.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ordo/ordo.hpp"
+#include "ordo/quantize.hpp"
+#include "support/golden.hpp"
+
+using namespace ordo;
+using ordo::test::ids_of;
+using ordo::test::within_tolerance;
+
+namespace {
+
+// One row of a fixture case: a single case, or row b of a batched (padded) one.
+struct Row {
+  std::string name;  // the case's tensor-name prefix
+  int64_t b = -1;    // row of a batched golden tensor, -1: not batched
+  std::vector<int32_t> ids, types, decoder_ids;
+  std::vector<uint8_t> mask;  // empty: all real
+  const nlohmann::json* greedy = nullptr;
+  int64_t keep = -1;  // > 0: only the first `keep` decoder positions (a causal prefix of the case)
+};
+
+std::vector<uint8_t> mask_of(const nlohmann::json& m) {
+  std::vector<uint8_t> v;
+  for (const auto& x : m) v.push_back(static_cast<uint8_t>(x.get<int>()));
+  return v;
+}
+
+// prefix: add a causal prefix of the first case (not for dynamic NTK and LongRoPE, whose rotation
+// depends on the sequence's length, so a prefix is not the reference's first rows).
+std::vector<Row> rows_of(const test::Golden& g, bool prefix) {
+  std::vector<Row> rows;
+  for (const auto& c : g.json.at("cases")) {
+    const std::string name = c.at("name");
+    const bool batched = c.at("input_ids")[0].is_array();
+    const int64_t B = batched ? static_cast<int64_t>(c.at("input_ids").size()) : 1;
+    for (int64_t b = 0; b < B; ++b) {
+      auto at = [&](const char* key) -> const nlohmann::json& { return batched ? c.at(key)[b] : c.at(key); };
+      Row r;
+      r.name = name;
+      r.b = batched ? b : -1;
+      r.ids = ids_of(at("input_ids"));
+      if (c.contains("token_type_ids")) r.types = ids_of(at("token_type_ids"));
+      if (c.contains("decoder_input_ids")) r.decoder_ids = ids_of(at("decoder_input_ids"));
+      if (c.contains("attention_mask")) r.mask = mask_of(at("attention_mask"));
+      if (c.contains("greedy")) r.greedy = &c.at("greedy");
+      rows.push_back(std::move(r));
+    }
+  }
+  // A causal prefix of the first case: its logits are the reference's first rows, and it makes
+  // the batch ragged even for fixtures with one case.
+  Row p = rows.front();
+  std::vector<int32_t>& dec = p.decoder_ids.empty() ? p.ids : p.decoder_ids;
+  if (prefix && p.mask.empty() && p.types.empty() && dec.size() >= 2) {
+    p.keep = static_cast<int64_t>(dec.size() / 2);
+    dec.resize(static_cast<size_t>(p.keep));
+    rows.push_back(std::move(p));
+  }
+  return rows;
+}
+
+// The golden tensor `key` of a row: itself, or its row b as a tensor without the batch axis.
+Tensor golden_of(const test::Golden& g, const Row& r, const std::string& key) {
+  Tensor t = g.tensor(key);
+  if (r.b >= 0) {
+    t = t.rows(r.b, r.b + 1);
+    t.shape.erase(t.shape.begin());
+  }
+  return r.keep > 0 ? t.rows(0, r.keep) : t;
+}
+
+std::vector<int64_t> real_rows(const Row& r) {
+  std::vector<int64_t> rows;
+  for (size_t t = 0; t < r.mask.size(); ++t)
+    if (r.mask[t]) rows.push_back(static_cast<int64_t>(t));
+  return rows;  // empty: every row
+}
+
+bool length_dependent(const Transformer& e) {
+  const ScalingType t = e.spec().position.scaling.type;
+  return t == ScalingType::Dynamic || t == ScalingType::LongRoPE;
+}
+
+class BatchFixture : public test::FixtureTest {};
+class BatchGenerateFixture : public test::FixtureTest {};
+
+TEST_P(BatchFixture, AllCasesInOneForwardMatchReference) {
+  const Transformer& e = model_->engine();
+  const std::vector<Row> rows = rows_of(*golden_, !length_dependent(e));
+  ASSERT_GE(rows.size(), 2u);
+  if (e.spec().graph == GraphKind::Encoder) {
+    std::vector<EncodeRequest> reqs;
+    for (const Row& r : rows) reqs.push_back(EncodeRequest{r.ids, r.types, r.mask});
+    const std::vector<Tensor> out = e.encode_batch(reqs);
+    ASSERT_EQ(out.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
+      EXPECT_TRUE(within_tolerance(out[i].f32(), golden_of(*golden_, rows[i], rows[i].name + ".last_hidden_state"),
+                                   real_rows(rows[i])));
+    }
+    return;
+  }
+  std::vector<Sequence> seqs;
+  for (size_t i = 0; i < rows.size(); ++i) seqs.push_back(e.new_sequence());
+  std::vector<DecodeRequest> reqs;
+  if (e.spec().graph == GraphKind::EncoderDecoder) {
+    std::vector<EncodeRequest> enc;
+    for (const Row& r : rows) enc.push_back(EncodeRequest{r.ids, {}, r.mask});
+    const std::vector<Tensor> enc_out = e.encode_batch(enc);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      e.attach_encoder(seqs[i], enc_out[i], rows[i].mask);
+      reqs.push_back(DecodeRequest{&seqs[i], rows[i].decoder_ids, {}, LogitsFor::All});
+    }
+  } else {
+    for (size_t i = 0; i < rows.size(); ++i)
+      reqs.push_back(DecodeRequest{&seqs[i], rows[i].ids, rows[i].mask, LogitsFor::All});
+  }
+  const std::vector<ForwardOutput> out = e.decode_batch(reqs);
+  ASSERT_EQ(out.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
+    EXPECT_EQ(seqs[i].length(), static_cast<int64_t>(reqs[i].ids.size()));
+    EXPECT_TRUE(within_tolerance(out[i].logits.f32(), golden_of(*golden_, rows[i], rows[i].name + ".logits"),
+                                 e.spec().graph == GraphKind::Decoder ? real_rows(rows[i]) : std::vector<int64_t>{}));
+  }
+}
+
+TEST_P(BatchGenerateFixture, GreedyThroughContinuousBatchingMatchesReference) {
+  const Transformer& e = model_->engine();
+  std::vector<Row> rows;
+  for (Row& r : rows_of(*golden_, false))
+    if (r.greedy && r.keep < 0) rows.push_back(std::move(r));
+  ASSERT_FALSE(rows.empty());
+  // Each greedy row twice: once cut to half its tokens (the reference's prefix), once whole,
+  // interleaved, with fewer slots than requests: a short one leaves and the next request's prompt
+  // joins while the others decode.
+  struct Want {
+    const Row* row;
+    int n;  // tokens to generate
+  };
+  std::vector<Want> wants;
+  for (const Row& r : rows) {
+    const int n = r.greedy->at("max_new_tokens");
+    wants.push_back({&r, std::max(1, n / 2)});
+    wants.push_back({&r, n});
+  }
+  std::vector<Tensor> enc_out(wants.size());
+  std::vector<GenerateRequest> reqs;
+  for (size_t i = 0; i < wants.size(); ++i) {
+    const Row& row = *wants[i].row;
+    const nlohmann::json& g = *row.greedy;
+    auto at = [&](const char* key) -> const nlohmann::json& { return row.b >= 0 ? g.at(key)[row.b] : g.at(key); };
+    GenerateRequest r;
+    r.params.max_new_tokens = wants[i].n;
+    r.params.stop_ids = {-1};  // the reference does not stop at EOS
+    if (e.spec().graph == GraphKind::EncoderDecoder) {
+      enc_out[i] = e.encode(ids_of(at("input_ids")), {}, {});
+      r.encoder_out = &enc_out[i];
+      r.prompt = {g.at("decoder_start_token_id").get<int32_t>()};
+    } else {
+      r.prompt = ids_of(at("input_ids"));
+      if (g.contains("attention_mask")) r.params.prompt_mask = mask_of(at("attention_mask"));
+    }
+    reqs.push_back(std::move(r));
+  }
+  const int slots = std::max(2, static_cast<int>(wants.size()) - 1);
+  std::vector<size_t> order;
+  const std::vector<GenerateResult> res = generate_batch(
+      e, reqs, slots,
+      [&](size_t i, int32_t) {
+        order.push_back(i);
+        return true;
+      },
+      true);
+  ASSERT_EQ(res.size(), wants.size());
+  for (size_t i = 0; i < wants.size(); ++i) {
+    const Row& row = *wants[i].row;
+    SCOPED_TRACE(row.name + " row " + std::to_string(row.b) + ", " + std::to_string(wants[i].n) + " tokens");
+    std::vector<int32_t> want = ids_of(row.b >= 0 ? row.greedy->at("output_ids")[row.b] : row.greedy->at("output_ids"));
+    want.resize(static_cast<size_t>(wants[i].n));
+    EXPECT_EQ(res[i].ids, want);
+    const Tensor ref = golden_of(*golden_, row, row.name + ".greedy.logits");
+    EXPECT_TRUE(test::step_logits_match(res[i], ref.rows(0, wants[i].n)));
+  }
+  if (wants.size() <= 2) return;  // one greedy case: the two requests run side by side
+  // The last request started only after the first (short) one left, while others were decoding.
+  const size_t last = wants.size() - 1;
+  const auto first_of_last = std::find(order.begin(), order.end(), last);
+  const auto last_of_first = std::find(order.rbegin(), order.rend(), size_t{0}).base();
+  EXPECT_GE(first_of_last, last_of_first);
+  EXPECT_NE(std::find(first_of_last, order.end(), size_t{1}), order.end());
+}
+
+const std::vector<std::string> kGenerators = {"llama",   "llama-dynamic", "llama-linear", "llama-llama3",
+                                               "llama-longrope", "llama-yarn", "gpt2", "opt", "gpt-neox", "gptj",
+                                               "bloom",   "mpt",           "t5",           "t5-v1_1", "marian",
+                                               "stories260K"};
+
+std::vector<test::FixtureParam> every_family() {
+  std::vector<test::FixtureParam> p = test::fixture_params(kGenerators);
+  for (const test::FixtureParam& e : test::fixture_params({"bert"})) p.push_back(e);
+  return p;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, BatchFixture, testing::ValuesIn(every_family()), test::fixture_param_name);
+INSTANTIATE_TEST_SUITE_P(Families, BatchGenerateFixture, testing::ValuesIn(test::fixture_params(kGenerators)),
+                         test::fixture_param_name);
+
+}  // namespace
+
+namespace {
+
+// The bundled model with real prompts: generate_batch gives every request exactly the ids it
+// gets alone, greedy and seeded sampling alike, with requests of different lengths joining and
+// leaving (3 slots for 8 requests), for F32 and int8 weights with an int8 KV cache.
+class ContinuousBatching : public testing::TestWithParam<std::optional<DType>> {};
+
+TEST_P(ContinuousBatching, EveryRequestGetsItsIdsAlone) {
+  ModelOptions o;
+  o.dtype = GetParam();
+  if (o.dtype) o.kv_dtype = *o.dtype;
+  const Model m = Model::load(test::model_dir("stories260K"), o);
+  const std::vector<std::string> prompts = {"Once upon a time", "The dog bites the man", "Lily saw a big",
+                                            "One day", "The man bites the dog and then", "Tom and",
+                                            "She was sad because her", "The cat"};
+  std::vector<GenerateRequest> reqs;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerateRequest r;
+    r.prompt = m.encode(prompts[i]);
+    r.params.max_new_tokens = 6 + static_cast<int>(i * 5) % 23;
+    if (i % 2) {
+      r.params.sampling.temperature = 0.8f;
+      r.params.sampling.top_k = 20;
+      r.params.sampling.seed = 7 * i;
+    }
+    reqs.push_back(std::move(r));
+  }
+  const std::vector<GenerateResult> batched = generate_batch(m.engine(), reqs, 3);
+  ASSERT_EQ(batched.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const GenerateResult alone = m.generate_ids(reqs[i].prompt, reqs[i].params);
+    EXPECT_FALSE(alone.ids.empty());
+    EXPECT_EQ(batched[i].ids, alone.ids);
+    EXPECT_EQ(batched[i].prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, ContinuousBatching, testing::Values(std::nullopt, std::optional<DType>(DType::I8)),
+                         [](const testing::TestParamInfo<std::optional<DType>>& p) {
+                           return std::string(p.param ? weight_dtype_name(*p.param) : "f32");
+                         });
+
+TEST(DecodeBatch, OneSequenceTwiceIsAnError) {
+  const Model m = Model::load(test::model_dir("stories260K"));
+  Sequence s = m.engine().new_sequence();
+  try {
+    m.engine().decode_batch({DecodeRequest{&s, {1, 2}, {}, LogitsFor::Last}, DecodeRequest{&s, {3}, {}, LogitsFor::Last}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("requests 0 and 1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.length(), 0);  // nothing was appended
+}
+
+TEST(DecodeBatch, EmptyRequestAndZeroSlotsAreErrors) {
+  const Model m = Model::load(test::model_dir("stories260K"));
+  Sequence s = m.engine().new_sequence();
+  EXPECT_THROW(m.engine().decode_batch({DecodeRequest{&s, {}, {}, LogitsFor::Last}}), Error);
+  GenerateRequest r;
+  r.prompt = {1};
+  EXPECT_THROW(generate_batch(m.engine(), {r}, 0), Error);
+}
+
+}  // namespace
