@@ -155,6 +155,78 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
 }
 
 #ifdef ORDO_GEMM_SIMD
+// y[j, i] = W[row i] · x[j] for RW weight rows w[i] and MX input rows x + j·K: each (j, i) is one
+// FMA chain over k in steps of 8, then hsum, then the scalar tail, exactly as matvec_rows computes
+// a row, so a sequence's row of a batch gets the same bits as alone. The RW × MX accumulators stay
+// in registers, each weight load serving MX rows and each input load RW rows.
+template <class L, int RW, int MX>
+void dot_block(const typename L::T* const* w, const float* x, int64_t K, float* y, int64_t ldy) {
+  const int64_t k8 = K / 8 * 8;
+  __m256 acc[RW][MX];
+  for (auto& a : acc)
+    for (auto& v : a) v = _mm256_setzero_ps();
+  for (int64_t k = 0; k < k8; k += 8) {
+    __m256 xv[MX];
+    for (int j = 0; j < MX; ++j) xv[j] = _mm256_loadu_ps(x + j * K + k);
+    for (int i = 0; i < RW; ++i) {
+      const __m256 wv = L::eight(w[i] + k);
+      for (int j = 0; j < MX; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < RW; ++i)
+    for (int j = 0; j < MX; ++j) {
+      float v = hsum(acc[i][j]);
+      for (int64_t k = k8; k < K; ++k) v += L::one(w[i] + k) * x[j * K + k];
+      y[j * ldy + i] = v;
+    }
+}
+#endif
+
+// Rows [r0, r1) of every row's output: y[m, r] = W[r, :] · x[m, :] for m < M (y's row stride
+// ldy), weights read once for all M rows; bit for bit what matvec_rows gives each row alone. Four
+// weight rows at a time, from four far-apart streams as in matvec_rows.
+template <class L>
+void matmul_rows(const float* x, int64_t M, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* y,
+                 int64_t ldy) {
+  if (M == 1) return matvec_rows<L>(x, K, W, r0, r1, y);
+#ifdef ORDO_GEMM_SIMD
+  using T = typename L::T;
+  constexpr int kRows = 4;
+  auto for_inputs = [&](auto rw, const T* const* w, int64_t r, int64_t stride) {
+    constexpr int RW = decltype(rw)::value;
+    float tmp[3 * kRows];  // rows of one block land in y[m, r + i·stride]
+    for (int64_t m = 0; m < M; m += 3) {
+      const float* xm = x + m * K;
+      switch (std::min<int64_t>(3, M - m)) {
+        case 3: dot_block<L, RW, 3>(w, xm, K, tmp, kRows); break;
+        case 2: dot_block<L, RW, 2>(w, xm, K, tmp, kRows); break;
+        default: dot_block<L, RW, 1>(w, xm, K, tmp, kRows);
+      }
+      for (int64_t j = 0; j < std::min<int64_t>(3, M - m); ++j)
+        for (int i = 0; i < RW; ++i) y[(m + j) * ldy + r + i * stride] = tmp[j * kRows + i];
+    }
+  };
+  const int64_t q = (r1 - r0) / kRows;
+  for (int64_t i = 0; i < q; ++i) {
+    const T* w[kRows];
+    for (int s = 0; s < kRows; ++s) w[s] = W + (r0 + s * q + i) * K;
+    for_inputs(std::integral_constant<int, kRows>{}, w, r0 + i, q);
+  }
+  for (int64_t r = r0 + kRows * q; r < r1; ++r) {
+    const T* w[1] = {W + r * K};
+    for_inputs(std::integral_constant<int, 1>{}, w, r, 0);
+  }
+#else
+  for (int64_t m = 0; m < M; ++m) {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(r1));
+    matvec_rows<L>(x + m * K, K, W, r0, r1, row.data());
+    std::copy(row.begin() + r0, row.begin() + r1, y + m * ldy + r0);
+  }
+#endif
+}
+
+#ifdef ORDO_GEMM_SIMD
 // ---- I8 weights at decode: int16 activations, integer multiply-adds -------------------------
 // Converting every int8 weight to float (vpmovsxbd + vcvtdq2ps + FMA: 3 uops per 8 weights) makes
 // the I8 matvec compute-bound well below memory bandwidth. Instead x is quantised once per call to
@@ -209,12 +281,68 @@ void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, i
   }
 }
 
-// x rounded to 16-bit fixed point: xq = round(x / sx). Returns false (callers use the float
-// path) when x has a NaN or inf.
-bool quantise_x(const float* x, int64_t K, std::vector<int16_t>& xq_buf, float& sx) {
-  if (xq_buf.size() < static_cast<size_t>(K)) xq_buf.resize(static_cast<size_t>(K));
-  return to_fixed16(x, K, xq_buf.data(), sx);
+// matvec_i8_rows for RW weight rows and MX input rows xq + j·K at once: per (j, i) the same exact
+// int32 lane sums per kI8Block (integer addition does not depend on order), the same float
+// flushes and tail, so each row gets the bits it gets alone.
+template <int RW, int MX>
+void dot_block_i8(const int8_t* const* w, const int16_t* xq, int64_t K, float* y, int64_t ldy) {
+  const int64_t k16 = K / 16 * 16;
+  float total[RW][MX] = {};
+  for (int64_t kb = 0; kb < k16; kb += kI8Block) {
+    const int64_t ke = std::min(k16, kb + kI8Block);
+    __m256i acc[RW][MX];
+    for (auto& a : acc)
+      for (auto& v : a) v = _mm256_setzero_si256();
+    for (int64_t k = kb; k < ke; k += 16) {
+      __m256i xv[MX];
+      for (int j = 0; j < MX; ++j) xv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + j * K + k));
+      for (int i = 0; i < RW; ++i) {
+        const __m256i wv = load_w16(w[i] + k);
+        for (int j = 0; j < MX; ++j) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(wv, xv[j]));
+      }
+    }
+    for (int i = 0; i < RW; ++i)
+      for (int j = 0; j < MX; ++j) total[i][j] += hsum(_mm256_cvtepi32_ps(acc[i][j]));
+  }
+  for (int i = 0; i < RW; ++i)
+    for (int j = 0; j < MX; ++j) {
+      int32_t t = 0;
+      for (int64_t k = k16; k < K; ++k) t += w[i][k] * xq[j * K + k];
+      y[j * ldy + i] = total[i][j] + static_cast<float>(t);
+    }
 }
+
+// matmul_rows for I8 weights and int16 inputs xq [M, K]: y[m, r] in units of each row's sx.
+void matmul_i8_rows(const int16_t* xq, int64_t M, int64_t K, const int8_t* W, int64_t r0, int64_t r1, float* y,
+                    int64_t ldy) {
+  if (M == 1) return matvec_i8_rows(xq, K, W, r0, r1, y);
+  constexpr int kRows = 4;
+  auto for_inputs = [&](auto rw, const int8_t* const* w, int64_t r, int64_t stride) {
+    constexpr int RW = decltype(rw)::value;
+    float tmp[3 * kRows];
+    for (int64_t m = 0; m < M; m += 3) {
+      const int16_t* xm = xq + m * K;
+      switch (std::min<int64_t>(3, M - m)) {
+        case 3: dot_block_i8<RW, 3>(w, xm, K, tmp, kRows); break;
+        case 2: dot_block_i8<RW, 2>(w, xm, K, tmp, kRows); break;
+        default: dot_block_i8<RW, 1>(w, xm, K, tmp, kRows);
+      }
+      for (int64_t j = 0; j < std::min<int64_t>(3, M - m); ++j)
+        for (int i = 0; i < RW; ++i) y[(m + j) * ldy + r + i * stride] = tmp[j * kRows + i];
+    }
+  };
+  const int64_t q = (r1 - r0) / kRows;
+  for (int64_t i = 0; i < q; ++i) {
+    const int8_t* w[kRows];
+    for (int s = 0; s < kRows; ++s) w[s] = W + (r0 + s * q + i) * K;
+    for_inputs(std::integral_constant<int, kRows>{}, w, r0 + i, q);
+  }
+  for (int64_t r = r0 + kRows * q; r < r1; ++r) {
+    const int8_t* w[1] = {W + r * K};
+    for_inputs(std::integral_constant<int, 1>{}, w, r, 0);
+  }
+}
+
 #endif
 
 template <class L>
@@ -251,45 +379,71 @@ void check_blas_dims(const char* what, std::initializer_list<int64_t> dims) {
 
 }  // namespace
 
-void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_jobs) {
+void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, size_t n_jobs) {
   int64_t elems = 0;
   bool any_i8 = false;
   for (size_t j = 0; j < n_jobs; ++j) {
     elems += jobs[j].N * K;
     any_i8 = any_i8 || jobs[j].wt == DType::I8;
   }
-  // I8 weights multiply x in 16-bit fixed point, quantised once for the whole group.
+  // I8 weights multiply each row of x in 16-bit fixed point (its own scale sx[m]), quantised once
+  // for the whole group; a row with a NaN or inf takes the float path. thread_local: the other
+  // threads must use this thread's copies.
   thread_local std::vector<int16_t> xq_buf;
-  float sx = 0.0f;
-  bool int_path = false;
+  thread_local std::vector<float> sx_buf;
+  thread_local std::vector<uint8_t> int_row;
+  sx_buf.assign(static_cast<size_t>(M), 1.0f);
+  int_row.assign(static_cast<size_t>(M), 0);
+  bool all_int = false;
 #ifdef ORDO_GEMM_SIMD
-  int_path = any_i8 && quantise_x(x, K, xq_buf, sx);
+  if (any_i8) {
+    if (xq_buf.size() < static_cast<size_t>(M * K)) xq_buf.resize(static_cast<size_t>(M * K));
+    all_int = true;
+    for (int64_t m = 0; m < M; ++m) {
+      int_row[m] = to_fixed16(x + m * K, K, xq_buf.data() + m * K, sx_buf[m]);
+      if (!int_row[m]) sx_buf[m] = 1.0f;
+      all_int = all_int && int_row[m];
+    }
+  }
 #endif
-  const int16_t* xq = xq_buf.data();  // thread_local: the other threads must use this thread's copy
-  // Rows [r0, r1) of one job, then its scales and bias.
+  const int16_t* xq = xq_buf.data();
+  const float* sx = sx_buf.data();
+  // Rows [r0, r1) of one job for every row of x, then its scales and bias.
   auto run = [&](const MatvecJob& jb, int64_t r0, int64_t r1) {
     float* y = jb.y;
-    float unit = 1.0f;  // the integer path's sums are in units of sx
+    const int64_t N = jb.N;
     switch (jb.wt) {
-      case DType::F32: matvec_rows<LoadF32>(x, K, static_cast<const float*>(jb.W), r0, r1, y); break;
-      case DType::F16: matvec_rows<LoadF16>(x, K, static_cast<const uint16_t*>(jb.W), r0, r1, y); break;
-      case DType::BF16: matvec_rows<LoadBF16>(x, K, static_cast<const uint16_t*>(jb.W), r0, r1, y); break;
-      case DType::I8:
+      case DType::F32: matmul_rows<LoadF32>(x, M, K, static_cast<const float*>(jb.W), r0, r1, y, N); break;
+      case DType::F16: matmul_rows<LoadF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
+      case DType::BF16: matmul_rows<LoadBF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
+      case DType::I8: {
+        const auto* W = static_cast<const int8_t*>(jb.W);
 #ifdef ORDO_GEMM_SIMD
-        if (int_path) {
-          matvec_i8_rows(xq, K, static_cast<const int8_t*>(jb.W), r0, r1, y);
-          unit = sx;
+        if (all_int) {
+          matmul_i8_rows(xq, M, K, W, r0, r1, y, N);
           break;
         }
+        for (int64_t m = 0; m < M; ++m)
+          if (int_row[m])
+            matmul_i8_rows(xq + m * K, 1, K, W, r0, r1, y + m * N, N);
+          else
+            matmul_rows<LoadI8>(x + m * K, 1, K, W, r0, r1, y + m * N, N);
+#else
+        matmul_rows<LoadI8>(x, M, K, W, r0, r1, y, N);
 #endif
-        matvec_rows<LoadI8>(x, K, static_cast<const int8_t*>(jb.W), r0, r1, y);
         break;
+      }
     }
-    for (int64_t r = r0; r < r1; ++r) {
-      float v = y[r] * unit;
-      if (jb.scales) v *= jb.scales[r];
-      if (jb.bias) v += jb.bias[r];
-      y[r] = v;
+    const bool i8 = jb.wt == DType::I8;
+    for (int64_t m = 0; m < M; ++m) {
+      const float unit = i8 ? sx[m] : 1.0f;  // the integer path's sums are in units of sx
+      float* ym = y + m * N;
+      for (int64_t r = r0; r < r1; ++r) {
+        float v = ym[r] * unit;
+        if (jb.scales) v *= jb.scales[r];
+        if (jb.bias) v += jb.bias[r];
+        ym[r] = v;
+      }
     }
   };
   if (elems < kParallelMinElems) {
@@ -400,7 +554,7 @@ LinearView view_linear(const Linear& w, int64_t K) {
 }  // namespace
 
 void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initializer_list<LinearTarget> targets) {
-  if (M != 1 || K <= 0) {
+  if (M < 1 || M > detail::kMaxMatvecRows || K <= 0) {
     for (const LinearTarget& t : targets) linear(be, x, M, K, *t.w, t.y);
     return;
   }
@@ -412,7 +566,7 @@ void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initial
     jobs[n++] = detail::MatvecJob{t.w->weight.data, t.w->weight.dtype, v.scales, v.bias, v.N, t.y};
   }
   detail::ensure_threads();
-  detail::matvec_group(x, K, jobs, n);
+  detail::matvec_group(x, M, K, jobs, n);
 }
 
 bool prepack_linear(Linear& w) {
@@ -436,9 +590,9 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
   }
   detail::ensure_threads();
 
-  if (M == 1) {
+  if (M <= detail::kMaxMatvecRows) {
     const detail::MatvecJob job{W.data, W.dtype, scales, bias, N, y};
-    detail::matvec_group(x, K, &job, 1);
+    detail::matvec_group(x, M, K, &job, 1);
     return;
   }
   if (be == Backend::OpenBLAS) detail::check_blas_dims("linear", {M, N, K});

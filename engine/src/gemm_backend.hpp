@@ -53,10 +53,16 @@ struct MatvecJob {
   int64_t N;
   float* y;
 };
-// Runs every job on the same x as one parallel loop (parallel_items: chunks of rows taken
-// dynamically by the decode step's team or one OpenMP region's threads). At most kMaxGroup jobs.
+// Runs every job on the same x [M, K] as one parallel loop (parallel_items: chunks of rows taken
+// dynamically by the decode step's team or one OpenMP region's threads); job j writes
+// y[m · N + n]. Each weight is read once for all M rows, and every row's result is bit for bit
+// the one M = 1 gives it (a sequence decoded in a batch gets what it gets alone). At most
+// kMaxGroup jobs.
 constexpr size_t kMaxGroup = 8;
-void matvec_group(const float* x, int64_t K, const MatvecJob* jobs, size_t n_jobs);
+void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, size_t n_jobs);
+// Up to this many rows, linear() uses matvec_group (weights read once, compute in registers);
+// beyond it, the backend's GEMM.
+constexpr int64_t kMaxMatvecRows = 16;
 // dst[r, :] = float(W[r0 + r, :]) for r in [0, rows), without applying I8 scales.
 void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t rows, float* dst);
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attention_kernels.hpp"
+#include "gemm_backend.hpp"
 #include "ordo/quantize.hpp"
 #include "team.hpp"
 
@@ -196,6 +197,19 @@ Sequence Transformer::new_sequence(int64_t capacity) const {
   Sequence s;
   s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_);
   return s;
+}
+
+void Sequence::truncate(int64_t n) {
+  if (n < 0 || n > self.length)
+    throw Error("Sequence::truncate: " + std::to_string(n) + " is outside [0, " + std::to_string(self.length) + "]");
+  const size_t k = static_cast<size_t>(n);
+  self.length = n;
+  self.positions.resize(k);
+  self.valid.resize(k);
+  tokens.resize(std::min(tokens.size(), k));
+  token_valid.resize(std::min(token_valid.size(), k));
+  // Real tokens take positions 0, 1, ... in order; padding takes none.
+  next_position = std::count(self.valid.begin(), self.valid.end(), uint8_t{1});
 }
 
 // Grows a cache (keeping its contents) so that `needed` slots fit.
@@ -704,9 +718,12 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
       g += n;
     }
   };
-  // One token in all: every parallel loop of the step is one of ours (no GEMM), so the threads
-  // stay in one region for the whole step instead of waking for each of its ~60 loops.
-  if (R == 1)
+  // One token per sequence and few sequences: every parallel loop of the step is one of ours (the
+  // matvec kernels, no GEMM), so the threads stay in one region for the whole step instead of
+  // waking for each of its ~60 loops.
+  bool all_single = R <= detail::kMaxMatvecRows;
+  for (const StepInput& r : in) all_single = all_single && r.T == 1;
+  if (all_single)
     detail::run_as_team(forward);
   else
     forward();

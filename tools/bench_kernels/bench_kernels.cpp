@@ -155,6 +155,23 @@ void register_all() {
         });
   }
 
+  // Batched decode: M sequences' rows through the matvec kernels (weights read once), and the
+  // backend GEMM at the same M for comparison.
+  for (int64_t M : {2, 4, 8, 16})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
+      const std::string s = shape(M, N, K);
+      for (DType dt : {DType::F32, DType::I8})
+        reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true,
+            [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+              ordo::linear(Backend::OneDNN, x, M, K, w, y);
+            });
+      reg("batch/variant/onednn_matmul/F32/" + s, M, N, K, DType::F32, true,
+          [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+            const int64_t N = w.weight.dim(0);
+            ordo::detail::onednn_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
+          });
+    }
+
   const std::pair<int64_t, int64_t> prefill_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}};
   for (int64_t M : {128, 512})
     for (auto [N, K] : prefill_shapes) {

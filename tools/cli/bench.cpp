@@ -181,6 +181,7 @@ double measure_sgemm_gflop_s(Backend be, int64_t n, int reps) {
 struct Row {
   std::string phase, backend, dtype;
   int64_t ctx = 0;
+  int64_t batch = 1;  // sequences in flight; tokens_per_s is their aggregate
   double tokens_per_s = 0, tokens_per_s_best = 0, roofline_fraction = 0, seconds_median = 0, seconds_min = 0;
   double limit = 0;  // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
   double tokens_per_limit = 0;  // median of tokens/s ÷ limit per repetition: speed with the machine's drift divided out
@@ -189,7 +190,7 @@ struct Row {
 
 struct BenchCommand : Command {
   std::string dir, synthetic, backends = "onednn,openblas", dtypes = "f32,int8", json_path;
-  std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "f32";
+  std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "f32", batches = "1";
   int threads = 0, warmup = 1, reps = 5, steps = 16;
   uint64_t seed = 1;
   bool quick = false, prepack = false;
@@ -210,6 +211,10 @@ struct BenchCommand : Command {
     c->add_flag("--prepack", prepack, "Prepack F32 weights into oneDNN's blocked layout at load (see ordo run --help)");
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
     c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();
+    c->add_option("--batch", batches,
+                  "Sequences in flight, comma-separated (e.g. 1,4,16,64): each prefill row runs that many prompts in "
+                  "one forward, each decode step advances that many sequences; tok/s is the aggregate")
+        ->capture_default_str();
     c->add_option("--steps", steps, "Decode steps timed per repetition")->capture_default_str()->check(CLI::PositiveNumber);
     c->add_option("--warmup", warmup, "Untimed warm-up runs")->capture_default_str()->check(CLI::NonNegativeNumber);
     c->add_option("--reps", reps, "Timed repetitions (median and best reported)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -230,6 +235,7 @@ struct BenchCommand : Command {
       warmup = 0;
     }
     const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"), ctx_lens = int_list(contexts, "--contexts");
+    const std::vector<int64_t> batch_sizes = int_list(batches, "--batch");
     if (prompt_lens.empty() && ctx_lens.empty()) throw Error("bench: nothing to measure (empty --prompts and --contexts)");
     std::vector<Backend> bes;
     for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
@@ -313,11 +319,12 @@ struct BenchCommand : Command {
       };
       // A result row from per-repetition times and the limits probed beside them; `work` is in
       // GFLOP (prefill) or GB (decode), the unit of the limit.
-      auto timed_row = [&](const char* phase, int64_t ctx, Backend be, DType dt, double tokens, double work,
-                           const std::vector<double>& times, const std::vector<double>& limits) {
+      auto timed_row = [&](const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens,
+                           double work, const std::vector<double>& times, const std::vector<double>& limits) {
         Row row;
         row.phase = phase;
         row.ctx = ctx;
+        row.batch = batch;
         row.backend = backend_name(be);
         row.dtype = weight_dtype_name(dt);
         row.seconds_median = median(times);
@@ -332,68 +339,79 @@ struct BenchCommand : Command {
       };
       for (Backend be : bes) {
         tf.set_backend(be);
-        // prefill
-        for (int64_t T : prompt_lens) {
-          if (T > max_pos) {
-            std::cerr << "[bench] skipping prompt " << T << ": model max positions " << max_pos << "\n";
-            continue;
-          }
-          const std::vector<int32_t> ids = ids_of_len(T);
-          std::vector<double> times, limits;
-          for (int r = 0; r < warmup + reps; ++r) {
-            // The peak probe runs right before each timed rep: on a shared machine the two then
-            // see the same conditions, and the row's fraction is the median of the paired ratios.
-            double lim = 0;  // the machine's peak: the best backend's sgemm, whichever runs the model
-            if (r >= warmup)
-              for (Backend pb : bes) lim = std::max(lim, measure_sgemm_gflop_s(pb, sgemm_n, 1));
-            Sequence seq = tf.new_sequence(T);
-            const auto t0 = Clock::now();
-            tf.decode(seq, ids, {}, LogitsFor::Last);
-            const double t = seconds_since(t0);
-            if (r >= warmup) {
-              times.push_back(t);
-              limits.push_back(lim);
+        for (int64_t B : batch_sizes) {
+          // prefill: B prompts of T tokens in one forward
+          for (int64_t T : prompt_lens) {
+            if (T > max_pos) {
+              std::cerr << "[bench] skipping prompt " << T << ": model max positions " << max_pos << "\n";
+              continue;
             }
-          }
-          const double flops = 2.0 * lin_params * T + 2.0 * s.d_model * s.vocab_size +
-                               2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1);
-          Row row = timed_row("prefill", T, be, dt, T, flops / 1e9, times, limits);
-          row.ttft_ms = row.seconds_median * 1e3;
-          row.gflop_s = flops / row.seconds_median / 1e9;
-          rows.push_back(row);
-          progress(row);
-        }
-        // decode
-        for (int64_t C : ctx_lens) {
-          if (C + steps > max_pos) {
-            std::cerr << "[bench] skipping decode at ctx " << C << ": model max positions " << max_pos << "\n";
-            continue;
-          }
-          const std::vector<int32_t> ids = ids_of_len(C + steps);
-          Sequence seq = tf.new_sequence(C + steps + 1);
-          tf.decode(seq, std::vector<int32_t>(ids.begin(), ids.begin() + C), {}, LogitsFor::Last);
-          std::vector<double> times, limits;
-          for (int r = 0; r < warmup + reps; ++r) {
-            const double lim = r >= warmup ? read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
-            // Rewind to the prefilled context (the cache beyond it is simply overwritten).
-            seq.self.length = C;
-            seq.self.positions.resize(C);
-            seq.self.valid.resize(C);
-            seq.next_position = C;
-            seq.tokens.resize(C);
-            seq.token_valid.resize(C);
-            const auto t0 = Clock::now();
-            for (int k = 0; k < steps; ++k) tf.decode(seq, {ids[C + k]}, {}, LogitsFor::Last);
-            const double t = seconds_since(t0);
-            if (r >= warmup) {
-              times.push_back(t);
-              limits.push_back(lim);
+            const std::vector<int32_t> ids = ids_of_len(T);
+            std::vector<double> times, limits;
+            for (int r = 0; r < warmup + reps; ++r) {
+              // The peak probe runs right before each timed rep: on a shared machine the two then
+              // see the same conditions, and the row's fraction is the median of the paired ratios.
+              double lim = 0;  // the machine's peak: the best backend's sgemm, whichever runs the model
+              if (r >= warmup)
+                for (Backend pb : bes) lim = std::max(lim, measure_sgemm_gflop_s(pb, sgemm_n, 1));
+              std::vector<Sequence> seqs;
+              std::vector<DecodeRequest> reqs;
+              for (int64_t b = 0; b < B; ++b) seqs.push_back(tf.new_sequence(T));
+              for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, ids, {}, LogitsFor::Last});
+              const auto t0 = Clock::now();
+              tf.decode_batch(reqs);
+              const double t = seconds_since(t0);
+              if (r >= warmup) {
+                times.push_back(t);
+                limits.push_back(lim);
+              }
             }
+            const double flops = B * (2.0 * lin_params * T + 2.0 * s.d_model * s.vocab_size +
+                                      2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1));
+            Row row = timed_row("prefill", T, B, be, dt, double(B * T), flops / 1e9, times, limits);
+            row.ttft_ms = row.seconds_median * 1e3;
+            row.gflop_s = flops / row.seconds_median / 1e9;
+            rows.push_back(row);
+            progress(row);
           }
-          Row row = timed_row("decode", C, be, dt, steps, steps * weight_bytes / 1e9, times, limits);
-          row.gb_s = row.tokens_per_s * weight_bytes / 1e9;
-          rows.push_back(row);
-          progress(row);
+          // decode: B sequences at context C, one token each per step
+          for (int64_t C : ctx_lens) {
+            if (C + steps > max_pos) {
+              std::cerr << "[bench] skipping decode at ctx " << C << ": model max positions " << max_pos << "\n";
+              continue;
+            }
+            const std::vector<int32_t> ids = ids_of_len(C + steps);
+            std::vector<Sequence> seqs;
+            for (int64_t b = 0; b < B; ++b) {
+              seqs.push_back(tf.new_sequence(C + steps + 1));
+              tf.decode(seqs.back(), std::vector<int32_t>(ids.begin(), ids.begin() + C), {}, LogitsFor::Last);
+            }
+            std::vector<DecodeRequest> reqs;
+            for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, {0}, {}, LogitsFor::Last});
+            std::vector<double> times, limits;
+            for (int r = 0; r < warmup + reps; ++r) {
+              const double lim = r >= warmup ? read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
+              for (Sequence& q : seqs) q.truncate(C);  // back to the prefilled context
+              const auto t0 = Clock::now();
+              for (int k = 0; k < steps; ++k) {
+                if (B == 1) {
+                  tf.decode(seqs[0], {ids[C + k]}, {}, LogitsFor::Last);
+                } else {
+                  for (DecodeRequest& q : reqs) q.ids[0] = ids[C + k];
+                  tf.decode_batch(reqs);
+                }
+              }
+              const double t = seconds_since(t0);
+              if (r >= warmup) {
+                times.push_back(t);
+                limits.push_back(lim);
+              }
+            }
+            Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * weight_bytes / 1e9, times, limits);
+            row.gb_s = row.tokens_per_s / B * weight_bytes / 1e9;
+            rows.push_back(row);
+            progress(row);
+          }
         }
       }
     }
@@ -421,6 +439,9 @@ struct BenchCommand : Command {
       for (const Row& r : rows)
         j["results"].push_back({{"phase", r.phase},
                                 {"ctx", r.ctx},
+                                {"batch", r.batch},
+                                {"step_ms", r.phase == "decode" ? nlohmann::json(r.seconds_median / steps * 1e3)
+                                                                : nlohmann::json(nullptr)},
                                 {"backend", r.backend},
                                 {"dtype", r.dtype},
                                 {"tokens_per_s", r.tokens_per_s},
@@ -457,49 +478,58 @@ struct BenchCommand : Command {
   }
 
   static void progress(const Row& r) {
-    std::cerr << "[bench] " << r.phase << " ctx " << r.ctx << " " << r.backend << " " << r.dtype << ": "
+    std::cerr << "[bench] " << r.phase << " ctx " << r.ctx << " batch " << r.batch << " " << r.backend << " " << r.dtype << ": "
               << fmt(r.tokens_per_s, 2) << " tok/s\n";
   }
 
   bool header_done = false;
   void print_row(const Row& r) {
     if (!header_done) {
-      std::printf("%-8s %6s %-9s %-5s %11s %11s %9s %12s %12s %9s %9s\n", "phase", "ctx", "backend", "dtype",
-                  "tok/s(med)", "tok/s(best)", "roofline", "achieved", "limit", "ttft_ms", "rss_MiB");
+      std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %12s %12s %9s %9s\n", "phase", "ctx", "batch", "backend",
+                  "dtype", "tok/s(med)", "tok/s(best)", "roofline", "achieved", "limit", "ttft_ms", "rss_MiB");
       header_done = true;
     }
     const char* unit = r.phase == "prefill" ? " GF/s" : " GB/s";
     const std::string ach = fmt(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + unit;
     const std::string lim = fmt(r.limit, 1) + unit;
-    std::printf("%-8s %6lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %12s %9s %9.0f\n", r.phase.c_str(),
-                static_cast<long long>(r.ctx), r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
+    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %12s %9s %9.0f\n", r.phase.c_str(),
+                static_cast<long long>(r.ctx), static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
                 100.0 * r.roofline_fraction, ach.c_str(), lim.c_str(),
                 r.phase == "prefill" ? fmt(r.ttft_ms, 1).c_str() : "-", r.peak_rss_mib);
     std::fflush(stdout);
   }
 
-  static void print_summary(const std::vector<Row>& rows, const std::vector<int64_t>& ctx_lens) {
-    auto find = [&](const std::string& be, const std::string& dt, int64_t ctx) -> const Row* {
+  void print_summary(const std::vector<Row>& rows, const std::vector<int64_t>& ctx_lens) const {
+    auto find = [&](const std::string& be, const std::string& dt, int64_t ctx, int64_t batch) -> const Row* {
       for (const Row& r : rows)
-        if (r.phase == "decode" && r.backend == be && r.dtype == dt && r.ctx == ctx) return &r;
+        if (r.phase == "decode" && r.backend == be && r.dtype == dt && r.ctx == ctx && r.batch == batch) return &r;
       return nullptr;
     };
     if (ctx_lens.empty()) return;
     const int64_t c0 = ctx_lens.front(), c1 = ctx_lens.back();
     for (const Row& r : rows) {
-      if (r.phase != "decode" || r.ctx != c0) continue;
+      if (r.phase != "decode" || r.batch != 1 || r.ctx != c0) continue;
       if (c1 != c0)
-        if (const Row* far = find(r.backend, r.dtype, c1))
+        if (const Row* far = find(r.backend, r.dtype, c1, 1))
           std::printf("%s %s: decode at ctx %lld is %.1f%% slower than at ctx %lld (%.1f%% per unit of probed "
                       "bandwidth)\n",
                       r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c1),
                       100.0 * (1.0 - far->tokens_per_s / r.tokens_per_s), static_cast<long long>(c0),
                       100.0 * (1.0 - far->tokens_per_limit / r.tokens_per_limit));
       if (r.dtype != "f32")
-        if (const Row* f = find(r.backend, "f32", c0))
+        if (const Row* f = find(r.backend, "f32", c0, 1))
           std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
                       r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s,
                       r.tokens_per_limit / f->tokens_per_limit);
+    }
+    for (const Row& r : rows) {
+      if (r.phase != "decode" || r.batch == 1) continue;
+      if (const Row* one = find(r.backend, r.dtype, r.ctx, 1))
+        std::printf("%s %s: decode at ctx %lld, %lld sequences: %.2fx the aggregate tok/s of one (%.2fx per unit of "
+                    "probed bandwidth), %.1f ms per step against %.1f\n",
+                    r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
+                    r.tokens_per_s / one->tokens_per_s, r.tokens_per_limit / one->tokens_per_limit,
+                    r.seconds_median / steps * 1e3, one->seconds_median / steps * 1e3);
     }
   }
 };

@@ -46,6 +46,9 @@ struct Sequence {
   std::vector<int32_t> tokens;
   std::vector<uint8_t> token_valid;
   int64_t length() const { return self.length; }
+  // Forgets every token after the first n (n <= length()): the next decode continues from there,
+  // as if the later tokens had never been fed. The cache keeps its capacity.
+  void truncate(int64_t n);
 };
 
 // Which rows of logits a decoder forward computes.
