@@ -182,6 +182,52 @@ void dot_block(const typename L::T* const* w, const float* x, int64_t K, float* 
 }
 #endif
 
+#if defined(ORDO_GEMM_SIMD) && defined(__x86_64__)
+#define ORDO_AVX512_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl")))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
+// dot_block for 2·RP weight rows with AVX-512: rows 2p and 2p + 1 share one 512-bit register,
+// row 2p in the low 8 lanes and 2p + 1 in the high 8, each against the same 8 inputs, so every
+// lane runs exactly the FMA chain of its AVX2 lane (and hsum of each half is the AVX2 hsum): the
+// same bits with half the FMA instructions.
+template <class L, int RP, int MX>
+ORDO_AVX512_TARGET void dot_block_512(const typename L::T* const* w, const float* x, int64_t K, float* y,
+                                      int64_t ldy, const typename L::T* const* next) {
+  const int64_t k8 = K / 8 * 8;
+  constexpr int64_t kLine = 64 / sizeof(typename L::T);  // elements per cache line
+  __m512 acc[RP][MX];
+  for (auto& a : acc)
+    for (auto& v : a) v = _mm512_setzero_ps();
+  for (int64_t k = 0; k < k8; k += 8) {
+    // The next block's weights, one line per row as this block's reach it: the loop is too
+    // compute-heavy for the hardware prefetcher to keep the streams ahead.
+    if (next && k % kLine == 0)
+      for (int r = 0; r < 2 * RP; ++r) _mm_prefetch(reinterpret_cast<const char*>(next[r] + k), _MM_HINT_T0);
+    __m512 xv[MX];
+    for (int j = 0; j < MX; ++j) xv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + j * K + k));
+    for (int p = 0; p < RP; ++p) {
+      const __m512 wv = _mm512_insertf32x8(_mm512_castps256_ps512(L::eight(w[2 * p] + k)), L::eight(w[2 * p + 1] + k), 1);
+      for (int j = 0; j < MX; ++j) acc[p][j] = _mm512_fmadd_ps(wv, xv[j], acc[p][j]);
+    }
+  }
+  for (int p = 0; p < RP; ++p)
+    for (int j = 0; j < MX; ++j)
+      for (int h = 0; h < 2; ++h) {
+        const typename L::T* wr = w[2 * p + h];
+        float v = hsum(h ? _mm512_extractf32x8_ps(acc[p][j], 1) : _mm512_castps512_ps256(acc[p][j]));
+        for (int64_t k = k8; k < K; ++k) v += L::one(wr + k) * x[j * K + k];
+        y[j * ldy + 2 * p + h] = v;
+      }
+}
+#pragma GCC diagnostic pop
+
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+#endif
+
 // Rows [r0, r1) of every row's output: y[m, r] = W[r, :] · x[m, :] for m < M (y's row stride
 // ldy), weights read once for all M rows; bit for bit what matvec_rows gives each row alone. Four
 // weight rows at a time, from four far-apart streams as in matvec_rows.
@@ -192,29 +238,55 @@ void matmul_rows(const float* x, int64_t M, int64_t K, const typename L::T* W, i
 #ifdef ORDO_GEMM_SIMD
   using T = typename L::T;
   constexpr int kRows = 4;
-  auto for_inputs = [&](auto rw, const T* const* w, int64_t r, int64_t stride) {
+  const bool wide = has_avx512();
+  auto for_inputs = [&](auto rw, const T* const* w, int64_t r, int64_t stride, const T* const* next) {
     constexpr int RW = decltype(rw)::value;
-    float tmp[3 * kRows];  // rows of one block land in y[m, r + i·stride]
-    for (int64_t m = 0; m < M; m += 3) {
+    // Inputs in groups of 3 (AVX2: 12 accumulators of 16 registers) or 8 (AVX-512, 4 rows as 2
+    // pairs: 16 accumulators of 32).
+    const int64_t group = wide && RW == kRows ? 8 : 3;
+    float tmp[8 * kRows];  // rows of one block land in y[m, r + i·stride]
+    for (int64_t m = 0; m < M; m += group) {
       const float* xm = x + m * K;
-      switch (std::min<int64_t>(3, M - m)) {
-        case 3: dot_block<L, RW, 3>(w, xm, K, tmp, kRows); break;
-        case 2: dot_block<L, RW, 2>(w, xm, K, tmp, kRows); break;
-        default: dot_block<L, RW, 1>(w, xm, K, tmp, kRows);
+      const int64_t n = std::min(group, M - m);
+      const T* const* pf = m == 0 ? next : nullptr;  // prefetch during the first pass over the rows
+      if constexpr (RW == kRows) {
+        if (wide) {
+          switch (n) {
+            case 8: dot_block_512<L, 2, 8>(w, xm, K, tmp, kRows, pf); break;
+            case 7: dot_block_512<L, 2, 7>(w, xm, K, tmp, kRows, pf); break;
+            case 6: dot_block_512<L, 2, 6>(w, xm, K, tmp, kRows, pf); break;
+            case 5: dot_block_512<L, 2, 5>(w, xm, K, tmp, kRows, pf); break;
+            case 4: dot_block_512<L, 2, 4>(w, xm, K, tmp, kRows, pf); break;
+            case 3: dot_block_512<L, 2, 3>(w, xm, K, tmp, kRows, pf); break;
+            case 2: dot_block_512<L, 2, 2>(w, xm, K, tmp, kRows, pf); break;
+            default: dot_block_512<L, 2, 1>(w, xm, K, tmp, kRows, pf);
+          }
+        }
       }
-      for (int64_t j = 0; j < std::min<int64_t>(3, M - m); ++j)
+      if (!wide || RW != kRows) {
+        switch (n) {
+          case 3: dot_block<L, RW, 3>(w, xm, K, tmp, kRows); break;
+          case 2: dot_block<L, RW, 2>(w, xm, K, tmp, kRows); break;
+          default: dot_block<L, RW, 1>(w, xm, K, tmp, kRows);
+        }
+      }
+      for (int64_t j = 0; j < n; ++j)
         for (int i = 0; i < RW; ++i) y[(m + j) * ldy + r + i * stride] = tmp[j * kRows + i];
     }
   };
   const int64_t q = (r1 - r0) / kRows;
   for (int64_t i = 0; i < q; ++i) {
     const T* w[kRows];
-    for (int s = 0; s < kRows; ++s) w[s] = W + (r0 + s * q + i) * K;
-    for_inputs(std::integral_constant<int, kRows>{}, w, r0 + i, q);
+    const T* next[kRows];
+    for (int s = 0; s < kRows; ++s) {
+      w[s] = W + (r0 + s * q + i) * K;
+      next[s] = w[s] + K;
+    }
+    for_inputs(std::integral_constant<int, kRows>{}, w, r0 + i, q, i + 1 < q ? next : nullptr);
   }
   for (int64_t r = r0 + kRows * q; r < r1; ++r) {
     const T* w[1] = {W + r * K};
-    for_inputs(std::integral_constant<int, 1>{}, w, r, 0);
+    for_inputs(std::integral_constant<int, 1>{}, w, r, 0, nullptr);
   }
 #else
   for (int64_t m = 0; m < M; ++m) {
