@@ -21,6 +21,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -55,6 +56,13 @@ Backend parse_backend(const std::string& name) {
 
 namespace detail {
 namespace {
+
+// ORDO_MAX_ISA=avx2 keeps the kernels to AVX2 on an AVX-512 machine, so that one machine can test
+// both paths (with ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's).
+bool avx2_only() {
+  const char* v = std::getenv("ORDO_MAX_ISA");
+  return v && std::string(v) == "avx2";
+}
 
 // Below this many weight elements a matvec/dequantisation runs on one thread.
 constexpr int64_t kParallelMinElems = 1 << 15;
@@ -222,7 +230,7 @@ ORDO_AVX512_TARGET void dot_block_512(const typename L::T* const* w, const float
 #pragma GCC diagnostic pop
 
 bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+  static const bool yes = !avx2_only() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl");
   return yes;
 }
@@ -433,7 +441,7 @@ ORDO_VNNI_TARGET void dot_block_i8_vnni(const int8_t* const* w, const int16_t* x
 #pragma GCC diagnostic pop
 
 bool has_avx512_vnni() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+  static const bool yes = !avx2_only() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   return yes;
 }
@@ -713,6 +721,16 @@ void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initial
   }
   detail::ensure_threads();
   detail::matvec_group(x, M, K, jobs, n);
+}
+
+std::string kernel_isa() {
+#if defined(ORDO_GEMM_SIMD) && defined(__x86_64__)
+  return detail::has_avx512_vnni() ? "avx512-vnni" : detail::has_avx512() ? "avx512" : "avx2";
+#elif defined(ORDO_GEMM_SIMD)
+  return "avx2";
+#else
+  return "scalar";
+#endif
 }
 
 bool prepack_linear(Linear& w) {

@@ -220,6 +220,29 @@ bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWe
   }
 }
 
+}  // namespace ordo::detail
+
+namespace ordo {
+
+std::string onednn_isa() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41: return "sse41";
+    case isa::avx: return "avx";
+    case isa::avx2: return "avx2";
+    case isa::avx2_vnni: return "avx2_vnni";
+    case isa::avx512_core: return "avx512_core";
+    case isa::avx512_core_vnni: return "avx512_core_vnni";
+    case isa::avx512_core_bf16: return "avx512_core_bf16";
+    case isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+  }
+}
+
+}  // namespace ordo
+
+namespace ordo::detail {
+
 size_t onednn_cache_size() {
   std::lock_guard<std::mutex> lock(g_cache_mu);
   return g_cache.size();

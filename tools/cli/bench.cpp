@@ -420,7 +420,8 @@ struct BenchCommand : Command {
               << " GFLOP/s (";
     for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
       std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
-    std::cout << "), " << nt << " threads, OpenMP wait policy " << wait_policy()
+    std::cout << "), " << nt << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
+              << ", OpenMP wait policy " << wait_policy()
               << ", KV cache " << weight_dtype_name(kv) << (prepack ? ", F32 weights prepacked for oneDNN" : "")
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
@@ -431,6 +432,7 @@ struct BenchCommand : Command {
     if (!json_path.empty()) {
       nlohmann::json j;
       j["machine"] = {{"read_gb_s", read_gb_s}, {"sgemm_gflop_s", peak}, {"threads", nt}, {"sgemm_gflop_s_by_backend", sgemm_by},
+                      {"kernel_isa", kernel_isa()}, {"onednn_isa", onednn_isa()},
                       {"wait_policy", wait_policy()}};
       j["model"] = model_json;
       j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},

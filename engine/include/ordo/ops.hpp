@@ -71,6 +71,12 @@ void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const flo
 void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
              const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// Instruction sets in use, chosen at run time: ordo's own kernels ("avx2", "avx512",
+// "avx512-vnni"; ORDO_MAX_ISA=avx2 limits them to AVX2) and oneDNN's (its cpu_isa, e.g. "avx2",
+// "avx512_core_amx"; ONEDNN_MAX_CPU_ISA limits it).
+std::string kernel_isa();
+std::string onednn_isa();
+
 // ---- threads --------------------------------------------------------------
 
 // Sets the one thread count used by OpenMP kernels, OpenBLAS and oneDNN (0 = all cores).
