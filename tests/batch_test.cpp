@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -278,6 +279,66 @@ TEST(DecodeBatch, EmptyRequestAndZeroSlotsAreErrors) {
   GenerateRequest r;
   r.prompt = {1};
   EXPECT_THROW(generate_batch(m.engine(), {r}, 0), Error);
+}
+
+}  // namespace
+
+namespace {
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.numel() == b.numel() && std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
+}
+
+// int8 weights go through the integer kernels for any number of rows, so a batched prompt's
+// logits are the bits it gets alone even when the step has more rows than the float kernels take.
+TEST(DecodeBatch, Int8PromptsAreBitIdenticalToAloneAtAnyRowCount) {
+  ModelOptions o;
+  o.dtype = DType::I8;
+  const Model m = Model::load(test::model_dir("stories260K"), o);
+  const std::vector<std::vector<int32_t>> prompts = {
+      m.encode("Once upon a time there was a little girl named Lily who"), m.encode("The dog bites the man"),
+      m.encode("One day, Tom went to the park with his mom and dad and they saw a big red ball near the tree")};
+  std::vector<Sequence> seqs(prompts.size());
+  std::vector<DecodeRequest> reqs;
+  int64_t rows = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    seqs[i] = m.engine().new_sequence();
+    reqs.push_back(DecodeRequest{&seqs[i], prompts[i], {}, LogitsFor::All});
+    rows += static_cast<int64_t>(prompts[i].size());
+  }
+  ASSERT_GT(rows, 16);
+  const std::vector<ForwardOutput> batched = m.engine().decode_batch(reqs);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Sequence alone = m.engine().new_sequence();
+    EXPECT_TRUE(same_bits(batched[i].logits, m.engine().decode(alone, prompts[i], {}, LogitsFor::All).logits))
+        << "prompt " << i;
+  }
+}
+
+// One-token steps of up to 16 sequences run the same kernels as one sequence: the same bits, for
+// every weight dtype.
+TEST(DecodeBatch, DecodeStepsAreBitIdenticalToAlone) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I8}) {
+    ModelOptions o;
+    o.dtype = dt;
+    const Model m = Model::load(test::model_dir("stories260K"), o);
+    const std::vector<int32_t> prompt = m.encode("Once upon a time");
+    std::vector<Sequence> batch, alone;
+    for (int i = 0; i < 16; ++i) {
+      batch.push_back(m.engine().new_sequence());
+      alone.push_back(m.engine().new_sequence());
+      const std::vector<int32_t> p(prompt.begin(), prompt.begin() + 1 + i % static_cast<int>(prompt.size()));
+      m.engine().decode(batch.back(), p, {}, LogitsFor::None);
+      m.engine().decode(alone.back(), p, {}, LogitsFor::None);
+    }
+    std::vector<DecodeRequest> reqs;
+    for (int i = 0; i < 16; ++i) reqs.push_back(DecodeRequest{&batch[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last});
+    const std::vector<ForwardOutput> out = m.engine().decode_batch(reqs);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_TRUE(same_bits(out[static_cast<size_t>(i)].logits,
+                            m.engine().decode(alone[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last).logits))
+          << weight_dtype_name(dt) << " sequence " << i;
+  }
 }
 
 }  // namespace

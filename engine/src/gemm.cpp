@@ -117,6 +117,9 @@ inline float hsum(__m256 v) {
 }
 #endif
 
+// Scalar tails use std::fma: left to the compiler, `v += w * x` is contracted in some loops and not
+// in others, and a row must get the same bits from every kernel that computes it.
+//
 // y[r] = W[r, :] · x for r in [r0, r1), reading [r0, r1) as kStreams far-apart linear streams:
 // the range is cut into kStreams equal parts and each step takes the next row of every part.
 // Why: rows are short (K = 768 floats is 3 KB), and walking a few adjacent rows at a time
@@ -141,7 +144,7 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
     }
     for (int s = 0; s < kStreams; ++s) {
       float v = hsum(acc[s]);
-      for (int64_t k = k_simd; k < K; ++k) v += L::one(w[s] + k) * x[k];
+      for (int64_t k = k_simd; k < K; ++k) v = std::fma(L::one(w[s] + k), x[k], v);
       y[r0 + s * q + i] = v;
     }
   }
@@ -157,7 +160,7 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
     for (int64_t k = 0; k < k_simd; k += 8) a = _mm256_fmadd_ps(L::eight(w + k), _mm256_loadu_ps(x + k), a);
     v = hsum(a);
 #endif
-    for (int64_t k = k_simd; k < K; ++k) v += L::one(w + k) * x[k];
+    for (int64_t k = k_simd; k < K; ++k) v = std::fma(L::one(w + k), x[k], v);
     y[r] = v;
   }
 }
@@ -184,7 +187,7 @@ void dot_block(const typename L::T* const* w, const float* x, int64_t K, float* 
   for (int i = 0; i < RW; ++i)
     for (int j = 0; j < MX; ++j) {
       float v = hsum(acc[i][j]);
-      for (int64_t k = k8; k < K; ++k) v += L::one(w[i] + k) * x[j * K + k];
+      for (int64_t k = k8; k < K; ++k) v = std::fma(L::one(w[i] + k), x[j * K + k], v);
       y[j * ldy + i] = v;
     }
 }
@@ -223,7 +226,7 @@ ORDO_AVX512_TARGET void dot_block_512(const typename L::T* const* w, const float
       for (int h = 0; h < 2; ++h) {
         const typename L::T* wr = w[2 * p + h];
         float v = hsum(h ? _mm512_extractf32x8_ps(acc[p][j], 1) : _mm512_castps512_ps256(acc[p][j]));
-        for (int64_t k = k8; k < K; ++k) v += L::one(wr + k) * x[j * K + k];
+        for (int64_t k = k8; k < K; ++k) v = std::fma(L::one(wr + k), x[j * K + k], v);
         y[j * ldy + 2 * p + h] = v;
       }
 }
@@ -361,6 +364,18 @@ void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, i
   }
 }
 
+// y[j, i] = the flushed block totals plus the columns past the last 16 (an exact int32 sum).
+template <int RW, int MX>
+void store_i8_block(const int8_t* const* w, const int16_t* xq, int64_t K, const float (&total)[RW][MX], float* y,
+                    int64_t ldy) {
+  for (int i = 0; i < RW; ++i)
+    for (int j = 0; j < MX; ++j) {
+      int32_t t = 0;
+      for (int64_t k = K / 16 * 16; k < K; ++k) t += w[i][k] * xq[j * K + k];
+      y[j * ldy + i] = total[i][j] + static_cast<float>(t);
+    }
+}
+
 // matvec_i8_rows for RW weight rows and MX input rows xq + j·K at once: per (j, i) the same exact
 // int32 lane sums per kI8Block (integer addition does not depend on order), the same float
 // flushes and tail, so each row gets the bits it gets alone.
@@ -384,12 +399,7 @@ void dot_block_i8(const int8_t* const* w, const int16_t* xq, int64_t K, float* y
     for (int i = 0; i < RW; ++i)
       for (int j = 0; j < MX; ++j) total[i][j] += hsum(_mm256_cvtepi32_ps(acc[i][j]));
   }
-  for (int i = 0; i < RW; ++i)
-    for (int j = 0; j < MX; ++j) {
-      int32_t t = 0;
-      for (int64_t k = k16; k < K; ++k) t += w[i][k] * xq[j * K + k];
-      y[j * ldy + i] = total[i][j] + static_cast<float>(t);
-    }
+  store_i8_block<RW, MX>(w, xq, K, total, y, ldy);
 }
 
 #if defined(__x86_64__)
@@ -430,12 +440,7 @@ ORDO_VNNI_TARGET void dot_block_i8_vnni(const int8_t* const* w, const int16_t* x
         total[i][j] += hsum(_mm256_cvtepi32_ps(a8));
       }
   }
-  for (int i = 0; i < RW; ++i)
-    for (int j = 0; j < MX; ++j) {
-      int32_t t = 0;
-      for (int64_t k = k16; k < K; ++k) t += w[i][k] * xq[j * K + k];
-      y[j * ldy + i] = total[i][j] + static_cast<float>(t);
-    }
+  store_i8_block<RW, MX>(w, xq, K, total, y, ldy);
 }
 
 #pragma GCC diagnostic pop
@@ -707,8 +712,34 @@ LinearView view_linear(const Linear& w, int64_t K) {
 
 }  // namespace
 
+namespace {
+
+// The matvec kernels over any number of rows, kMaxMatvecRows at a time. Every row's result is the
+// one it gets alone, whatever M.
+void matvec_chunks(const float* x, int64_t M, int64_t K, const detail::MatvecJob* jobs, size_t n) {
+  detail::ensure_threads();
+  detail::MatvecJob chunk[detail::kMaxGroup];
+  for (int64_t m0 = 0; m0 < M; m0 += detail::kMaxMatvecRows) {
+    for (size_t j = 0; j < n; ++j) {
+      chunk[j] = jobs[j];
+      chunk[j].y = jobs[j].y + m0 * jobs[j].N;
+    }
+    detail::matvec_group(x + m0 * K, std::min(detail::kMaxMatvecRows, M - m0), K, chunk, n);
+  }
+}
+
+// Rows that go through the matvec kernels rather than the backend's GEMM: up to kMaxMatvecRows
+// (the weights are read once for all of them), and every row of an I8 weight, whose integer
+// kernels keep a row's result independent of the batch and, with AVX-512 VNNI, outrun the
+// dequantise-then-GEMM path.
+bool use_matvec(int64_t M, DType wt) { return M <= detail::kMaxMatvecRows || wt == DType::I8; }
+
+}  // namespace
+
 void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initializer_list<LinearTarget> targets) {
-  if (M < 1 || M > detail::kMaxMatvecRows || K <= 0) {
+  bool matvec = M >= 1 && K > 0;
+  for (const LinearTarget& t : targets) matvec = matvec && use_matvec(M, t.w->weight.dtype);
+  if (!matvec) {
     for (const LinearTarget& t : targets) linear(be, x, M, K, *t.w, t.y);
     return;
   }
@@ -719,8 +750,7 @@ void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initial
     const LinearView v = view_linear(*t.w, K);
     jobs[n++] = detail::MatvecJob{t.w->weight.data, t.w->weight.dtype, v.scales, v.bias, v.N, t.y};
   }
-  detail::ensure_threads();
-  detail::matvec_group(x, M, K, jobs, n);
+  matvec_chunks(x, M, K, jobs, n);
 }
 
 std::string kernel_isa() {
@@ -754,9 +784,9 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
   }
   detail::ensure_threads();
 
-  if (M <= detail::kMaxMatvecRows) {
+  if (use_matvec(M, W.dtype)) {
     const detail::MatvecJob job{W.data, W.dtype, scales, bias, N, y};
-    detail::matvec_group(x, M, K, &job, 1);
+    matvec_chunks(x, M, K, &job, 1);
     return;
   }
   if (be == Backend::OpenBLAS) detail::check_blas_dims("linear", {M, N, K});

@@ -118,7 +118,9 @@ inline float act1(Activation a, float v) {
   return v;
 }
 
-// x[i] = act(x[i]) (· up[i] if up) over [0, n), single-threaded.
+// x[i] = act(x[i]) (· up[i] if up) over [0, n), single-threaded. The last n % 8 go through one
+// masked vector, so an element's value never depends on where it falls in the span (a sequence's
+// activations are the same bits alone and inside a batch).
 void act_span(Activation a, float* x, const float* up, int64_t n) {
   int64_t i = 0;
 #ifdef ORDO_OPS_SIMD
@@ -127,6 +129,14 @@ void act_span(Activation a, float* x, const float* up, int64_t n) {
       __m256 v = act8(a, _mm256_loadu_ps(x + i));
       if (up) v = _mm256_mul_ps(v, _mm256_loadu_ps(up + i));
       _mm256_storeu_ps(x + i, v);
+    }
+    if (i < n) {
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      __m256 v = act8(a, _mm256_maskload_ps(x + i, mask));
+      if (up) v = _mm256_mul_ps(v, _mm256_maskload_ps(up + i, mask));
+      _mm256_maskstore_ps(x + i, mask, v);
+      return;
     }
   }
 #endif
