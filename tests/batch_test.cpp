@@ -104,33 +104,38 @@ TEST_P(BatchFixture, AllCasesInOneForwardMatchReference) {
     ASSERT_EQ(out.size(), rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
-      EXPECT_TRUE(within_tolerance(out[i].f32(), golden_of(*golden_, rows[i], rows[i].name + ".last_hidden_state"),
+      EXPECT_TRUE(within_tolerance(out[i].f32(),
+                                   golden_of(*golden_, rows[i], rows[i].name + ".last_hidden_state"),
                                    real_rows(rows[i])));
     }
     return;
   }
-  std::vector<Sequence> seqs;
-  for (size_t i = 0; i < rows.size(); ++i) seqs.push_back(e.new_sequence());
-  std::vector<DecodeRequest> reqs;
-  if (e.spec().graph == GraphKind::EncoderDecoder) {
-    std::vector<EncodeRequest> enc;
-    for (const Row& r : rows) enc.push_back(EncodeRequest{r.ids, {}, r.mask});
-    const std::vector<Tensor> enc_out = e.encode_batch(enc);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      e.attach_encoder(seqs[i], enc_out[i], rows[i].mask);
-      reqs.push_back(DecodeRequest{&seqs[i], rows[i].decoder_ids, {}, LogitsFor::All});
+  for (PromptRows mode : {PromptRows::Alone, PromptRows::Shared}) {
+    SCOPED_TRACE(mode == PromptRows::Alone ? "prompts alone" : "prompts shared");
+    std::vector<Sequence> seqs;
+    for (size_t i = 0; i < rows.size(); ++i) seqs.push_back(e.new_sequence());
+    std::vector<DecodeRequest> reqs;
+    if (e.spec().graph == GraphKind::EncoderDecoder) {
+      std::vector<EncodeRequest> enc;
+      for (const Row& r : rows) enc.push_back(EncodeRequest{r.ids, {}, r.mask});
+      const std::vector<Tensor> enc_out = e.encode_batch(enc);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        e.attach_encoder(seqs[i], enc_out[i], rows[i].mask);
+        reqs.push_back(DecodeRequest{&seqs[i], rows[i].decoder_ids, {}, LogitsFor::All});
+      }
+    } else {
+      for (size_t i = 0; i < rows.size(); ++i)
+        reqs.push_back(DecodeRequest{&seqs[i], rows[i].ids, rows[i].mask, LogitsFor::All});
     }
-  } else {
-    for (size_t i = 0; i < rows.size(); ++i)
-      reqs.push_back(DecodeRequest{&seqs[i], rows[i].ids, rows[i].mask, LogitsFor::All});
-  }
-  const std::vector<ForwardOutput> out = e.decode_batch(reqs);
-  ASSERT_EQ(out.size(), rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
-    EXPECT_EQ(seqs[i].length(), static_cast<int64_t>(reqs[i].ids.size()));
-    EXPECT_TRUE(within_tolerance(out[i].logits.f32(), golden_of(*golden_, rows[i], rows[i].name + ".logits"),
-                                 e.spec().graph == GraphKind::Decoder ? real_rows(rows[i]) : std::vector<int64_t>{}));
+    const std::vector<ForwardOutput> out = e.decode_batch(reqs, mode);
+    ASSERT_EQ(out.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
+      EXPECT_EQ(seqs[i].length(), static_cast<int64_t>(reqs[i].ids.size()));
+      EXPECT_TRUE(within_tolerance(
+          out[i].logits.f32(), golden_of(*golden_, rows[i], rows[i].name + ".logits"),
+          e.spec().graph == GraphKind::Decoder ? real_rows(rows[i]) : std::vector<int64_t>{}));
+    }
   }
 }
 
@@ -158,7 +163,9 @@ TEST_P(BatchGenerateFixture, GreedyThroughContinuousBatchingMatchesReference) {
   for (size_t i = 0; i < wants.size(); ++i) {
     const Row& row = *wants[i].row;
     const nlohmann::json& g = *row.greedy;
-    auto at = [&](const char* key) -> const nlohmann::json& { return row.b >= 0 ? g.at(key)[row.b] : g.at(key); };
+    auto at = [&](const char* key) -> const nlohmann::json& {
+      return row.b >= 0 ? g.at(key)[row.b] : g.at(key);
+    };
     GenerateRequest r;
     r.params.max_new_tokens = wants[i].n;
     r.params.stop_ids = {-1};  // the reference does not stop at EOS
@@ -185,7 +192,8 @@ TEST_P(BatchGenerateFixture, GreedyThroughContinuousBatchingMatchesReference) {
   for (size_t i = 0; i < wants.size(); ++i) {
     const Row& row = *wants[i].row;
     SCOPED_TRACE(row.name + " row " + std::to_string(row.b) + ", " + std::to_string(wants[i].n) + " tokens");
-    std::vector<int32_t> want = ids_of(row.b >= 0 ? row.greedy->at("output_ids")[row.b] : row.greedy->at("output_ids"));
+    std::vector<int32_t> want =
+        ids_of(row.b >= 0 ? row.greedy->at("output_ids")[row.b] : row.greedy->at("output_ids"));
     want.resize(static_cast<size_t>(wants[i].n));
     EXPECT_EQ(res[i].ids, want);
     const Tensor ref = golden_of(*golden_, row, row.name + ".greedy.logits");
@@ -200,10 +208,10 @@ TEST_P(BatchGenerateFixture, GreedyThroughContinuousBatchingMatchesReference) {
   EXPECT_NE(std::find(first_of_last, order.end(), size_t{1}), order.end());
 }
 
-const std::vector<std::string> kGenerators = {"llama",   "llama-dynamic", "llama-linear", "llama-llama3",
-                                               "llama-longrope", "llama-yarn", "gpt2", "opt", "gpt-neox", "gptj",
-                                               "bloom",   "mpt",           "t5",           "t5-v1_1", "marian",
-                                               "stories260K"};
+const std::vector<std::string> kGenerators = {
+    "llama", "llama-dynamic", "llama-linear", "llama-llama3", "llama-longrope", "llama-yarn",
+    "gpt2",  "opt",           "gpt-neox",     "gptj",         "bloom",          "mpt",
+    "t5",    "t5-v1_1",       "marian",       "stories260K"};
 
 std::vector<test::FixtureParam> every_family() {
   std::vector<test::FixtureParam> p = test::fixture_params(kGenerators);
@@ -219,52 +227,77 @@ INSTANTIATE_TEST_SUITE_P(Families, BatchGenerateFixture, testing::ValuesIn(test:
 
 namespace {
 
-// The bundled model with real prompts: generate_batch gives every request exactly the ids it
-// gets alone, greedy and seeded sampling alike, with requests of different lengths joining and
-// leaving (3 slots for 8 requests), for F32 and int8 weights with an int8 KV cache.
-class ContinuousBatching : public testing::TestWithParam<std::optional<DType>> {};
+// The bundled model with real prompts: generate_batch gives every request exactly what it gets
+// alone — the same ids and the same bits in every step's logits — greedy and seeded sampling
+// alike, with requests of different lengths joining and leaving: 3 slots for 8 requests (prompts
+// join while others decode), and 20 slots for 24 requests (more one-token rows per step than one
+// pass of the matvec kernels takes), for F32 weights and for int8 weights with an int8 KV cache.
+struct SlotsParam {
+  std::optional<DType> dtype;
+  int requests, slots;
+};
 
-TEST_P(ContinuousBatching, EveryRequestGetsItsIdsAlone) {
+class ContinuousBatching : public testing::TestWithParam<SlotsParam> {};
+
+TEST_P(ContinuousBatching, EveryRequestGetsWhatItGetsAlone) {
   ModelOptions o;
-  o.dtype = GetParam();
+  o.dtype = GetParam().dtype;
   if (o.dtype) o.kv_dtype = *o.dtype;
   const Model m = Model::load(test::model_dir("stories260K"), o);
-  const std::vector<std::string> prompts = {"Once upon a time", "The dog bites the man", "Lily saw a big",
-                                            "One day", "The man bites the dog and then", "Tom and",
-                                            "She was sad because her", "The cat"};
+  const std::vector<std::string> prompts = {"Once upon a time",
+                                            "The dog bites the man",
+                                            "Lily saw a big",
+                                            "One day",
+                                            "The man bites the dog and then",
+                                            "Tom and",
+                                            "She was sad because her",
+                                            "The cat"};
   std::vector<GenerateRequest> reqs;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  for (int i = 0; i < GetParam().requests; ++i) {
     GenerateRequest r;
-    r.prompt = m.encode(prompts[i]);
-    r.params.max_new_tokens = 6 + static_cast<int>(i * 5) % 23;
+    r.prompt = m.encode(prompts[static_cast<size_t>(i) % prompts.size()]);
+    r.params.max_new_tokens = 6 + (i * 5) % 23;
     if (i % 2) {
       r.params.sampling.temperature = 0.8f;
       r.params.sampling.top_k = 20;
-      r.params.sampling.seed = 7 * i;
+      r.params.sampling.seed = 7 * static_cast<uint64_t>(i);
     }
     reqs.push_back(std::move(r));
   }
-  const std::vector<GenerateResult> batched = generate_batch(m.engine(), reqs, 3);
+  const std::vector<GenerateResult> batched =
+      generate_batch(m.engine(), reqs, GetParam().slots, nullptr, true);
   ASSERT_EQ(batched.size(), reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
     SCOPED_TRACE("request " + std::to_string(i));
-    const GenerateResult alone = m.generate_ids(reqs[i].prompt, reqs[i].params);
+    const GenerateResult alone =
+        generate(m.engine(), reqs[i].prompt, reqs[i].params, nullptr, nullptr, {}, true);
     EXPECT_FALSE(alone.ids.empty());
     EXPECT_EQ(batched[i].ids, alone.ids);
     EXPECT_EQ(batched[i].prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
+    ASSERT_EQ(batched[i].step_logits.size(), alone.step_logits.size());
+    for (size_t k = 0; k < alone.step_logits.size(); ++k)
+      EXPECT_EQ(std::memcmp(batched[i].step_logits[k].data, alone.step_logits[k].data,
+                            static_cast<size_t>(alone.step_logits[k].numel()) * sizeof(float)),
+                0)
+          << "step " << k;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, ContinuousBatching, testing::Values(std::nullopt, std::optional<DType>(DType::I8)),
-                         [](const testing::TestParamInfo<std::optional<DType>>& p) {
-                           return std::string(p.param ? weight_dtype_name(*p.param) : "f32");
+INSTANTIATE_TEST_SUITE_P(Slots, ContinuousBatching,
+                         testing::Values(SlotsParam{std::nullopt, 8, 3}, SlotsParam{std::nullopt, 24, 20},
+                                         SlotsParam{DType::I8, 8, 3}, SlotsParam{DType::I8, 24, 20}),
+                         [](const testing::TestParamInfo<SlotsParam>& p) {
+                           return std::string(p.param.dtype ? weight_dtype_name(*p.param.dtype) : "f32") +
+                                  "_" + std::to_string(p.param.requests) + "_in_" +
+                                  std::to_string(p.param.slots);
                          });
 
 TEST(DecodeBatch, OneSequenceTwiceIsAnError) {
   const Model m = Model::load(test::model_dir("stories260K"));
   Sequence s = m.engine().new_sequence();
   try {
-    m.engine().decode_batch({DecodeRequest{&s, {1, 2}, {}, LogitsFor::Last}, DecodeRequest{&s, {3}, {}, LogitsFor::Last}});
+    m.engine().decode_batch(
+        {DecodeRequest{&s, {1, 2}, {}, LogitsFor::Last}, DecodeRequest{&s, {3}, {}, LogitsFor::Last}});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("requests 0 and 1"), std::string::npos) << e.what();
@@ -286,7 +319,8 @@ TEST(DecodeBatch, EmptyRequestAndZeroSlotsAreErrors) {
 namespace {
 
 bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.numel() == b.numel() && std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
+  return a.numel() == b.numel() &&
+         std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
 }
 
 // int8 weights go through the integer kernels for any number of rows, so a batched prompt's
@@ -297,7 +331,8 @@ TEST(DecodeBatch, Int8PromptsAreBitIdenticalToAloneAtAnyRowCount) {
   const Model m = Model::load(test::model_dir("stories260K"), o);
   const std::vector<std::vector<int32_t>> prompts = {
       m.encode("Once upon a time there was a little girl named Lily who"), m.encode("The dog bites the man"),
-      m.encode("One day, Tom went to the park with his mom and dad and they saw a big red ball near the tree")};
+      m.encode(
+          "One day, Tom went to the park with his mom and dad and they saw a big red ball near the tree")};
   std::vector<Sequence> seqs(prompts.size());
   std::vector<DecodeRequest> reqs;
   int64_t rows = 0;
@@ -332,11 +367,13 @@ TEST(DecodeBatch, DecodeStepsAreBitIdenticalToAlone) {
       m.engine().decode(alone.back(), p, {}, LogitsFor::None);
     }
     std::vector<DecodeRequest> reqs;
-    for (int i = 0; i < 16; ++i) reqs.push_back(DecodeRequest{&batch[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last});
+    for (int i = 0; i < 16; ++i)
+      reqs.push_back(DecodeRequest{&batch[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last});
     const std::vector<ForwardOutput> out = m.engine().decode_batch(reqs);
     for (int i = 0; i < 16; ++i)
-      EXPECT_TRUE(same_bits(out[static_cast<size_t>(i)].logits,
-                            m.engine().decode(alone[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last).logits))
+      EXPECT_TRUE(
+          same_bits(out[static_cast<size_t>(i)].logits,
+                    m.engine().decode(alone[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last).logits))
           << weight_dtype_name(dt) << " sequence " << i;
   }
 }

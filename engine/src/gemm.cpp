@@ -737,18 +737,26 @@ bool use_matvec(int64_t M, DType wt) { return M <= detail::kMaxMatvecRows || wt 
 }  // namespace
 
 void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initializer_list<LinearTarget> targets) {
-  bool matvec = M >= 1 && K > 0;
-  for (const LinearTarget& t : targets) matvec = matvec && use_matvec(M, t.w->weight.dtype);
-  if (!matvec) {
-    for (const LinearTarget& t : targets) linear(be, x, M, K, *t.w, t.y);
+  detail::linear_targets(be, x, M, K, targets.begin(), targets.size(), false);
+}
+
+void detail::linear_targets(Backend be, const float* x, int64_t M, int64_t K, const LinearTarget* targets, size_t n,
+                            bool matvec) {
+  if (n > kMaxGroup) throw Error("linear_group: at most 8 weights per group");
+  if (M < 1 || K <= 0) {
+    for (size_t i = 0; i < n; ++i) linear(be, x, M, K, *targets[i].w, targets[i].y);
     return;
   }
-  detail::MatvecJob jobs[detail::kMaxGroup];
-  if (targets.size() > std::size(jobs)) throw Error("linear_group: at most 8 weights per group");
-  size_t n = 0;
-  for (const LinearTarget& t : targets) {
-    const LinearView v = view_linear(*t.w, K);
-    jobs[n++] = detail::MatvecJob{t.w->weight.data, t.w->weight.dtype, v.scales, v.bias, v.N, t.y};
+  bool all = true;  // every weight would take the matvec kernels at this M anyway
+  for (size_t i = 0; i < n; ++i) all = all && use_matvec(M, targets[i].w->weight.dtype);
+  if (!matvec && !all) {
+    for (size_t i = 0; i < n; ++i) linear(be, x, M, K, *targets[i].w, targets[i].y);
+    return;
+  }
+  MatvecJob jobs[kMaxGroup];
+  for (size_t i = 0; i < n; ++i) {
+    const LinearView v = view_linear(*targets[i].w, K);
+    jobs[i] = MatvecJob{targets[i].w->weight.data, targets[i].w->weight.dtype, v.scales, v.bias, v.N, targets[i].y};
   }
   matvec_chunks(x, M, K, jobs, n);
 }

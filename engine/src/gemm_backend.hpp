@@ -60,6 +60,11 @@ struct MatvecJob {
 // kMaxGroup jobs.
 constexpr size_t kMaxGroup = 8;
 void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, size_t n_jobs);
+// linear_group over n targets. matvec: every row through the matvec kernels (kMaxMatvecRows at a
+// time) whatever M, so each row's result is the one it gets alone (M = 1); otherwise as linear()
+// chooses.
+void linear_targets(Backend be, const float* x, int64_t M, int64_t K, const LinearTarget* targets, size_t n,
+                    bool matvec);
 // Up to this many rows, linear() uses matvec_group (weights read once, compute in registers);
 // beyond it, the backend's GEMM.
 constexpr int64_t kMaxMatvecRows = 16;

@@ -434,18 +434,41 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
   });
 }
 
-void Transformer::attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t R,
-                            const std::vector<Segment>& segs, bool cross, int layer, bool causal, float* out) const {
-  const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model;
+void Transformer::project(const Batch& b, const float* x, int64_t K,
+                          std::initializer_list<LinearTarget> targets) const {
+  constexpr size_t kMax = 4;
+  if (targets.size() > kMax) throw Error("project: at most 4 weights per group");
+  LinearTarget at[kMax];
+  // The targets with their outputs moved to row r0.
+  auto rows_from = [&](int64_t r0) {
+    size_t i = 0;
+    for (const LinearTarget& t : targets) at[i++] = LinearTarget{t.w, t.y + r0 * t.w->out_features()};
+    return at;
+  };
+  if (b.single_rows > 0) detail::linear_targets(backend_, x, b.single_rows, K, rows_from(0), targets.size(), true);
+  if (b.single_rows == b.rows) return;
+  if (!b.prompts_alone) {
+    detail::linear_targets(backend_, x + b.single_rows * K, b.rows - b.single_rows, K, rows_from(b.single_rows),
+                           targets.size(), false);
+    return;
+  }
+  for (const Segment& s : b.segs)
+    if (s.row0 >= b.single_rows)
+      detail::linear_targets(backend_, x + s.row0 * K, s.T, K, rows_from(s.row0), targets.size(), false);
+}
+
+void Transformer::attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, const Batch& b,
+                            bool cross, int layer, bool causal, float* out) const {
+  const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model, R = b.rows;
   causal = causal && causal_ && !cross;
   float* q = scratch(kScrQ, R * H * hd);
   if (cross) {
-    linear(backend_, h, R, d, w.q, q);
+    project(b, h, d, {{&w.q, q}});
   } else {
     float* k = scratch(kScrK, R * KV * hd);
     float* v = scratch(kScrV, R * KV * hd);
-    linear_group(backend_, h, R, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
-    for (const Segment& s : segs) {
+    project(b, h, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
+    for (const Segment& s : b.segs) {
       if (scheme) {
         scheme->rotate(q + s.row0 * H * hd, H, s.pos, s.T, s.seq_len);
         scheme->rotate(k + s.row0 * KV * hd, KV, s.pos, s.T, s.seq_len);
@@ -457,7 +480,7 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   float* ctx = scratch(kScrCtx, R * H * hd);
   thread_local std::vector<const Segment*> single;
   single.clear();
-  for (const Segment& s : segs) {
+  for (const Segment& s : b.segs) {
     if (s.T == 1)
       single.push_back(&s);
     else
@@ -465,30 +488,30 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
                     ctx + s.row0 * H * hd);
   }
   if (!single.empty()) attend_single(single, cross, layer, causal, cross ? nullptr : scheme, q, ctx);
-  linear(backend_, ctx, R, H * hd, w.out, out);
+  project(b, ctx, H * hd, {{&w.out, out}});
 }
 
 
-void Transformer::feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const {
-  const int64_t d = spec_.d_model, n = f.up.out_features();
+void Transformer::feed_forward(const FeedForward& f, const float* h, const Batch& b, float* out) const {
+  const int64_t d = spec_.d_model, n = f.up.out_features(), T = b.rows;
   float* up = scratch(kScrUp, T * n);
   if (f.gate.present()) {
     float* gate = scratch(kScrGate, T * n);
-    linear_group(backend_, h, T, d, {{&f.gate, gate}, {&f.up, up}});
+    project(b, h, d, {{&f.gate, gate}, {&f.up, up}});
     gated_activate(f.act, gate, up, T * n);
-    linear(backend_, gate, T, n, f.down, out);
+    project(b, gate, n, {{&f.down, out}});
   } else {
-    linear(backend_, h, T, d, f.up, up);
+    project(b, h, d, {{&f.up, up}});
     activate(f.act, up, T * n);
-    linear(backend_, up, T, n, f.down, out);
+    project(b, up, n, {{&f.down, out}});
   }
 }
 
-void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t R,
-                            const std::vector<Segment>& segs, std::vector<Tensor>* hidden) const {
-  const int64_t d = spec_.d_model;
+void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, float* x, const Batch& b,
+                            std::vector<Tensor>* hidden) const {
+  const int64_t d = spec_.d_model, R = b.rows;
   const int64_t L = static_cast<int64_t>(stack.layers.size());
-  const bool cross = !segs.empty() && segs[0].cross;
+  const bool cross = !b.segs.empty() && b.segs[0].cross;
   float* const h = scratch(kScrH, R * d);
   float* const a = scratch(kScrA, R * d);
   float* const f = scratch(kScrF, R * d);
@@ -502,33 +525,33 @@ void Transformer::run_stack(const Stack& stack, const PositionScheme& scheme, fl
     const Layer& ly = stack.layers[static_cast<size_t>(l)];
     if (spec_.pre_norm) {
       apply_norm(ly.attn_norm, x, R, h);
-      attention(ly.self_attn, &scheme, h, R, segs, false, l, stack.causal, a);
+      attention(ly.self_attn, &scheme, h, b, false, l, stack.causal, a);
       if (spec_.parallel_residual) {
         if (ly.ffn_norm.present) apply_norm(ly.ffn_norm, x, R, h);
-        feed_forward(ly.ffn, h, R, f);
+        feed_forward(ly.ffn, h, b, f);
         add_inplace(x, a, R * d);
         add_inplace(x, f, R * d);
       } else {
         add_inplace(x, a, R * d);
         if (cross) {
           apply_norm(ly.cross_norm, x, R, h);
-          attention(ly.cross_attn, nullptr, h, R, segs, true, l, false, a);
+          attention(ly.cross_attn, nullptr, h, b, true, l, false, a);
           add_inplace(x, a, R * d);
         }
         apply_norm(ly.ffn_norm, x, R, h);
-        feed_forward(ly.ffn, h, R, f);
+        feed_forward(ly.ffn, h, b, f);
         add_inplace(x, f, R * d);
       }
     } else {  // post-norm
-      attention(ly.self_attn, &scheme, x, R, segs, false, l, stack.causal, a);
+      attention(ly.self_attn, &scheme, x, b, false, l, stack.causal, a);
       add_inplace(x, a, R * d);
       apply_norm(ly.attn_norm, x, R, x);
       if (cross) {
-        attention(ly.cross_attn, nullptr, x, R, segs, true, l, false, a);
+        attention(ly.cross_attn, nullptr, x, b, true, l, false, a);
         add_inplace(x, a, R * d);
         apply_norm(ly.cross_norm, x, R, x);
       }
-      feed_forward(ly.ffn, x, R, f);
+      feed_forward(ly.ffn, x, b, f);
       add_inplace(x, f, R * d);
       apply_norm(ly.ffn_norm, x, R, x);
     }
@@ -543,7 +566,9 @@ std::vector<Tensor> Transformer::encode_all(const std::vector<EncodeRequest>& re
   if (spec_.graph == GraphKind::Decoder) throw Error(spec_.architecture + " is a decoder-only model: it has no encoder");
   const size_t n = requests.size();
   std::vector<KVCache> caches(n);
-  std::vector<Segment> segs(n);
+  Batch b;  // every input's rows together (an encoder generates nothing: rounding may differ from alone)
+  std::vector<Segment>& segs = b.segs;
+  segs.resize(n);
   int64_t R = 0;
   for (const EncodeRequest& r : requests) R += static_cast<int64_t>(r.ids.size());
   std::vector<int32_t> ids, types(static_cast<size_t>(R), 0);
@@ -577,7 +602,8 @@ std::vector<Tensor> Transformer::encode_all(const std::vector<EncodeRequest>& re
   for (const Segment& s : segs) std::copy(s.pos, s.pos + s.T, pos.begin() + s.row0);
   Tensor x = Tensor::zeros({R, spec_.d_model});
   embed(ids.data(), types.data(), R, pos.data(), *enc_scheme_, x.f32());
-  if (R > 0) run_stack(spec_.encoder, *enc_scheme_, x.f32(), R, segs, hidden);
+  b.rows = R;
+  if (R > 0) run_stack(spec_.encoder, *enc_scheme_, x.f32(), b, hidden);
   if (n == 1) return {std::move(x)};
   std::vector<Tensor> out;
   for (const Segment& s : segs) {
@@ -627,10 +653,16 @@ void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const
   }
 }
 
-std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden) const {
+std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
+                                             bool prompts_alone) const {
   if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
   const int64_t d = spec_.d_model;
-  int64_t R = 0;
+  // Reused across steps: once warm, a decode step allocates little beyond its outputs.
+  thread_local Batch b;
+  thread_local std::vector<int32_t> ids, pos;
+  b.segs.resize(in.size());
+  b.rows = b.single_rows = 0;
+  b.prompts_alone = prompts_alone;
   for (size_t i = 0; i < in.size(); ++i) {
     const StepInput& r = in[i];
     if (!r.seq) throw Error("decode: request " + std::to_string(i) + " has no sequence");
@@ -640,21 +672,22 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     for (size_t j = 0; j < i; ++j)
       if (in[j].seq == r.seq) throw Error("decode_batch: one sequence appears in requests " + std::to_string(j) +
                                           " and " + std::to_string(i));
-    R += r.T;
+    b.rows += r.T;
+    b.single_rows += r.T == 1;
   }
-  // Reused across steps: once warm, a decode step allocates nothing but its outputs.
-  thread_local std::vector<int32_t> ids, pos;
-  thread_local std::vector<Segment> segs;
+  const int64_t R = b.rows;
   ids.resize(static_cast<size_t>(R));
   pos.resize(static_cast<size_t>(R));
-  segs.resize(in.size());
   std::vector<int64_t> next(in.size());
-  int64_t row0 = 0;
+  // One-token requests take the first rows, in request order, then the prompts.
+  int64_t single_row = 0, prompt_row = b.single_rows;
   for (size_t i = 0; i < in.size(); ++i) {
     const StepInput& r = in[i];
     Sequence& seq = *r.seq;
     KVCache& cache = seq.self;
     const int64_t base = cache.length;
+    const int64_t row0 = r.T == 1 ? single_row++ : prompt_row;
+    if (r.T > 1) prompt_row += r.T;
     int64_t nx = seq.next_position;
     for (int64_t t = 0; t < r.T; ++t) {
       const bool real = !r.mask || r.mask[t];
@@ -670,60 +703,59 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
       cache.valid[static_cast<size_t>(base + t)] = r.mask ? r.mask[t] : 1;
     }
     next[i] = nx;
-    segs[i] = Segment{row0, r.T, pos.data() + row0, &cache,
-                      spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1)};
-    row0 += r.T;
+    b.segs[i] = Segment{row0, r.T, pos.data() + row0, &cache,
+                        spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1)};
   }
 
   std::vector<ForwardOutput> out(in.size());
   auto forward = [&] {
     float* x = scratch(kScrX, R * d);
     embed(ids.data(), nullptr, R, pos.data(), *dec_scheme_, x);
-    run_stack(spec_.decoder, *dec_scheme_, x, R, segs, hidden);
-    // Rows that need logits, gathered so that one lm_head GEMM serves every sequence.
-    int64_t n_logit_rows = 0;
-    for (const StepInput& r : in) n_logit_rows += r.which == LogitsFor::All ? r.T : r.which == LogitsFor::Last;
-    const bool gather = n_logit_rows > 0 && in.size() > 1;
-    float* rows = gather ? scratch(kScrH, n_logit_rows * d) : nullptr;
-    int64_t g = 0;
+    run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
+    // Logits: one row per sequence (Last, or a one-token All) gathered through the matvec
+    // kernels, so each is the row it gets alone; a prompt's rows (All) as alone, or shared.
+    auto one_row = [&](size_t i) { return in[i].which == LogitsFor::Last || (in[i].which == LogitsFor::All && in[i].T == 1); };
+    int64_t n_single = 0, n_shared = 0;
     for (size_t i = 0; i < in.size(); ++i) {
-      const Segment& s = segs[i];
+      if (one_row(i)) ++n_single;
+      else if (in[i].which == LogitsFor::All && !prompts_alone) n_shared += in[i].T;
+    }
+    float* rows = scratch(kScrH, (n_single + n_shared) * d);
+    int64_t g = 0, h = n_single;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Segment& s = b.segs[i];
       const float* xs = x + s.row0 * d;
-      switch (in[i].which) {
-        case LogitsFor::All:
-          if (!gather) out[i].logits = logits(xs, s.T);
-          else std::memcpy(rows + g * d, xs, static_cast<size_t>(s.T * d) * sizeof(float));
-          g += gather ? s.T : 0;
-          break;
-        case LogitsFor::Last:
-          if (!gather) out[i].logits = logits(xs + (s.T - 1) * d, 1);
-          else std::memcpy(rows + g * d, xs + (s.T - 1) * d, static_cast<size_t>(d) * sizeof(float));
-          g += gather ? 1 : 0;
-          break;
-        case LogitsFor::None:
-          out[i].final_hidden = Tensor::zeros({s.T, d});
-          std::memcpy(out[i].final_hidden.f32(), xs, static_cast<size_t>(s.T * d) * sizeof(float));
-          break;
+      if (one_row(i)) {
+        std::memcpy(rows + g++ * d, xs + (s.T - 1) * d, static_cast<size_t>(d) * sizeof(float));
+      } else if (in[i].which == LogitsFor::None) {
+        out[i].final_hidden = Tensor::zeros({s.T, d});
+        std::memcpy(out[i].final_hidden.f32(), xs, static_cast<size_t>(s.T * d) * sizeof(float));
+      } else if (prompts_alone) {
+        out[i].logits = logits_of(xs, s.T, false);
+      } else {
+        std::memcpy(rows + h * d, xs, static_cast<size_t>(s.T * d) * sizeof(float));
+        h += s.T;
       }
     }
-    if (!gather) return;
-    const Tensor all = logits(rows, n_logit_rows);
+    const Tensor single = n_single ? logits_of(rows, n_single, true) : Tensor{};
+    const Tensor shared = n_shared ? logits_of(rows + n_single * d, n_shared, false) : Tensor{};
     const int64_t V = spec_.vocab_size;
     g = 0;
+    h = 0;
     for (size_t i = 0; i < in.size(); ++i) {
-      const int64_t n = in[i].which == LogitsFor::All ? in[i].T : in[i].which == LogitsFor::Last;
-      if (n == 0) continue;
+      const bool from_single = one_row(i), from_shared = !from_single && in[i].which == LogitsFor::All && !prompts_alone;
+      if (!from_single && !from_shared) continue;
+      const int64_t n = from_single ? 1 : in[i].T;
       out[i].logits = Tensor::zeros({n, V});
-      std::memcpy(out[i].logits.f32(), all.f32() + g * V, static_cast<size_t>(n * V) * sizeof(float));
-      g += n;
+      const float* src = from_single ? single.f32() + g++ * V : shared.f32() + h * V;
+      if (from_shared) h += n;
+      std::memcpy(out[i].logits.f32(), src, static_cast<size_t>(n * V) * sizeof(float));
     }
   };
-  // One token per sequence and few sequences: every parallel loop of the step is one of ours (the
-  // matvec kernels, no GEMM), so the threads stay in one region for the whole step instead of
-  // waking for each of its ~60 loops.
-  bool all_single = R <= detail::kMaxMatvecRows;
-  for (const StepInput& r : in) all_single = all_single && r.T == 1;
-  if (all_single)
+  // Only one-token sequences: every parallel loop of the step is one of ours (the matvec kernels,
+  // no GEMM), so the threads stay in one region for the whole step instead of waking for each of
+  // its ~60 loops.
+  if (b.single_rows == R)
     detail::run_as_team(forward);
   else
     forward();
@@ -745,13 +777,14 @@ ForwardOutput Transformer::decode(Sequence& seq, const std::vector<int32_t>& ids
     throw Error("attention mask has " + std::to_string(mask.size()) + " entries for " + std::to_string(T) + " tokens");
   ForwardOutput out;
   ForwardOutput r = std::move(step({StepInput{&seq, ids.data(), T, mask.empty() ? nullptr : mask.data(), which}},
-                                   want_hidden ? &out.hidden : nullptr)[0]);
+                                   want_hidden ? &out.hidden : nullptr, true)[0]);
   out.logits = std::move(r.logits);
   out.final_hidden = std::move(r.final_hidden);
   return out;
 }
 
-std::vector<ForwardOutput> Transformer::decode_batch(const std::vector<DecodeRequest>& requests) const {
+std::vector<ForwardOutput> Transformer::decode_batch(const std::vector<DecodeRequest>& requests,
+                                                     PromptRows prompts) const {
   std::vector<StepInput> in;
   in.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -762,19 +795,22 @@ std::vector<ForwardOutput> Transformer::decode_batch(const std::vector<DecodeReq
                   std::to_string(r.mask.size()) + " entries for " + std::to_string(T) + " tokens");
     in.push_back(StepInput{r.seq, r.ids.data(), T, r.mask.empty() ? nullptr : r.mask.data(), r.which});
   }
-  return step(in, nullptr);
+  return step(in, nullptr, prompts == PromptRows::Alone);
 }
 
 
-Tensor Transformer::logits(const float* h, int64_t T) const {
+Tensor Transformer::logits(const float* h, int64_t T) const { return logits_of(h, T, false); }
+
+Tensor Transformer::logits_of(const float* h, int64_t T, bool matvec) const {
   const int64_t d = spec_.d_model;
   Tensor out = Tensor::zeros({T, spec_.vocab_size});
+  const LinearTarget head{&spec_.lm_head, out.f32()};
   if (spec_.logits_scale != 1.0f) {
     std::vector<float> hs(h, h + T * d);
     for (float& v : hs) v *= spec_.logits_scale;
-    linear(backend_, hs.data(), T, d, spec_.lm_head, out.f32());
+    detail::linear_targets(backend_, hs.data(), T, d, &head, 1, matvec);
   } else {
-    linear(backend_, h, T, d, spec_.lm_head, out.f32());
+    detail::linear_targets(backend_, h, T, d, &head, 1, matvec);
   }
   if (!spec_.final_logits_bias.empty())
     for (int64_t t = 0; t < T; ++t) add_inplace(out.f32() + t * spec_.vocab_size, spec_.final_logits_bias.f32(), spec_.vocab_size);

@@ -62,6 +62,14 @@ struct DecodeRequest {
   LogitsFor which = LogitsFor::Last;
 };
 
+// How Transformer::decode_batch runs prompts (requests of more than one token) through the linear
+// layers. One-token requests always run together, each with the bits it gets alone.
+enum class PromptRows {
+  Alone,   // each prompt as it runs alone: the same bits as decode() (generation gets the same ids)
+  Shared,  // every prompt's rows in one pass, each weight read once (scoring many short texts);
+           // equal to alone up to float rounding
+};
+
 // One input of a batched encoder forward (Transformer::encode_batch).
 struct EncodeRequest {
   std::vector<int32_t> ids;
@@ -128,13 +136,14 @@ class Transformer {
                        LogitsFor which = LogitsFor::All, bool want_hidden = false) const;
 
   // Advances several sequences in one forward step (continuous batching): each request appends
-  // its tokens (a new prompt of any length, or one decode token) to its own sequence. Norms,
-  // linear layers and logits run over the rows of all requests together, so each weight is read
-  // once per step; attention runs per sequence over its own cache, positions and scheme state
-  // (dynamic NTK and LongRoPE see that sequence's length). out[i] equals decode() of request i
-  // alone up to float rounding (a GEMM may block differently for more rows). The sequences must
-  // be distinct. No hidden states.
-  std::vector<ForwardOutput> decode_batch(const std::vector<DecodeRequest>& requests) const;
+  // its tokens (a new prompt of any length, or one decode token) to its own sequence. The
+  // one-token requests' rows go through each weight together (read once per step for all of
+  // them), prompts as `prompts` says; attention runs per sequence over its own cache, positions
+  // and scheme state (dynamic NTK and LongRoPE see that sequence's length). out[i] is bit for bit
+  // what decode() of request i alone returns, except for prompts under PromptRows::Shared (float
+  // rounding). The sequences must be distinct. No hidden states.
+  std::vector<ForwardOutput> decode_batch(const std::vector<DecodeRequest>& requests,
+                                          PromptRows prompts = PromptRows::Alone) const;
 
   // encode() of several inputs in one forward: final hidden state [T_i, d] of each.
   std::vector<Tensor> encode_batch(const std::vector<EncodeRequest>& requests) const;
@@ -151,14 +160,23 @@ class Transformer {
     const KVCache* cross = nullptr; // encoder keys/values (encoder-decoder decoder stacks)
     int64_t seq_len = 1;            // positions this sequence's forward sees (max position + 1)
   };
+  // The rows of one forward: its segments, the one-token ones first.
+  struct Batch {
+    std::vector<Segment> segs;
+    int64_t rows = 0;
+    int64_t single_rows = 0;     // rows [0, single_rows): one-token segments, through the matvec kernels
+    bool prompts_alone = false;  // each longer segment through the linear layers on its own
+  };
+  // y = x · Wᵀ + b for every target, x [b.rows, K], as the batch's plan says.
+  void project(const Batch& b, const float* x, int64_t K, std::initializer_list<LinearTarget> targets) const;
   void embed(const int32_t* ids, const int32_t* token_types, int64_t T, const int32_t* pos,
              const PositionScheme& scheme, float* x) const;
-  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, int64_t R,
-                 const std::vector<Segment>& segs, std::vector<Tensor>* hidden) const;
+  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, const Batch& b,
+                 std::vector<Tensor>* hidden) const;
   // Self-attention (cross = false) appends each segment's keys/values to its self cache and
   // attends over it; cross-attention attends over each segment's cross cache.
-  void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, int64_t R,
-                 const std::vector<Segment>& segs, bool cross, int layer, bool causal, float* out) const;
+  void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, const Batch& b, bool cross,
+                 int layer, bool causal, float* out) const;
   void store_kv(const Segment& s, int layer, const float* k, const float* v) const;
   // Attention of one segment's prompt rows (T > 1) in query blocks through GEMMs; q, ctx point at
   // the segment's first row.
@@ -175,9 +193,12 @@ class Transformer {
     const uint8_t* mask;  // null: all real
     LogitsFor which;
   };
-  std::vector<ForwardOutput> step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden) const;
+  std::vector<ForwardOutput> step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
+                                  bool prompts_alone) const;
+  // logits(); matvec: every row through the matvec kernels (each row's bits as alone).
+  Tensor logits_of(const float* h, int64_t T, bool matvec) const;
   std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
-  void feed_forward(const FeedForward& f, const float* h, int64_t T, float* out) const;
+  void feed_forward(const FeedForward& f, const float* h, const Batch& b, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
   KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32) const;
 
