@@ -1,5 +1,9 @@
-// ordo run: text (or ids) in, generated text out, streamed token by token.
+// ordo run: text (or ids) in, generated text out, streamed token by token; or many prompts from a
+// file, generated in batches, printed in input order.
+#include <chrono>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "common.hpp"
@@ -9,7 +13,8 @@ namespace {
 
 struct RunCommand : Command {
   ModelArgs model;
-  std::string prompt, ids_text;
+  std::string prompt, ids_text, file;
+  int batch = 16;
   std::vector<std::string> stops;
   int n = 128;
   float temp = 0.8f, top_p = 0.95f, repeat_penalty = 1.0f;
@@ -22,11 +27,23 @@ struct RunCommand : Command {
     model.add(c);
     auto* p = c->add_option("-p,--prompt", prompt, "Prompt text");
     auto* i = c->add_option("--ids", ids_text, "Prompt as token ids, e.g. 1,5,9 (instead of -p)");
+    auto* f =
+        c->add_option("-f,--file", file,
+                      "Many prompts: one per non-empty line, or a .jsonl file of {\"prompt\": ...} lines; "
+                      "results in input order (.jsonl: one JSON line each, with \"text\" and \"ids\")");
     p->excludes(i);
-    c->add_option("-n,--max-tokens", n, "Tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--temp", temp, "Temperature (0: greedy)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    f->excludes(p)->excludes(i);
+    c->add_option("--batch", batch, "With -f: sequences in flight at once")->capture_default_str();
+    c->add_option("-n,--max-tokens", n, "Tokens to generate")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    c->add_option("--temp", temp, "Temperature (0: greedy)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     c->add_option("--top-k", top_k, "Top-k (0: off)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--top-p", top_p, "Top-p nucleus (1: off)")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+    c->add_option("--top-p", top_p, "Top-p nucleus (1: off)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0f, 1.0f));
     c->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
     c->add_option("--seed", seed, "Sampling seed (default: random)");
     c->add_option("--stop", stops, "Stop string (repeatable)");
@@ -38,18 +55,12 @@ struct RunCommand : Command {
   }
 
   int run() override {
-    if (prompt.empty() && ids_text.empty()) throw CLI::RequiredError("--prompt or --ids");
+    if (prompt.empty() && ids_text.empty() && file.empty())
+      throw CLI::RequiredError("--prompt, --ids or --file");
+    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
     Model m = model.load(ids_text.empty());
-    TextGenerateParams p;
-    p.max_new_tokens = n;
-    p.sampling.temperature = temp;
-    p.sampling.top_k = top_k;
-    p.sampling.top_p = top_p;
-    p.sampling.repetition_penalty = repeat_penalty;
-    p.sampling.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
-    p.use_cache = !no_cache;
-    p.stop_strings = stops;
-    p.add_special = !no_special;
+    const TextGenerateParams p = params();
+    if (!file.empty()) return run_file(m, p);
     GenerateResult g;
     if (!ids_text.empty()) {
       const std::vector<int32_t> ids = parse_ids(ids_text);
@@ -68,10 +79,79 @@ struct RunCommand : Command {
     if (print_ids) std::cout << join_ids(g.ids) << "\n";
     if (!quiet) {
       const double steps = g.ids.empty() ? 0 : static_cast<double>(g.ids.size() - 1);
-      std::cerr << "[prompt " << g.prompt_tokens << " tokens, " << g.prompt_tokens / std::max(g.prefill_seconds, 1e-9)
-                << " tok/s; generated " << g.ids.size() << " tokens, " << steps / std::max(g.decode_seconds, 1e-9)
-                << " tok/s]\n";
+      std::cerr << "[prompt " << g.prompt_tokens << " tokens, "
+                << g.prompt_tokens / std::max(g.prefill_seconds, 1e-9) << " tok/s; generated " << g.ids.size()
+                << " tokens, " << steps / std::max(g.decode_seconds, 1e-9) << " tok/s]\n";
     }
+    return 0;
+  }
+
+  TextGenerateParams params() const {
+    TextGenerateParams p;
+    p.max_new_tokens = n;
+    p.sampling.temperature = temp;
+    p.sampling.top_k = top_k;
+    p.sampling.top_p = top_p;
+    p.sampling.repetition_penalty = repeat_penalty;
+    p.sampling.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+    p.use_cache = !no_cache;
+    p.stop_strings = stops;
+    p.add_special = !no_special;
+    return p;
+  }
+
+  // The prompts of `file`: its non-empty lines, or for .jsonl each line's "prompt".
+  std::vector<std::string> read_prompts() const {
+    std::ifstream in(file);
+    if (!in) throw Error(file + ": cannot open");
+    const bool jsonl = file.size() >= 6 && file.compare(file.size() - 6, 6, ".jsonl") == 0;
+    std::vector<std::string> prompts;
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      if (!jsonl) {
+        prompts.push_back(line);
+        continue;
+      }
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      const std::string where = file + ":" + std::to_string(n);
+      if (j.is_discarded()) throw Error(where + ": not valid JSON");
+      if (!j.is_object() || !j.contains("prompt")) throw Error(where + ": no \"prompt\" field");
+      if (!j.at("prompt").is_string()) throw Error(where + ": \"prompt\" is not a string");
+      prompts.push_back(j.at("prompt").get<std::string>());
+    }
+    if (in.bad()) throw Error(file + ": read failed");
+    if (prompts.empty()) throw Error(file + ": no prompts (the file has no non-empty line)");
+    return prompts;
+  }
+
+  // Generates every prompt of the file with up to --batch in flight; each result is printed as
+  // soon as it and all before it are complete.
+  int run_file(const Model& m, const TextGenerateParams& p) {
+    const bool jsonl = file.size() >= 6 && file.compare(file.size() - 6, 6, ".jsonl") == 0;
+    const std::vector<std::string> prompts = read_prompts();
+    const bool decoder = m.spec().graph == GraphKind::Decoder;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<TextResult> results = m.generate_batch(prompts, p, batch);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int64_t generated = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const TextResult& r = results[i];
+      generated += static_cast<int64_t>(r.generation.ids.size());
+      if (jsonl) {
+        const nlohmann::json j = {{"prompt", prompts[i]}, {"text", r.text}, {"ids", r.generation.ids}};
+        std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      } else {
+        std::cout << (decoder ? prompts[i] : std::string()) << r.text << "\n";
+        if (print_ids) std::cout << join_ids(r.generation.ids) << "\n";
+      }
+    }
+    std::cout << std::flush;
+    if (!quiet)
+      std::cerr << "[" << prompts.size() << " prompts, up to " << batch << " in flight; generated "
+                << generated << " tokens in " << seconds << " s, " << generated / std::max(seconds, 1e-9)
+                << " tok/s]\n";
     return 0;
   }
 };
