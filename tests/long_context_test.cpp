@@ -43,7 +43,8 @@ TEST(LongContext, DynamicNtkRerotatePolicyMatchesRecomputedReference) {
   EXPECT_EQ(m.generate_ids(ids_of(greedy.at("input_ids")), p).ids, ids_of(greedy.at("output_ids")));
   pc.scaling.dynamic_rerotate = true;
   m.engine().set_position(pc);
-  EXPECT_EQ(m.generate_ids(ids_of(greedy.at("input_ids")), p).ids, ids_of(greedy.at("use_cache_false_output_ids")));
+  EXPECT_EQ(m.generate_ids(ids_of(greedy.at("input_ids")), p).ids,
+            ids_of(greedy.at("use_cache_false_output_ids")));
 }
 
 // Policy: LongRoPE uses short factors while the sequence is within the original length and long
@@ -67,7 +68,8 @@ TEST(LongContext, LongRopeCacheStaysConsistentAcrossTheSwitch) {
     const int64_t V = m.spec().vocab_size;
     const float* last = full.logits.f32() + (full.logits.dim(0) - 1) * V;
     Tensor ref = Tensor::from({V}, std::vector<float>(last, last + V));
-    EXPECT_TRUE(ordo::test::within_tolerance(cached.step_logits[k].f32(), ref)) << "step " << k << " length " << seq.size();
+    EXPECT_TRUE(ordo::test::within_tolerance(cached.step_logits[k].f32(), ref))
+        << "step " << k << " length " << seq.size();
     seq.push_back(cached.ids[k]);
   }
 }
@@ -88,7 +90,8 @@ TEST(Perplexity, HandComputedTinyCase) {
 // The evaluator equals summing log-probabilities from ordo's own full forward, window by window.
 TEST(Perplexity, MatchesOwnForwardOverTheSameWindows) {
   Model m = Model::load(ordo::test::model_dir("stories260K"));
-  const std::vector<int32_t> ids = m.encode(read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
+  const std::vector<int32_t> ids =
+      m.encode(read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
   ASSERT_GT(ids.size(), 1000u);
   const int64_t V = m.spec().vocab_size;
   auto reference = [&](int64_t ctx, int64_t stride) {
@@ -124,8 +127,8 @@ TEST(Perplexity, MatchesOwnForwardOverTheSameWindows) {
 TEST(Perplexity, CliWritesTableJsonAndPlotThatAgree) {
   const std::string dir = ordo::test::make_temp_dir("ppl");
   const std::string text = ordo::test::data_path("text/stories-sampled.txt");
-  auto r = ordo::test::run_cli("ppl --text " + text + " --ctx 128,256 --scaling model,linear:2 --json " + dir +
-                               "/p.json --plot " + dir + "/p.svg");
+  auto r = ordo::test::run_cli("ppl --text " + text + " --ctx 128,256 --scaling model,linear:2 --json " +
+                               dir + "/p.json --plot " + dir + "/p.svg");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(read_file(dir + "/p.json"));
   ASSERT_EQ(doc.at("results").size(), 4u);
@@ -157,6 +160,25 @@ TEST(Perplexity, TextShorterThanContextIsAClearError) {
     perplexity(m.engine(), {1, 2, 3}, 8);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("3 tokens, fewer than the context length 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 tokens, fewer than the context length 8"), std::string::npos)
+        << e.what();
   }
+}
+
+// Windows scored in batches (one forward step for several windows, prompts' rows shared) give the
+// perplexity of scoring them one by one, up to float rounding.
+TEST(Perplexity, BatchedWindowsEqualOneByOne) {
+  const Model m = Model::load(ordo::test::model_dir("stories260K"));
+  const std::string text = ordo::test::read_file(ordo::test::data_path("text/stories-sampled.txt"));
+  ASSERT_FALSE(text.empty());
+  const std::vector<int32_t> ids = m.encode(text, false);
+  for (int64_t stride : {int64_t{0}, int64_t{48}}) {
+    const PerplexityResult one = perplexity(m.engine(), ids, 64, stride);
+    const PerplexityResult four = perplexity(m.engine(), ids, 64, stride, nullptr, 4);
+    ASSERT_GT(one.windows, 4);
+    EXPECT_EQ(four.windows, one.windows);
+    EXPECT_EQ(four.tokens, one.tokens);
+    EXPECT_NEAR(four.ppl(), one.ppl(), 1e-5 * one.ppl()) << "stride " << stride;
+  }
+  EXPECT_THROW(perplexity(m.engine(), ids, 64, 0, nullptr, 0), Error);
 }

@@ -5,7 +5,9 @@
 
 namespace ordo {
 
-double PerplexityResult::ppl() const { return tokens ? std::exp(nll_sum / static_cast<double>(tokens)) : NAN; }
+double PerplexityResult::ppl() const {
+  return tokens ? std::exp(nll_sum / static_cast<double>(tokens)) : NAN;
+}
 
 double token_nll(const float* logits, int64_t vocab, int32_t target) {
   const float mx = *std::max_element(logits, logits + vocab);
@@ -38,12 +40,15 @@ std::vector<Window> plan_windows(int64_t n, int64_t ctx, int64_t stride) {
 
 }  // namespace
 
-PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride,
-                            const std::function<void(int64_t, int64_t)>& progress) {
+PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx,
+                            int64_t stride, const std::function<void(int64_t, int64_t)>& progress,
+                            int64_t batch) {
+  if (batch < 1) throw Error("perplexity: batch must be at least 1, got " + std::to_string(batch));
   const int64_t n = static_cast<int64_t>(ids.size());
   if (ctx < 2) throw Error("perplexity: context length must be at least 2, got " + std::to_string(ctx));
   if (stride < 0 || stride > ctx)
-    throw Error("perplexity: stride must be in [1, ctx] (or 0 for non-overlapping windows), got " + std::to_string(stride));
+    throw Error("perplexity: stride must be in [1, ctx] (or 0 for non-overlapping windows), got " +
+                std::to_string(stride));
   if (n < ctx)
     throw Error("perplexity: the text has " + std::to_string(n) + " tokens, fewer than the context length " +
                 std::to_string(ctx) + "; give a longer text or a shorter --ctx");
@@ -53,19 +58,34 @@ PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>
 
   PerplexityResult r;
   r.ctx = ctx;
-  for (size_t wi = 0; wi < windows.size(); ++wi) {
-    const Window& w = windows[wi];
-    Sequence seq = model.new_sequence(w.end - w.begin);
-    std::vector<int32_t> window(ids.begin() + w.begin, ids.begin() + w.end);
-    ForwardOutput out = model.decode(seq, window, {}, LogitsFor::None);
-    // Row t of the window predicts token begin + t + 1.
-    for (int64_t t0 = w.first_scored - 1 - w.begin; t0 < w.end - w.begin - 1; t0 += chunk) {
-      const int64_t rows = std::min(chunk, w.end - w.begin - 1 - t0);
-      Tensor lg = model.logits(out.final_hidden.f32() + t0 * d, rows);
-      for (int64_t i = 0; i < rows; ++i) r.nll_sum += token_nll(lg.f32() + i * V, V, ids[w.begin + t0 + i + 1]);
-      r.tokens += rows;
+  for (size_t w0 = 0; w0 < windows.size(); w0 += static_cast<size_t>(batch)) {
+    const size_t n = std::min(windows.size() - w0, static_cast<size_t>(batch));
+    std::vector<Sequence> seqs;
+    std::vector<DecodeRequest> reqs;
+    seqs.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Window& w = windows[w0 + i];
+      seqs.push_back(model.new_sequence(w.end - w.begin));
+      reqs.push_back(DecodeRequest{&seqs.back(),
+                                   std::vector<int32_t>(ids.begin() + w.begin, ids.begin() + w.end),
+                                   {},
+                                   LogitsFor::None});
     }
-    ++r.windows;
+    const std::vector<ForwardOutput> outs =
+        n == 1 ? std::vector<ForwardOutput>{model.decode(seqs[0], reqs[0].ids, {}, LogitsFor::None)}
+               : model.decode_batch(reqs, PromptRows::Shared);
+    for (size_t i = 0; i < n; ++i) {
+      const Window& w = windows[w0 + i];
+      // Row t of the window predicts token begin + t + 1.
+      for (int64_t t0 = w.first_scored - 1 - w.begin; t0 < w.end - w.begin - 1; t0 += chunk) {
+        const int64_t rows = std::min(chunk, w.end - w.begin - 1 - t0);
+        Tensor lg = model.logits(outs[i].final_hidden.f32() + t0 * d, rows);
+        for (int64_t k = 0; k < rows; ++k)
+          r.nll_sum += token_nll(lg.f32() + k * V, V, ids[w.begin + t0 + k + 1]);
+        r.tokens += rows;
+      }
+      ++r.windows;
+    }
     if (progress) progress(r.windows, static_cast<int64_t>(windows.size()));
   }
   return r;

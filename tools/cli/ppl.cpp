@@ -41,7 +41,8 @@ std::vector<Setting> parse_settings(const std::string& list) {
       const std::string f = item.substr(colon + 1);
       char* end = nullptr;
       s.factor = std::strtod(f.c_str(), &end);
-      if (*end || s.factor <= 0) throw Error("--scaling: factor '" + f + "' in '" + item + "' is not a positive number");
+      if (*end || s.factor <= 0)
+        throw Error("--scaling: factor '" + f + "' in '" + item + "' is not a positive number");
     }
     out.push_back(s);
   }
@@ -52,7 +53,7 @@ std::vector<Setting> parse_settings(const std::string& list) {
 struct PplCommand : Command {
   ModelArgs model;
   std::string text_file, ctx_list = "128,256,512,1024", scaling_list = "model", json_out, plot_out, position;
-  int64_t stride = 0, original_max = 0;
+  int64_t stride = 0, original_max = 0, batch = 4;
   double factor = 0;
 
   CLI::App* add(CLI::App& app) override {
@@ -60,13 +61,20 @@ struct PplCommand : Command {
     model.add(c, false);
     c->add_option("--text", text_file, "Text file to score")->required()->check(CLI::ExistingFile);
     c->add_option("--ctx", ctx_list, "Context lengths, comma-separated")->capture_default_str();
-    c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str();
-    c->add_option("--scaling", scaling_list,
-                  "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
-                  "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length (dynamic: 1)")
+    c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")
+        ->capture_default_str();
+    c->add_option("--batch", batch,
+                  "Windows scored together in one forward step (their KV caches are held at once)")
+        ->capture_default_str();
+    c->add_option(
+         "--scaling", scaling_list,
+         "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
+         "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length "
+         "(dynamic: 1)")
         ->capture_default_str();
     c->add_option("--factor", factor, "Factor for settings that give none");
-    c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
+    c->add_option("--original-max", original_max,
+                  "Trained length the scaling starts from (default: the model's)");
     c->add_option("--position", position, "Replace the model's position scheme");
     c->add_option("--json", json_out, "Write results as JSON");
     c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (.svg)");
@@ -74,6 +82,7 @@ struct PplCommand : Command {
   }
 
   int run() override {
+    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
     std::vector<int64_t> ctxs;
     for (int32_t v : parse_ids(ctx_list)) {
       if (v < 2) throw Error("--ctx: context length " + std::to_string(v) + " must be at least 2");
@@ -86,16 +95,17 @@ struct PplCommand : Command {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::vector<int32_t> ids = m.encode(text, false);
     const PositionConfig base = m.spec().position;
-    const int64_t trained = original_max > 0                               ? original_max
+    const int64_t trained = original_max > 0                          ? original_max
                             : base.scaling.original_max_positions > 0 ? base.scaling.original_max_positions
-                                                                       : base.max_positions;
+                                                                      : base.max_positions;
     const bool tty = isatty(STDERR_FILENO);
     std::cerr << text_file << ": " << ids.size() << " tokens; trained length " << trained << "\n";
 
     nlohmann::json results = nlohmann::json::array();
     std::vector<Series> series;
     std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(8) << "ctx"
-              << std::setw(10) << "tokens" << "ppl\n";
+              << std::setw(10) << "tokens"
+              << "ppl\n";
     for (const Setting& s : settings) {
       Series line;
       line.name = s.label;
@@ -114,14 +124,20 @@ struct PplCommand : Command {
           if (original_max > 0) sc.original_max_positions = original_max;
           pc.scaling = sc;
         }
-        nlohmann::json row = {{"scaling", s.label}, {"type", scaling_name(pc.scaling.type)},
-                              {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor}, {"ctx", ctx}};
+        nlohmann::json row = {{"scaling", s.label},
+                              {"type", scaling_name(pc.scaling.type)},
+                              {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor},
+                              {"ctx", ctx}};
         try {
           m.engine().set_position(pc);
-          PerplexityResult r = perplexity(m.engine(), ids, ctx, stride, [&](int64_t done, int64_t total) {
-            if (tty)
-              std::cerr << "\r[" << s.label << "] ctx " << ctx << ": " << done << "/" << total << " windows" << std::flush;
-          });
+          PerplexityResult r = perplexity(
+              m.engine(), ids, ctx, stride,
+              [&](int64_t done, int64_t total) {
+                if (tty)
+                  std::cerr << "\r[" << s.label << "] ctx " << ctx << ": " << done << "/" << total
+                            << " windows" << std::flush;
+              },
+              batch);
           if (tty) std::cerr << "\r\033[K";
           row["tokens"] = r.tokens;
           row["windows"] = r.windows;
@@ -137,7 +153,8 @@ struct PplCommand : Command {
         }
         std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>()
                   << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
-                  << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
+                  << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>()))
+                  << "\n"
                   << std::flush;
         results.push_back(row);
       }
@@ -145,8 +162,9 @@ struct PplCommand : Command {
     }
     m.engine().set_position(base);
     if (!json_out.empty()) {
-      nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file}, {"text_tokens", ids.size()},
-                            {"stride", stride}, {"trained_length", trained}, {"results", results}};
+      nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file},
+                            {"text_tokens", ids.size()},     {"stride", stride},
+                            {"trained_length", trained},     {"results", results}};
       std::ofstream(json_out) << doc.dump(2) << "\n";
     }
     if (!plot_out.empty()) {

@@ -24,9 +24,11 @@ struct PerplexityResult {
   double ppl() const;    // exp(nll_sum / tokens)
 };
 
-// progress(done_windows, total_windows) after each window.
+// progress(done_windows, total_windows) after each group of windows. batch: windows per forward
+// step (PromptRows::Shared: each weight read once for the group; equal to batch 1 up to float
+// rounding), at the cost of batch KV caches at once.
 PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride = 0,
-                            const std::function<void(int64_t, int64_t)>& progress = nullptr);
+                            const std::function<void(int64_t, int64_t)>& progress = nullptr, int64_t batch = 1);
 
 // −log softmax(logits)[target] for one row, computed stably in double.
 double token_nll(const float* logits, int64_t vocab, int32_t target);
