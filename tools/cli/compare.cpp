@@ -131,7 +131,8 @@ std::vector<Pair> default_pairs(const std::string& text, size_t max_pairs) {
     const auto [a, b] = candidates[splitmix64(kPairSeed + si) % candidates.size()];
     const Core &ca = content[a], &cb = content[b];
     std::vector<std::string> swapped = words;
-    const std::string core_a = words[ca.word].substr(ca.begin, ca.len), core_b = words[cb.word].substr(cb.begin, cb.len);
+    const std::string core_a = words[ca.word].substr(ca.begin, ca.len),
+                      core_b = words[cb.word].substr(cb.begin, cb.len);
     swapped[ca.word] = words[ca.word].substr(0, ca.begin) + core_b + words[ca.word].substr(ca.begin + ca.len);
     swapped[cb.word] = words[cb.word].substr(0, cb.begin) + core_a + words[cb.word].substr(cb.begin + cb.len);
     std::string s;
@@ -152,29 +153,45 @@ std::vector<Pair> read_pairs(const std::string& path) {
       const json j = json::parse(line);
       out.push_back({j.at("original").get<std::string>(), j.at("swapped").get<std::string>()});
     } catch (const json::exception& e) {
-      throw Error(path + ":" + std::to_string(n) + ": expected {\"original\": \"...\", \"swapped\": \"...\"}: " + e.what());
+      throw Error(path + ":" + std::to_string(n) +
+                  ": expected {\"original\": \"...\", \"swapped\": \"...\"}: " + e.what());
     }
   }
   if (out.empty()) throw Error(path + ": no pairs");
   return out;
 }
 
-// Σ log p(token_t | tokens_<t) over t >= 1 of the encoded text (with the tokenizer's specials).
-double sentence_logprob(const Model& m, const std::string& text) {
-  const std::vector<int32_t> ids = m.encode(text, true);
-  if (ids.size() < 2) throw Error("'" + text + "' encodes to fewer than 2 tokens");
-  const ForwardOutput out = m.forward(ids);
-  const int64_t V = out.logits.dim(1);
-  double lp = 0;
-  for (size_t t = 1; t < ids.size(); ++t) lp -= token_nll(out.logits.f32() + (t - 1) * V, V, ids[t]);
-  return lp;
+// Σ log p(token_t | tokens_<t) over t >= 1 of each encoded text (with the tokenizer's specials),
+// the texts scored together in one forward step (each weight read once for all of them).
+std::vector<double> sentence_logprobs(const Model& m, const std::vector<const std::string*>& texts) {
+  const Transformer& eng = m.engine();
+  std::vector<Sequence> seqs;
+  std::vector<DecodeRequest> reqs;
+  seqs.reserve(texts.size());
+  for (const std::string* text : texts) {
+    std::vector<int32_t> ids = m.encode(*text, true);
+    if (ids.size() < 2) throw Error("'" + *text + "' encodes to fewer than 2 tokens");
+    seqs.push_back(eng.new_sequence(static_cast<int64_t>(ids.size())));
+    reqs.push_back(DecodeRequest{&seqs.back(), std::move(ids), {}, LogitsFor::All});
+  }
+  const std::vector<ForwardOutput> outs = eng.decode_batch(reqs, PromptRows::Shared);
+  std::vector<double> lps;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::vector<int32_t>& ids = reqs[i].ids;
+    const int64_t V = outs[i].logits.dim(1);
+    double lp = 0;
+    for (size_t t = 1; t < ids.size(); ++t) lp -= token_nll(outs[i].logits.f32() + (t - 1) * V, V, ids[t]);
+    lps.push_back(lp);
+  }
+  return lps;
 }
 
 // ---- probes --------------------------------------------------------------------------------------
 
 // The probe's tokens: the first n of the held-out text, else deterministic pseudo-random ids.
 std::vector<int32_t> probe_ids(const std::vector<int32_t>& heldout, int64_t n, int64_t vocab, uint64_t salt) {
-  if (static_cast<int64_t>(heldout.size()) >= n) return std::vector<int32_t>(heldout.begin(), heldout.begin() + n);
+  if (static_cast<int64_t>(heldout.size()) >= n)
+    return std::vector<int32_t>(heldout.begin(), heldout.begin() + n);
   std::vector<int32_t> ids(n);
   for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(splitmix64(salt * 1000003 + i) % vocab);
   return ids;
@@ -214,8 +231,11 @@ struct Method {
 };
 std::vector<Method> methods_for(const std::string& scheme) {
   if (scheme == "rope")
-    return {{"none", ScalingType::None}, {"linear", ScalingType::Linear}, {"ntk", ScalingType::NTK},
-            {"dynamic", ScalingType::Dynamic}, {"yarn", ScalingType::YaRN}};
+    return {{"none", ScalingType::None},
+            {"linear", ScalingType::Linear},
+            {"ntk", ScalingType::NTK},
+            {"dynamic", ScalingType::Dynamic},
+            {"yarn", ScalingType::YaRN}};
   if (scheme == "none") return {{"none", ScalingType::None}};
   return {{"none", ScalingType::None}, {"linear", ScalingType::Linear}};
 }
@@ -250,7 +270,8 @@ std::string fmt(const json& v, int width) {
 
 struct CompareCommand : Command {
   std::vector<std::string> dirs, positions;
-  std::string zoo, text_file, pairs_file, json_out, html_out, backend = "onednn", tasks = "word-order,permutation,length,attention";
+  std::string zoo, text_file, pairs_file, json_out, html_out,
+      backend = "onednn", tasks = "word-order,permutation,length,attention";
   std::string multiples_list;
   bool no_zoo = false, quick = false;
   int64_t max_pairs = 0, ctx_base = 0, probe_tokens = 0, attn_windows = 0, length_tokens = -1;
@@ -258,32 +279,47 @@ struct CompareCommand : Command {
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand(
-        "compare", "Position schemes side by side: word order, permutation probe, length, attention by distance");
-    c->add_option("-m,--model", dirs, "Extra model directory (repeatable); the zoo is included unless --no-zoo");
+        "compare",
+        "Position schemes side by side: word order, permutation probe, length, attention by distance");
+    c->add_option("-m,--model", dirs,
+                  "Extra model directory (repeatable); the zoo is included unless --no-zoo");
     c->add_option("--position", positions,
                   "Ablation (repeatable): for every -m model, also run it with this position scheme")
         ->check(CLI::IsMember(position_scheme_names()));
-    c->add_option("--zoo", zoo, "Zoo directory (default: ORDO_ZOO_DIR, the installed share/ordo/models/zoo, the source tree's)");
+    c->add_option(
+        "--zoo", zoo,
+        "Zoo directory (default: ORDO_ZOO_DIR, the installed share/ordo/models/zoo, the source tree's)");
     c->add_flag("--no-zoo", no_zoo, "Only the -m models");
-    c->add_option("--text", text_file, "Held-out text for word-order pairs, perplexity and attention (default: ZOO/heldout.txt)")
+    c->add_option("--text", text_file,
+                  "Held-out text for word-order pairs, perplexity and attention (default: ZOO/heldout.txt)")
         ->check(CLI::ExistingFile);
-    c->add_option("--pairs", pairs_file, "Word-order pairs, JSONL {\"original\": ..., \"swapped\": ...} (default: built from --text)")
+    c->add_option(
+         "--pairs", pairs_file,
+         "Word-order pairs, JSONL {\"original\": ..., \"swapped\": ...} (default: built from --text)")
         ->check(CLI::ExistingFile);
     c->add_option("--max-pairs", max_pairs, "Pairs built from the text at most (default 200; --quick 8)");
-    c->add_option("--multiples", multiples_list, "Context lengths as multiples of the trained length (default 1,2,4,8,16; --quick 1,2)");
-    c->add_option("--ctx-base", ctx_base, "Length the multiples multiply (default: each model's trained length)");
-    c->add_option("--probe-tokens", probe_tokens, "Tokens in the permutation probe (default min(64, trained); --quick 16)");
-    c->add_option("--attn-windows", attn_windows, "Windows of trained length for attention by distance (default 4; --quick 1)");
+    c->add_option("--multiples", multiples_list,
+                  "Context lengths as multiples of the trained length (default 1,2,4,8,16; --quick 1,2)");
+    c->add_option("--ctx-base", ctx_base,
+                  "Length the multiples multiply (default: each model's trained length)");
+    c->add_option("--probe-tokens", probe_tokens,
+                  "Tokens in the permutation probe (default min(64, trained); --quick 16)");
+    c->add_option("--attn-windows", attn_windows,
+                  "Windows of trained length for attention by distance (default 4; --quick 1)");
     c->add_option("--length-tokens", length_tokens,
-                  "Held-out tokens the length probe scores at most (0: all; default all, --quick 4 x the longest context)");
-    c->add_option("--tasks", tasks, "Probes to run, comma-separated: word-order, permutation, length, attention")->capture_default_str();
+                  "Held-out tokens the length probe scores at most (0: all; default all, --quick 4 x the "
+                  "longest context)");
+    c->add_option("--tasks", tasks,
+                  "Probes to run, comma-separated: word-order, permutation, length, attention")
+        ->capture_default_str();
     c->add_flag("--quick", quick, "Small settings for smoke tests");
     c->add_option("--json", json_out, "Write the results as JSON");
     c->add_option("--html", html_out, "Write a self-contained HTML report (SVG charts, the JSON embedded)");
     c->add_option("--backend", backend, "GEMM backend: openblas or onednn")
         ->capture_default_str()
         ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
-    c->add_option("--threads", threads, "Threads (0: all cores; default 1, best for small models)")->capture_default_str();
+    c->add_option("--threads", threads, "Threads (0: all cores; default 1, best for small models)")
+        ->capture_default_str();
     return c;
   }
 
@@ -299,7 +335,9 @@ struct CompareCommand : Command {
     return ORDO_ZOO_DIR;
   }
 
-  bool want(const std::string& task) const { return ("," + tasks + ",").find("," + task + ",") != std::string::npos; }
+  bool want(const std::string& task) const {
+    return ("," + tasks + ",").find("," + task + ",") != std::string::npos;
+  }
 
   int run() override {
     for (std::stringstream ss(tasks); ss.good();) {
@@ -308,7 +346,8 @@ struct CompareCommand : Command {
       if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention")
         throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention)");
     }
-    if (!positions.empty() && dirs.empty()) throw Error("--position makes ablations of -m models: give -m DIR");
+    if (!positions.empty() && dirs.empty())
+      throw Error("--position makes ablations of -m models: give -m DIR");
     std::vector<int64_t> multiples;
     for (int32_t v : parse_ids(!multiples_list.empty() ? multiples_list : quick ? "1,2" : "1,2,4,8,16")) {
       if (v < 1) throw Error("--multiples: " + std::to_string(v) + " is not a positive integer");
@@ -326,11 +365,14 @@ struct CompareCommand : Command {
       zdir = zoo_dir();
       for (const char* s : kZooSchemes) {
         const fs::path d = fs::path(zdir) / s;
-        if (fs::exists(d / "config.json")) entries.push_back({s, d.string(), ""});
-        else std::cerr << "compare: zoo model " << d.string() << " not found, skipped\n";
+        if (fs::exists(d / "config.json"))
+          entries.push_back({s, d.string(), ""});
+        else
+          std::cerr << "compare: zoo model " << d.string() << " not found, skipped\n";
       }
       if (entries.empty() && dirs.empty())
-        throw Error("no zoo models under " + zdir + " (set --zoo or ORDO_ZOO_DIR, or give -m DIR with --no-zoo)");
+        throw Error("no zoo models under " + zdir +
+                    " (set --zoo or ORDO_ZOO_DIR, or give -m DIR with --no-zoo)");
     }
     for (const std::string& d : dirs) {
       std::string base = fs::path(d).lexically_normal().filename().string();
@@ -342,7 +384,9 @@ struct CompareCommand : Command {
       for (const Entry& e : entries)
         listed = listed || fs::weakly_canonical(e.dir, ec1) == fs::weakly_canonical(d, ec2);
       if (!listed) {
-        for (int n = 2; std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; }); ++n)
+        for (int n = 2;
+             std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; });
+             ++n)
           base = name + "-" + std::to_string(n);
         entries.push_back({base, d, ""});
       }
@@ -385,8 +429,8 @@ struct CompareCommand : Command {
     std::vector<Bucket> buckets;
 
     for (const Entry& e : entries) {
-      std::cerr << "[" << e.label << "] loading " << e.dir << (e.position.empty() ? "" : " with --position " + e.position)
-                << "\n";
+      std::cerr << "[" << e.label << "] loading " << e.dir
+                << (e.position.empty() ? "" : " with --position " + e.position) << "\n";
       ModelOptions o;
       o.backend = parse_backend(backend);
       o.threads = threads;
@@ -430,12 +474,24 @@ struct CompareCommand : Command {
           int64_t wins = 0, ties = 0;
           double margin = 0;
           try {
-            for (size_t i = 0; i < pairs.size(); ++i) {
-              if (tty) std::cerr << "\r[" << e.label << "] word order " << i + 1 << "/" << pairs.size() << std::flush;
-              const double d = sentence_logprob(m, pairs[i].original) - sentence_logprob(m, pairs[i].swapped);
-              margin += d;
-              if (d > 0) ++wins;
-              else if (d == 0) ++ties;
+            constexpr size_t kPairsPerStep = 8;  // 16 sentences per forward step
+            for (size_t i0 = 0; i0 < pairs.size(); i0 += kPairsPerStep) {
+              const size_t n = std::min(kPairsPerStep, pairs.size() - i0);
+              if (tty)
+                std::cerr << "\r[" << e.label << "] word order " << i0 + n << "/" << pairs.size()
+                          << std::flush;
+              std::vector<const std::string*> texts;
+              for (size_t i = i0; i < i0 + n; ++i)
+                texts.insert(texts.end(), {&pairs[i].original, &pairs[i].swapped});
+              const std::vector<double> lp = sentence_logprobs(m, texts);
+              for (size_t i = 0; i < n; ++i) {
+                const double d = lp[2 * i] - lp[2 * i + 1];
+                margin += d;
+                if (d > 0)
+                  ++wins;
+                else if (d == 0)
+                  ++ties;
+              }
             }
             if (tty) std::cerr << "\r\033[K";
             const double n = static_cast<double>(pairs.size());
@@ -455,13 +511,16 @@ struct CompareCommand : Command {
 
       // 2. Permutation probe: bidirectional stack on ids and on a fixed permutation of them.
       if (want("permutation")) {
-        const int64_t P = probe_tokens > 0 ? probe_tokens : quick ? std::min<int64_t>(16, trained) : std::min<int64_t>(64, trained);
+        const int64_t P = probe_tokens > 0 ? probe_tokens
+                          : quick          ? std::min<int64_t>(16, trained)
+                                           : std::min<int64_t>(64, trained);
         json r = {{"model", e.label}, {"scheme", scheme}, {"tokens", P}};
         try {
           const std::vector<int32_t> ids = probe_ids(heldout, P, eng.spec().vocab_size, 1);
           std::vector<int64_t> perm_idx(P);
           for (int64_t i = 0; i < P; ++i) perm_idx[i] = i;
-          for (int64_t i = P - 1; i > 0; --i) std::swap(perm_idx[i], perm_idx[splitmix64(kPermutationSeed + i) % (i + 1)]);
+          for (int64_t i = P - 1; i > 0; --i)
+            std::swap(perm_idx[i], perm_idx[splitmix64(kPermutationSeed + i) % (i + 1)]);
           std::vector<int32_t> pids(P);
           for (int64_t i = 0; i < P; ++i) pids[i] = ids[perm_idx[i]];
           const Tensor h = bidirectional_hidden(eng, ids), hp = bidirectional_hidden(eng, pids);
@@ -493,28 +552,36 @@ struct CompareCommand : Command {
         if (max_ctx > 0) ids.resize(ids.size() / max_ctx * max_ctx);  // the same tokens at every length
         for (const Method& meth : methods_for(scheme)) {
           const std::string label = std::string(meth.name) == "none" ? e.label : e.label + "+" + meth.name;
-          json row = {{"model", e.label}, {"scheme", scheme}, {"method", meth.name}, {"label", label}, {"points", json::array()}};
+          json row = {{"model", e.label},
+                      {"scheme", scheme},
+                      {"method", meth.name},
+                      {"label", label},
+                      {"points", json::array()}};
           std::cerr << "[" << e.label << "] length: " << label << " on " << ids.size() << " tokens\n";
           for (int64_t k : multiples) {
             const int64_t ctx = base * k;
             // factor: context / trained length (= the multiple unless --ctx-base moves the base)
             const double factor = std::max(1.0, static_cast<double>(ctx) / static_cast<double>(trained));
-            json pt = {{"multiple", k}, {"ctx", ctx}, {"factor", meth.type == ScalingType::None ? 1.0 : r6(factor)}};
+            json pt = {
+                {"multiple", k}, {"ctx", ctx}, {"factor", meth.type == ScalingType::None ? 1.0 : r6(factor)}};
             try {
               if (!m.has_tokenizer()) throw Error("no tokenizer: " + tok_error);
               if (ctx > static_cast<int64_t>(ids.size()))
-                throw Error("the held-out text has " + std::to_string(heldout.size()) + " tokens, fewer than " +
-                            std::to_string(ctx));
+                throw Error("the held-out text has " + std::to_string(heldout.size()) +
+                            " tokens, fewer than " + std::to_string(ctx));
               PositionConfig pc = pc0;
               pc.scaling = Scaling{};
               pc.scaling.type = meth.type;
               if (meth.type != ScalingType::None) pc.scaling.factor = factor;
               eng.set_position(pc);
-              const PerplexityResult pr = perplexity(eng, ids, ctx, 0, [&](int64_t done, int64_t total) {
-                if (tty)
-                  std::cerr << "\r[" << label << "] " << k << "x (" << ctx << " tokens): window " << done << "/" << total
-                            << std::flush;
-              });
+              const PerplexityResult pr = perplexity(
+                  eng, ids, ctx, 0,
+                  [&](int64_t done, int64_t total) {
+                    if (tty)
+                      std::cerr << "\r[" << label << "] " << k << "x (" << ctx << " tokens): window " << done
+                                << "/" << total << std::flush;
+                  },
+                  4);
               if (tty) std::cerr << "\r\033[K";
               pt["windows"] = pr.windows;
               pt["tokens"] = pr.tokens;
@@ -551,7 +618,8 @@ struct CompareCommand : Command {
             ++pairs_n[b];
           }
         });
-        std::cerr << "[" << e.label << "] attention by distance: " << attn_windows << " window(s) of " << base << "\n";
+        std::cerr << "[" << e.label << "] attention by distance: " << attn_windows << " window(s) of " << base
+                  << "\n";
         std::string attn_error;
         for (int64_t w = 0; w < attn_windows && attn_error.empty(); ++w) {
           std::vector<int32_t> ids;
@@ -559,7 +627,9 @@ struct CompareCommand : Command {
             ids.assign(heldout.begin() + w * base, heldout.begin() + (w + 1) * base);
           else
             ids = probe_ids({}, base, eng.spec().vocab_size, 100 + w);
-          if (tty) std::cerr << "\r[" << e.label << "] attention window " << w + 1 << "/" << attn_windows << std::flush;
+          if (tty)
+            std::cerr << "\r[" << e.label << "] attention window " << w + 1 << "/" << attn_windows
+                      << std::flush;
           try {
             Sequence s = eng.new_sequence(base);
             eng.decode(s, ids, {}, LogitsFor::None);
@@ -576,7 +646,11 @@ struct CompareCommand : Command {
           mean.push_back(ok ? json(r6(sum[b] / static_cast<double>(pairs_n[b]))) : json(nullptr));
           mass.push_back(ok ? json(r6(sum[b] / static_cast<double>(rows))) : json(nullptr));
         }
-        json ar = {{"model", e.label}, {"scheme", scheme}, {"rows", attn_error.empty() ? rows : 0}, {"mean_weight", mean}, {"mass", mass}};
+        json ar = {{"model", e.label},
+                   {"scheme", scheme},
+                   {"rows", attn_error.empty() ? rows : 0},
+                   {"mean_weight", mean},
+                   {"mass", mass}};
         if (!attn_error.empty()) ar["error"] = attn_error;
         attn.push_back(ar);
       }
@@ -610,24 +684,28 @@ struct CompareCommand : Command {
   static void print_table(const json& doc) {
     std::ostream& o = std::cout;
     int lw = 12, rw = 12;  // label column widths: models, length rows
-    for (const json& mm : doc["models"]) lw = std::max(lw, static_cast<int>(mm["label"].get<std::string>().size()) + 2);
+    for (const json& mm : doc["models"])
+      lw = std::max(lw, static_cast<int>(mm["label"].get<std::string>().size()) + 2);
     if (doc.contains("length"))
       for (const json& r : doc["length"]["results"])
         rw = std::max(rw, static_cast<int>(r["label"].get<std::string>().size()) + 2);
     if (doc.contains("word_order")) {
-      o << "== word order: prefers the original over two words swapped ("
-        << doc["word_order"]["pairs"].size() << " pairs)\n"
+      o << "== word order: prefers the original over two words swapped (" << doc["word_order"]["pairs"].size()
+        << " pairs)\n"
         << fmt("model", lw) << fmt("scheme", 12) << fmt("accuracy", 10) << fmt("margin", 12) << "\n";
       for (const json& r : doc["word_order"]["results"])
         o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r.value("accuracy", json()), 10)
-          << fmt(r.value("mean_margin", json()), 12) << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
+          << fmt(r.value("mean_margin", json()), 12)
+          << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     }
     if (doc.contains("permutation")) {
       o << "\n== permutation probe: bidirectional, max |h(perm x) - perm h(x)|\n"
-        << fmt("model", lw) << fmt("scheme", 12) << fmt("tokens", 8) << fmt("max_abs", 14) << fmt("relative", 14) << "\n";
+        << fmt("model", lw) << fmt("scheme", 12) << fmt("tokens", 8) << fmt("max_abs", 14)
+        << fmt("relative", 14) << "\n";
       for (const json& r : doc["permutation"]["results"])
-        o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r["tokens"], 8) << fmt(r.value("max_abs_error", json()), 14)
-          << fmt(r.value("rel_error", json()), 14) << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
+        o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r["tokens"], 8)
+          << fmt(r.value("max_abs_error", json()), 14) << fmt(r.value("rel_error", json()), 14)
+          << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     }
     if (doc.contains("length")) {
       o << "\n== length: perplexity at multiples of the trained length\n" << fmt("row", rw);
@@ -656,8 +734,10 @@ struct CompareCommand : Command {
     std::ostringstream h;
     h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ordo compare</title>\n<style>"
          "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-         "td:first-child,th:first-child{text-align:left}.na{color:#999}.err{color:#a33;text-align:left;font-size:smaller}"
+         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px "
+         "8px;text-align:right}"
+         "td:first-child,th:first-child{text-align:left}.na{color:#999}.err{color:#a33;text-align:left;font-"
+         "size:smaller}"
          "</style></head><body>\n<h1>ordo compare</h1>\n";
     // Settings and models.
     h << "<h2>Settings</h2>\n<table>";
@@ -669,7 +749,8 @@ struct CompareCommand : Command {
         h << cell(doc, ptr);
       } else if (it->is_array()) {
         h << "<td>";
-        for (size_t i = 0; i < it->size(); ++i) h << (i ? ", " : "") << cell(doc, ptr + "/" + std::to_string(i), "span");
+        for (size_t i = 0; i < it->size(); ++i)
+          h << (i ? ", " : "") << cell(doc, ptr + "/" + std::to_string(i), "span");
         h << "</td>";
       } else {
         h << text_cell(it->is_string() ? it->get<std::string>() : it->dump());
@@ -681,21 +762,26 @@ struct CompareCommand : Command {
     for (size_t i = 0; i < doc["models"].size(); ++i) {
       const json& mm = doc["models"][i];
       const std::string p = "/models/" + std::to_string(i);
-      h << "<tr>" << text_cell(mm["label"].get<std::string>()) << text_cell(mm["dir"].get<std::string>()) << text_cell(mm["family"].get<std::string>())
+      h << "<tr>" << text_cell(mm["label"].get<std::string>()) << text_cell(mm["dir"].get<std::string>())
+        << text_cell(mm["family"].get<std::string>())
         << text_cell(mm["scheme"].get<std::string>() +
                      (mm["position_override"].get<std::string>().empty() ? "" : " (replaced)"))
-        << cell(doc, p + "/trained_length") << cell(doc, p + "/ctx_base") << cell(doc, p + "/heldout_tokens") << "</tr>\n";
+        << cell(doc, p + "/trained_length") << cell(doc, p + "/ctx_base") << cell(doc, p + "/heldout_tokens")
+        << "</tr>\n";
     }
     h << "</table>\n";
     auto err_cell = [](const json& r) {
-      return std::string("<td class=\"err\">") + (r.contains("error") ? html_escape(r["error"].get<std::string>()) : "") +
-             "</td>";
+      return std::string("<td class=\"err\">") +
+             (r.contains("error") ? html_escape(r["error"].get<std::string>()) : "") + "</td>";
     };
     if (doc.contains("word_order")) {
       const json& wo = doc["word_order"];
-      h << "<h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when the "
-           "original has the higher total log-probability (ties count half). Margin: mean log-prob(original) − "
-           "log-prob(swapped), nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
+      h << "<h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when "
+           "the "
+           "original has the higher total log-probability (ties count half). Margin: mean log-prob(original) "
+           "− "
+           "log-prob(swapped), "
+           "nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
            "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
       std::vector<std::string> labels;
       std::vector<double> acc;
@@ -705,8 +791,8 @@ struct CompareCommand : Command {
         labels.push_back(r["model"].get<std::string>());
         h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
         if (r.contains("accuracy")) {
-          h << cell(doc, p + "/pairs") << cell(doc, p + "/wins") << cell(doc, p + "/ties") << cell(doc, p + "/accuracy")
-            << cell(doc, p + "/mean_margin");
+          h << cell(doc, p + "/pairs") << cell(doc, p + "/wins") << cell(doc, p + "/ties")
+            << cell(doc, p + "/accuracy") << cell(doc, p + "/mean_margin");
           acc.push_back(r["accuracy"].get<double>());
         } else {
           h << "<td class=\"na\" colspan=\"5\">n/a</td>";
@@ -719,14 +805,20 @@ struct CompareCommand : Command {
       co.title = "word order: accuracy (0.5 = chance)";
       co.x_label = "accuracy";
       h << svg_bar_chart(labels, acc, co);
-      h << "<details><summary>the " << wo["pairs"].size() << " pairs</summary><table><tr><th>original</th><th>swapped</th></tr>";
-      for (const json& p : wo["pairs"]) h << "<tr>" << text_cell(p["original"].get<std::string>()) << text_cell(p["swapped"].get<std::string>()) << "</tr>";
+      h << "<details><summary>the " << wo["pairs"].size()
+        << " pairs</summary><table><tr><th>original</th><th>swapped</th></tr>";
+      for (const json& p : wo["pairs"])
+        h << "<tr>" << text_cell(p["original"].get<std::string>())
+          << text_cell(p["swapped"].get<std::string>()) << "</tr>";
       h << "</table></details>\n";
     }
     if (doc.contains("permutation")) {
-      h << "<h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a token sequence and on a "
-           "fixed permutation of it; error = max |h(perm x) − perm h(x)| over the final hidden states, relative = error "
-           "/ max |h|. Without positions attention is permutation-equivariant, so the error is rounding only.</p>\n"
+      h << "<h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a token "
+           "sequence and on a "
+           "fixed permutation of it; error = max |h(perm x) − perm h(x)| over the final hidden states, "
+           "relative = error "
+           "/ max |h|. Without positions attention is permutation-equivariant, so the error is rounding "
+           "only.</p>\n"
            "<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th><th>relative</th>"
            "<th>max |h|</th><th></th></tr>\n";
       std::vector<std::string> labels;
@@ -735,9 +827,11 @@ struct CompareCommand : Command {
         const json& r = doc["permutation"]["results"][i];
         const std::string p = "/permutation/results/" + std::to_string(i);
         labels.push_back(r["model"].get<std::string>());
-        h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>()) << cell(doc, p + "/tokens");
+        h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>())
+          << cell(doc, p + "/tokens");
         if (r.contains("max_abs_error")) {
-          h << cell(doc, p + "/max_abs_error") << cell(doc, p + "/rel_error") << cell(doc, p + "/max_abs_hidden");
+          h << cell(doc, p + "/max_abs_error") << cell(doc, p + "/rel_error")
+            << cell(doc, p + "/max_abs_hidden");
           errs.push_back(r["rel_error"].get<double>());
         } else {
           h << "<td class=\"na\" colspan=\"3\">n/a</td>";
@@ -754,10 +848,14 @@ struct CompareCommand : Command {
     }
     if (doc.contains("length")) {
       const json& multiples = doc["settings"]["multiples"];
-      h << "<h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the trained length "
-           "(the text is cut to a whole number of the longest windows, so every length scores the same tokens). Rows "
-           "with a method apply that long-context scaling with factor k; n/a rows show why.</p>\n<table><tr><th>row</th>";
-      for (size_t j = 0; j < multiples.size(); ++j) h << cell(doc, "/settings/multiples/" + std::to_string(j), "th");
+      h << "<h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the "
+           "trained length "
+           "(the text is cut to a whole number of the longest windows, so every length scores the same "
+           "tokens). Rows "
+           "with a method apply that long-context scaling with factor k; n/a rows show "
+           "why.</p>\n<table><tr><th>row</th>";
+      for (size_t j = 0; j < multiples.size(); ++j)
+        h << cell(doc, "/settings/multiples/" + std::to_string(j), "th");
       h << "</tr>\n";
       std::vector<Series> plain, scaled;
       for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
@@ -786,23 +884,26 @@ struct CompareCommand : Command {
         co.title = "perplexity vs context length, with long-context scaling (factor = multiple)";
         h << svg_line_chart(scaled, co);
       }
-      h << "<details><summary>every window setting</summary><table><tr><th>row</th><th>multiple</th><th>ctx</th>"
+      h << "<details><summary>every window "
+           "setting</summary><table><tr><th>row</th><th>multiple</th><th>ctx</th>"
            "<th>factor</th><th>windows</th><th>tokens</th><th>ppl</th><th></th></tr>\n";
       for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
         const json& r = doc["length"]["results"][i];
         for (size_t j = 0; j < r["points"].size(); ++j) {
           const std::string p = "/length/results/" + std::to_string(i) + "/points/" + std::to_string(j);
-          h << "<tr>" << text_cell(r["label"].get<std::string>()) << cell(doc, p + "/multiple") << cell(doc, p + "/ctx")
-            << cell(doc, p + "/factor") << cell(doc, p + "/windows") << cell(doc, p + "/tokens") << cell(doc, p + "/ppl")
-            << err_cell(r["points"][j]) << "</tr>\n";
+          h << "<tr>" << text_cell(r["label"].get<std::string>()) << cell(doc, p + "/multiple")
+            << cell(doc, p + "/ctx") << cell(doc, p + "/factor") << cell(doc, p + "/windows")
+            << cell(doc, p + "/tokens") << cell(doc, p + "/ppl") << err_cell(r["points"][j]) << "</tr>\n";
         }
       }
       h << "</table></details>\n";
     }
     if (doc.contains("attention")) {
       const json& a = doc["attention"];
-      h << "<h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained length, over all "
-           "layers, heads and queries, grouped by query−key distance. Mean weight: average probability of one key at "
+      h << "<h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained length, "
+           "over all "
+           "layers, heads and queries, grouped by query−key distance. Mean weight: average probability of "
+           "one key at "
            "that distance; mass: average share of a query's attention that falls in the bucket.</p>\n";
       for (const char* key : {"mean_weight", "mass"}) {
         h << "<table><tr><th>" << key << "</th><th>rows</th>";
@@ -814,7 +915,8 @@ struct CompareCommand : Command {
         for (size_t i = 0; i < a["results"].size(); ++i) {
           const std::string p = "/attention/results/" + std::to_string(i);
           h << "<tr>" << text_cell(a["results"][i]["model"].get<std::string>()) << cell(doc, p + "/rows");
-          for (size_t b = 0; b < a["results"][i][key].size(); ++b) h << cell(doc, p + "/" + key + "/" + std::to_string(b));
+          for (size_t b = 0; b < a["results"][i][key].size(); ++b)
+            h << cell(doc, p + "/" + key + "/" + std::to_string(b));
           h << "</tr>\n";
         }
         h << "</table>\n";
@@ -837,8 +939,10 @@ struct CompareCommand : Command {
       h << svg_line_chart(series, co);
     }
     std::string embedded = doc.dump();
-    for (size_t at = 0; (at = embedded.find("</", at)) != std::string::npos; at += 3) embedded.replace(at, 2, "<\\/");
-    h << "<script type=\"application/json\" id=\"ordo-compare-results\">" << embedded << "</script>\n</body></html>\n";
+    for (size_t at = 0; (at = embedded.find("</", at)) != std::string::npos; at += 3)
+      embedded.replace(at, 2, "<\\/");
+    h << "<script type=\"application/json\" id=\"ordo-compare-results\">" << embedded
+      << "</script>\n</body></html>\n";
     return h.str();
   }
 };
