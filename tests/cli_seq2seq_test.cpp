@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "ordo/ordo.hpp"
@@ -147,3 +149,46 @@ TEST(CliSeq2Seq, RunEncoderDecoderPrintsOnlyGeneratedIds) {
 }
 
 }  // namespace
+
+// Many inputs at once (-f .jsonl, two per encoder forward): every line is the reference pooler
+// output of its case, in input order; .npy stacks them; file errors name the line.
+TEST(CliSeq2Seq, EmbedFileEmbedsEveryInputInOrder) {
+  Golden g = Golden::load("bert");
+  const std::vector<std::string> names = {"pair", "single", "pair"};
+  const std::string dir = make_temp_dir("embed_file");
+  const std::string path = dir + "/inputs.jsonl";
+  {
+    std::ofstream f(path);
+    for (const std::string& n : names) {
+      const auto& c = g.case_json(n);
+      f << nlohmann::json{{"ids", c.at("input_ids")}, {"token_types", c.at("token_type_ids")}}.dump() << "\n";
+    }
+  }
+  CliResult r =
+      run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) + " --batch 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  size_t i = 0;
+  for (std::string line; std::getline(in, line); ++i) {
+    ASSERT_LT(i, names.size());
+    SCOPED_TRACE(names[i]);
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.at("ids").get<std::vector<int32_t>>(), ids_of(g.case_json(names[i]).at("input_ids")));
+    const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
+    EXPECT_TRUE(within_tolerance(v.data(), g.tensor(names[i] + ".pooler_output")));
+  }
+  EXPECT_EQ(i, names.size());
+  const std::string npy = dir + "/out.npy";
+  CliResult n = run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) + " -o " +
+                        shell_quote(npy));
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_NE(n.err.find("[3, 64]"), std::string::npos) << n.err;
+  {
+    std::ofstream f(dir + "/bad.jsonl");
+    f << "{\"ids\": [1, 2]}\n{\"ids\": \"x\"}\n";
+  }
+  CliResult bad =
+      run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(dir + "/bad.jsonl"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("bad.jsonl:2: \"ids\" is not an array"), std::string::npos) << bad.err;
+}

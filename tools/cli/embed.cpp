@@ -6,6 +6,10 @@
 //   --tokens:           one vector per token [T, d_model] (the encoder's last hidden state).
 // Encoder-decoder models use their encoder's output; decoder-only models have no encoder.
 // -o out.json writes the JSON to a file, -o out.npy the bare float32 array.
+// -f FILE embeds many inputs, --batch at a time in one encoder forward: a text per non-empty line,
+// or a .jsonl file of {"text": ...} or {"ids": [...], "token_types": [...]} lines; one JSON line
+// per input on stdout (or -o .jsonl), in input order, or -o out.npy with the pooled vectors [n, d].
+#include <climits>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -30,10 +34,17 @@ fjson row_json(const float* v, int64_t n) {
   return a;
 }
 
+// One input: its ids and token types (empty: all 0), and the text it came from (if any).
+struct Input {
+  std::string text;
+  std::vector<int32_t> ids, types;
+};
+
 struct EmbedCommand : Command {
   ModelArgs model;
-  std::string text, ids_text, types_text, out;
+  std::string text, ids_text, types_text, out, file;
   bool pooled = false, tokens = false, no_special = false;
+  int batch = 16;
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("embed",
@@ -43,6 +54,11 @@ struct EmbedCommand : Command {
     auto* t = c->add_option("text", text, "Text to embed");
     auto* i = c->add_option("--ids", ids_text, "Token ids instead of text, e.g. 101,7592,102");
     t->excludes(i);
+    auto* f = c->add_option("-f,--file", file,
+                            "Many inputs: a text per non-empty line, or .jsonl lines {\"text\": ...} or "
+                            "{\"ids\": [...], \"token_types\": [...]}; one JSON line per input, in order");
+    f->excludes(t)->excludes(i);
+    c->add_option("--batch", batch, "With -f: inputs per encoder forward")->capture_default_str();
     c->add_option("--token-types", types_text,
                   "Token type (segment) ids, one per token (BERT; default all 0)");
     auto* p =
@@ -56,62 +72,37 @@ struct EmbedCommand : Command {
   }
 
   int run() override {
-    if (text.empty() && ids_text.empty()) throw CLI::RequiredError("text or --ids");
-    if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy"))
-      throw Error("--output must end in .json or .npy, got " + out);
-    Model m = model.load(ids_text.empty());
+    if (text.empty() && ids_text.empty() && file.empty()) throw CLI::RequiredError("text, --ids or --file");
+    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy") &&
+        !(ends_with(out, ".jsonl") && !file.empty()))
+      throw Error("--output must end in .json or .npy (.jsonl with --file), got " + out);
+    std::vector<Input> inputs = file.empty() ? std::vector<Input>{} : read_inputs();
+    bool need_tokenizer = ids_text.empty() && file.empty();
+    for (const Input& in : inputs) need_tokenizer = need_tokenizer || in.ids.empty();
+    Model m = model.load(need_tokenizer);
     const ModelSpec& spec = m.spec();
     if (spec.graph == GraphKind::Decoder)
       throw Error(spec.architecture +
                   " is a decoder-only model: embed needs an encoder (encoder or encoder-decoder model)");
-    const std::vector<int32_t> ids = ids_text.empty() ? m.encode(text, !no_special) : parse_ids(ids_text);
-    if (ids.empty()) throw Error("nothing to embed: no tokens");
-    const std::vector<int32_t> types = parse_ids(types_text);
-    if (!types.empty() && types.size() != ids.size())
-      throw Error("--token-types has " + std::to_string(types.size()) + " entries for " +
-                  std::to_string(ids.size()) + " tokens");
-    const std::vector<uint8_t> mask(ids.size(), 1);
-    const Tensor h = m.engine().encode(ids, types, mask);
-    const int64_t T = h.dim(0), d = h.dim(1);
-
-    Tensor result;
-    std::string pooling;
-    if (tokens) {
-      result = h;
-    } else if (spec.pooler.present()) {
-      result = m.engine().pool(h);
-      pooling = "pooler";
-    } else {
-      result = Tensor::zeros({d});
-      int64_t n = 0;
-      for (int64_t t = 0; t < T; ++t) {
-        if (!mask[t]) continue;
-        ++n;
-        for (int64_t i = 0; i < d; ++i) result.f32()[i] += h.f32()[t * d + i];
-      }
-      for (int64_t i = 0; i < d; ++i) result.f32()[i] /= static_cast<float>(n);
-      pooling = "mean";
+    if (!file.empty()) {
+      for (Input& in : inputs)
+        if (in.ids.empty()) in.ids = m.encode(in.text, !no_special);
+      return run_file(m, inputs);
     }
-
+    Input in;
+    in.ids = ids_text.empty() ? m.encode(text, !no_special) : parse_ids(ids_text);
+    in.types = parse_ids(types_text);
+    check(in, "");
+    const Tensor h = m.engine().encode(in.ids, in.types, {});
+    std::string pooling;
+    const Tensor result = tokens ? h : pool(m, h, pooling);
     if (ends_with(out, ".npy")) {
       write_npy(out, result);
       std::cerr << "wrote " << result.shape_str() << " to " << out << "\n";
       return 0;
     }
-    fjson j;
-    j["model"] = m.dir();
-    j["family"] = m.family();
-    j["mode"] = tokens ? "tokens" : "pooled";
-    if (!tokens) j["pooling"] = pooling;
-    j["dim"] = d;
-    j["ids"] = ids;
-    if (tokens) {
-      fjson rows = fjson::array();
-      for (int64_t t = 0; t < T; ++t) rows.push_back(row_json(h.f32() + t * d, d));
-      j["embeddings"] = std::move(rows);
-    } else {
-      j["embedding"] = row_json(result.f32(), d);
-    }
+    const fjson j = to_json(m, in, h, result, pooling);
     if (out.empty()) {
       std::cout << j.dump() << "\n";
     } else {
@@ -120,6 +111,131 @@ struct EmbedCommand : Command {
       f << j.dump() << "\n";
       if (!f) throw Error(out + ": write failed");
       std::cerr << "wrote " << result.shape_str() << " to " << out << "\n";
+    }
+    return 0;
+  }
+
+  static void check(const Input& in, const std::string& where) {
+    if (in.ids.empty()) throw Error(where + "nothing to embed: no tokens");
+    if (!in.types.empty() && in.types.size() != in.ids.size())
+      throw Error(where + "token types have " + std::to_string(in.types.size()) + " entries for " +
+                  std::to_string(in.ids.size()) + " tokens");
+  }
+
+  // The pooler output, or the mean of the token vectors without a pooler.
+  static Tensor pool(const Model& m, const Tensor& h, std::string& pooling) {
+    if (m.spec().pooler.present()) {
+      pooling = "pooler";
+      return m.engine().pool(h);
+    }
+    pooling = "mean";
+    const int64_t T = h.dim(0), d = h.dim(1);
+    Tensor r = Tensor::zeros({d});
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < d; ++i) r.f32()[i] += h.f32()[t * d + i];
+    for (int64_t i = 0; i < d; ++i) r.f32()[i] /= static_cast<float>(T);
+    return r;
+  }
+
+  fjson to_json(const Model& m, const Input& in, const Tensor& h, const Tensor& result,
+                const std::string& pooling) const {
+    const int64_t T = h.dim(0), d = h.dim(1);
+    fjson j;
+    j["model"] = m.dir();
+    j["family"] = m.family();
+    j["mode"] = tokens ? "tokens" : "pooled";
+    if (!tokens) j["pooling"] = pooling;
+    j["dim"] = d;
+    if (!in.text.empty()) j["text"] = in.text;
+    j["ids"] = in.ids;
+    if (tokens) {
+      fjson rows = fjson::array();
+      for (int64_t t = 0; t < T; ++t) rows.push_back(row_json(h.f32() + t * d, d));
+      j["embeddings"] = std::move(rows);
+    } else {
+      j["embedding"] = row_json(result.f32(), d);
+    }
+    return j;
+  }
+
+  // The file's inputs; texts are encoded once the model is loaded.
+  std::vector<Input> read_inputs() const {
+    std::ifstream f(file);
+    if (!f) throw Error(file + ": cannot open");
+    const bool jsonl = ends_with(file, ".jsonl");
+    std::vector<Input> inputs;
+    std::string line;
+    for (int n = 1; std::getline(f, line); ++n) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      const std::string where = file + ":" + std::to_string(n) + ": ";
+      Input in;
+      if (!jsonl) {
+        in.text = line;
+      } else {
+        const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object()) throw Error(where + "not a JSON object");
+        auto int_list = [&](const char* key) {
+          std::vector<int32_t> v;
+          if (!j.contains(key)) return v;
+          if (!j.at(key).is_array()) throw Error(where + "\"" + key + "\" is not an array");
+          for (const auto& x : j.at(key)) {
+            if (!x.is_number_integer() || x.get<int64_t>() < INT32_MIN || x.get<int64_t>() > INT32_MAX)
+              throw Error(where + "\"" + key + "\" holds a value that is not a 32-bit integer");
+            v.push_back(x.get<int32_t>());
+          }
+          return v;
+        };
+        if (j.contains("text")) {
+          if (!j.at("text").is_string()) throw Error(where + "\"text\" is not a string");
+          in.text = j.at("text").get<std::string>();
+        } else if (!j.contains("ids")) {
+          throw Error(where + "needs \"text\" or \"ids\"");
+        }
+        in.ids = int_list("ids");
+        in.types = int_list("token_types");
+      }
+      if (!in.ids.empty()) check(in, where);
+      inputs.push_back(std::move(in));
+    }
+    if (inputs.empty()) throw Error(file + ": nothing to embed (no non-empty line)");
+    return inputs;
+  }
+
+  int run_file(const Model& m, const std::vector<Input>& inputs) {
+    if (tokens && ends_with(out, ".npy"))
+      throw Error("--tokens with --file cannot write .npy (inputs differ in length)");
+    for (const Input& in : inputs) check(in, file + ": ");
+    std::ofstream fout;
+    if (!out.empty() && !ends_with(out, ".npy")) {
+      fout.open(out);
+      if (!fout) throw Error(out + ": cannot open for writing");
+    }
+    std::ostream& os = out.empty() ? std::cout : fout;
+    Tensor all;  // .npy: pooled vectors [n, d]
+    for (size_t b = 0; b < inputs.size(); b += static_cast<size_t>(batch)) {
+      std::vector<EncodeRequest> reqs;
+      for (size_t i = b; i < std::min(inputs.size(), b + static_cast<size_t>(batch)); ++i)
+        reqs.push_back(EncodeRequest{inputs[i].ids, inputs[i].types, {}});
+      const std::vector<Tensor> hs = m.engine().encode_batch(reqs);
+      for (size_t k = 0; k < hs.size(); ++k) {
+        std::string pooling;
+        const Tensor result = tokens ? hs[k] : pool(m, hs[k], pooling);
+        if (ends_with(out, ".npy")) {
+          const int64_t d = result.numel();
+          if (all.empty()) all = Tensor::zeros({static_cast<int64_t>(inputs.size()), d});
+          std::copy(result.f32(), result.f32() + d, all.f32() + (b + k) * d);
+        } else {
+          os << to_json(m, inputs[b + k], hs[k], result, pooling).dump() << "\n";
+        }
+      }
+    }
+    if (ends_with(out, ".npy")) {
+      write_npy(out, all);
+      std::cerr << "wrote " << all.shape_str() << " to " << out << "\n";
+    } else if (!out.empty()) {
+      fout.flush();
+      if (!fout) throw Error(out + ": write failed");
     }
     return 0;
   }
