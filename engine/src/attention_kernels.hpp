@@ -53,10 +53,9 @@ inline float hsum8(__m256 v) {
 }
 
 // Decode reads one head's keys (then values) as kKvStreams far-apart streams: rows j, j + n/4, ...
-// A head's rows are one contiguous run, and a single stream per core left the hardware prefetcher
-// too few misses in flight: int8 decode of the 110M model at ctx 1024 ran 5-9% faster with four
-// (F32, F16 and I8 caches; 28-29 of 30 paired runs, new code second, an order that alone reads
-// +1-2%); eight measured no better.
+// A head's rows are one contiguous run, and a single stream per core leaves the hardware
+// prefetcher too few misses in flight; four streams keep it busy (eight are no better; numbers
+// in docs/performance.md).
 constexpr int64_t kKvStreams = 4;
 
 template <int NV, class E>  // hd = 8·NV

@@ -123,9 +123,9 @@ inline float hsum(__m256 v) {
 // y[r] = W[r, :] · x for r in [r0, r1), reading [r0, r1) as kStreams far-apart linear streams:
 // the range is cut into kStreams equal parts and each step takes the next row of every part.
 // Why: rows are short (K = 768 floats is 3 KB), and walking a few adjacent rows at a time
-// restarts the hardware prefetcher every few KB, which capped the F32 decode sweep at ~16 GB/s
-// against 27 GB/s of read bandwidth; eight long streams per core keep enough misses in flight
-// to run at ~24 GB/s (tools/bench_kernels, decode/linear). Leftover rows go one at a time.
+// restarts the hardware prefetcher every few KB, far below the memory's bandwidth; eight long
+// streams per core keep enough misses in flight to reach it (docs/performance.md). Leftover rows
+// go one at a time.
 template <class L>
 void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* y) {
   using T = typename L::T;
@@ -612,8 +612,8 @@ void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, s
   // The group's rows cut into chunks of ~kChunkBytes that threads take dynamically (in one OpenMP
   // region, or on the decode step's team). Why dynamic: a thread that was asleep joins late
   // (waking a core), and with a static split the first thread would then sit idle waiting for
-  // its share; this way it keeps working until the others arrive (F32 decode of the 110M model
-  // +2%, 68 of 100 paired runs). A chunk is still read as kStreams streams of 32 KB.
+  // its share; this way it keeps working until the others arrive. A chunk is still read as
+  // kStreams streams.
   constexpr int64_t kChunkBytes = int64_t(256) << 10;
   int64_t chunk_rows[kMaxGroup], first_chunk[kMaxGroup + 1];
   first_chunk[0] = 0;

@@ -2,9 +2,9 @@
 //
 // Debian's libopenblas is the pthread build: it has its own thread pool, separate from the
 // OpenMP pool our kernels and oneDNN use. Letting both pools run alternately on the same cores
-// was measured to be disastrous (tools/bench_kernels: OpenMP kernels following a threaded
-// OpenBLAS call slowed from ~0.2 ms to ~15 ms on 2 cores, the two pools' idle threads spinning
-// against each other). So OpenBLAS is pinned to one thread (threads.cpp) and we parallelise
+// makes their idle threads spin against each other (an OpenMP kernel right after a threaded
+// OpenBLAS call ran ~70x slower on 2 cores; docs/performance.md). So OpenBLAS is pinned to one
+// thread (threads.cpp) and we parallelise
 // its GEMMs ourselves: the output is split into one panel per OpenMP thread and each thread
 // makes its own single-threaded cblas_sgemm call. Inside an enclosing parallel region the call
 // simply runs on the calling thread. One pool, never oversubscribed.

@@ -1,10 +1,10 @@
 // Private: parallel loops that can run without a fork/join each.
 //
 // A decode step is ~60 small parallel loops (one per weight group, attention, lm_head), each of
-// 10-200 us. As separate OpenMP regions under passive waiting, every loop wakes the other threads
-// from sleep, and they join 6-10 us late: int8 decode of the 110M model ran 2.4x F32 that way
-// against 3.3x with OMP_WAIT_POLICY=active. A team keeps the threads in one region for the whole
-// step, spinning between loops for a bounded time, then sleeping as before.
+// 10-200 us. As separate OpenMP regions under passive waiting, every loop would wake the other
+// threads from sleep, and they join late: a fast (int8) step loses a large share of its time that
+// way. A team keeps the threads in one region for the whole step, spinning between loops for a
+// bounded time, then sleeping as before.
 #pragma once
 
 #include <cstdint>

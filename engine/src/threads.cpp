@@ -1,8 +1,7 @@
 // One thread count for our OpenMP kernels, OpenBLAS and oneDNN. Everything runs on the one
 // OpenMP pool: oneDNN (built on OpenMP in Debian) follows omp_get_max_threads() of the calling
 // thread, and the pthread OpenBLAS is kept at one thread per call, its GEMMs being split over
-// the OpenMP threads by gemm_openblas.cpp (its own pool spinning against OpenMP's was measured
-// to be far slower).
+// the OpenMP threads by gemm_openblas.cpp (its own pool would spin against OpenMP's).
 #include <cblas.h>
 #include <omp.h>
 

@@ -12,9 +12,8 @@ namespace {
 
 // libgomp's default wait policy spins idle threads for a long time at every barrier. On a machine
 // whose cores are busy with other work that turns each parallel region into a scheduler-quantum
-// stall: measured on the 2-core dev VM under load (ordo bench, synthetic 110m, f32), decode went
-// from 3.3 tok/s (spinning) to 11.2 tok/s (passive) and prefill-128 from 87 to 228 tok/s; int8
-// decode 7.1 → 23.8 tok/s. libgomp reads the policy once, when it is loaded, so the CLI re-executes
+// stall (decode ran ~3x slower under load; docs/performance.md). libgomp reads the policy once,
+// when it is loaded, so the CLI re-executes
 // itself with OMP_WAIT_POLICY=PASSIVE unless the user chose a policy (OMP_WAIT_POLICY or
 // GOMP_SPINCOUNT set: e.g. OMP_WAIT_POLICY=active on a dedicated machine).
 void ensure_passive_wait_policy(char** argv) {
