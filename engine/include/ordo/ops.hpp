@@ -37,12 +37,15 @@ struct Linear {
   int64_t in_features() const { return weight.dim(1); }
 };
 
-// y[M, N] = x[M, K] · Wᵀ + b, through the chosen backend.
+// y[M, N] = x[M, K] · Wᵀ + b.
 // x and y must not alias. Throws Error if K does not match the weight.
-// M == 1 (decode) uses a built-in AVX2 matrix-vector kernel for every backend (memory-bound;
-// F16/BF16 converted on the fly; I8 multiplies int8 weights by x rounded to 16-bit fixed point,
-// relative error <= 3.1e-5 of max|x|, in integer arithmetic). M > 1 with F16/BF16/I8 weights dequantises blocks of rows
-// into a per-thread F32 scratch (~4 MB) and runs the backend GEMM on each block.
+// Up to 16 rows (decode steps of up to 16 sequences) go through built-in matrix-vector kernels
+// that read each weight once for all rows (memory-bound; F16/BF16 converted on the fly; AVX2, or
+// AVX-512 where the CPU has it, chosen at run time). I8 weights take them at every M: int8
+// weights times x rounded to 16-bit fixed point (relative error <= 3.1e-5 of max|x|) with integer
+// multiply-adds. Whatever M, each row's result is bit for bit the one M = 1 gives it. More rows
+// of F32/F16/BF16 weights go through the chosen backend's GEMM (F16/BF16 dequantised in blocks of
+// rows into a per-thread F32 scratch of ~4 MB).
 // Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
 // thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
