@@ -43,9 +43,9 @@ struct Linear {
 // that read each weight once for all rows (memory-bound; F16/BF16 converted on the fly; AVX2, or
 // AVX-512 where the CPU has it, chosen at run time). I8 weights take them at every M: int8
 // weights times x rounded to 16-bit fixed point (relative error <= 3.1e-5 of max|x|) with integer
-// multiply-adds. Whatever M, each row's result is bit for bit the one M = 1 gives it. More rows
-// of F32/F16/BF16 weights go through the chosen backend's GEMM (F16/BF16 dequantised in blocks of
-// rows into a per-thread F32 scratch of ~4 MB).
+// multiply-adds. On these kernels each row's result is bit for bit the one M = 1 gives it. More
+// rows of F32/F16/BF16 weights go through the chosen backend's GEMM (F16/BF16 dequantised in
+// blocks of rows into a per-thread F32 scratch of ~4 MB), equal up to float rounding.
 // Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
 // thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
