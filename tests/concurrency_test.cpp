@@ -101,15 +101,18 @@ TEST_P(SharedModel, ThreadsGetWhatEachCallGetsAlone) {
   EXPECT_EQ(errors.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stories260K, SharedModel,
-                         testing::Values(Config{"OneDNN_F32", Backend::OneDNN, std::nullopt, DType::F32},
-                                         Config{"OpenBLAS_F32", Backend::OpenBLAS, std::nullopt, DType::F32},
-                                         Config{"OneDNN_F16_KvF16", Backend::OneDNN, DType::F16, DType::F16},
-                                         Config{"OpenBLAS_F16_KvF16", Backend::OpenBLAS, DType::F16,
-                                                DType::F16},
-                                         Config{"OneDNN_I8_KvI8", Backend::OneDNN, DType::I8, DType::I8},
-                                         Config{"OpenBLAS_I8_KvI8", Backend::OpenBLAS, DType::I8, DType::I8}),
-                         config_name);
+INSTANTIATE_TEST_SUITE_P(
+    Stories260K, SharedModel,
+    testing::Values(Config{"OneDNN_F32", Backend::OneDNN, std::nullopt, DType::F32},
+                    Config{"OpenBLAS_F32", Backend::OpenBLAS, std::nullopt, DType::F32},
+                    Config{"OneDNN_F16_KvF16", Backend::OneDNN, DType::F16, DType::F16},
+                    Config{"OpenBLAS_F16_KvF16", Backend::OpenBLAS, DType::F16, DType::F16},
+                    Config{"OneDNN_I8_KvI8", Backend::OneDNN, DType::I8, DType::I8},
+                    Config{"OpenBLAS_I8_KvI8", Backend::OpenBLAS, DType::I8, DType::I8},
+                    Config{"OneDNN_BF16_KvF32", Backend::OneDNN, DType::BF16, DType::F32},
+                    Config{"OpenBLAS_BF16_KvF16", Backend::OpenBLAS, DType::BF16, DType::F16},
+                    Config{"OneDNN_F32_KvI8", Backend::OneDNN, std::nullopt, DType::I8}),
+    config_name);
 
 // Every graph kind and the schemes whose rotation depends on the sequence (dynamic NTK,
 // LongRoPE), with prepacked weights on oneDNN: each fixture case's forward and greedy run.
