@@ -36,7 +36,7 @@ struct Outcome {
   std::vector<int32_t> ids;
   bool operator==(const Outcome& o) const {
     return ids == o.ids && logits.size() == o.logits.size() &&
-           std::memcmp(logits.data(), o.logits.data(), logits.size() * sizeof(float)) == 0;
+           (logits.empty() || std::memcmp(logits.data(), o.logits.data(), logits.size() * sizeof(float)) == 0);
   }
 };
 
