@@ -468,7 +468,7 @@ TEST(LoadTokenizer, BadFilesAreErrorsNamingThem) {
     EXPECT_NE(std::string(e.what()).find("tokenizer.model"), std::string::npos) << e.what();
   }
   TempDir j;
-  j.write("tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})");
+  j.write("tokenizer.json", R"({"model": {"type": "SentencePieceBPE", "vocab": []}})");  // not a tokenizers model
   try {
     ordo::load_tokenizer(j.str());
     FAIL() << "expected ordo::Error";

@@ -1,6 +1,7 @@
-// Tokenizers: sentencepiece (libsentencepiece), byte-level BPE (GPT-2 vocab.json + merges.txt or
-// tokenizer.json, pre-tokenized with PCRE2), WordPiece (BERT vocab.txt). load_tokenizer() picks one
-// from the files a model directory holds.
+// Tokenizers: sentencepiece (libsentencepiece), Hugging Face tokenizer.json pipelines (any model
+// type), byte-level BPE (GPT-2 vocab.json + merges.txt), WordPiece (BERT vocab.txt), Marian
+// (source.spm + target.spm + vocab.json). load_tokenizer() picks one from the files a model
+// directory holds.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,8 @@ struct TokenizerOptions {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  virtual const char* kind() const = 0;  // "sentencepiece", "bpe", "wordpiece"
+  // "sentencepiece", "marian", or the tokenizer.json model: "bpe", "wordpiece", "unigram", "wordlevel"
+  virtual const char* kind() const = 0;
 
   // Text to ids. add_special adds BOS/EOS/[CLS]/[SEP] as the tokenizer is configured to.
   virtual std::vector<int32_t> encode(const std::string& text, bool add_special = true) const = 0;
@@ -79,15 +81,22 @@ class StreamDecoder {
   bool skip_special_ = false;
 };
 
-// Chooses by the files in dir: tokenizer.model / spiece.model (sentencepiece), tokenizer.json,
-// vocab.json + merges.txt (byte-level BPE), vocab.txt (WordPiece). Throws Error naming dir if none.
+// Loads the tokenizer of a model directory (no weights needed), choosing by the files it holds:
+// tokenizer.model / spiece.model (sentencepiece), source.spm + target.spm + vocab.json (Marian),
+// tokenizer.json (any Hugging Face tokenizers pipeline), vocab.json + merges.txt (byte-level BPE),
+// vocab.txt (WordPiece). Throws Error naming dir if none.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts = {});
 
 // Direct constructors, for tests and for callers who know the kind.
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file, const TokenizerOptions& opts = {});
 std::unique_ptr<Tokenizer> load_bpe(const std::string& vocab_json, const std::string& merges_txt,
                                     const TokenizerOptions& opts = {});
+// Any Hugging Face tokenizer.json (BPE, WordPiece, Unigram or WordLevel model with its normalizer,
+// pre-tokenizer, post-processor and decoder); a component it does not support is an Error naming it.
+std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& tokenizer_json, const TokenizerOptions& opts = {});
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& tokenizer_json, const TokenizerOptions& opts = {});
 std::unique_ptr<Tokenizer> load_wordpiece(const std::string& vocab_txt, const TokenizerOptions& opts = {});
+// Marian / opus-mt (HF MarianTokenizer): dir holds source.spm, target.spm and vocab.json.
+std::unique_ptr<Tokenizer> load_marian(const std::string& dir, const TokenizerOptions& opts = {});
 
 }  // namespace ordo
