@@ -1,0 +1,252 @@
+// tokenizer.json pipelines and Marian against vectors from Hugging Face's own code
+// (tests/data/tokenizers/golden.json, written by tools/tokenizers/make_vectors.js: the Rust
+// `tokenizers` library for tokenizer.json; MarianTokenizer's rules over SentencePiece's tools for
+// opus-mt), plus the errors a bad tokenizer.json gets.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kDir = std::string(ORDO_TEST_DATA) + "/tokenizers";
+
+const json& golden() {
+  static const json j = [] {
+    std::ifstream f(kDir + "/golden.json");
+    if (!f) throw std::runtime_error("cannot open " + kDir + "/golden.json");
+    return json::parse(f);
+  }();
+  return j;
+}
+
+const json& entry(const std::string& name) {
+  for (const auto& t : golden()["tokenizers"])
+    if (t["name"] == name) return t;
+  throw std::runtime_error("no golden tokenizer " + name);
+}
+
+const ordo::Tokenizer& tokenizer(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<ordo::Tokenizer>> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return *it->second;
+  const json& e = entry(name);
+  std::unique_ptr<ordo::Tokenizer> tok = e.value("marian", false)
+                                             ? ordo::load_marian(kDir + "/" + name)
+                                             : ordo::load_tokenizer_json(kDir + "/" + e["files"][0].get<std::string>());
+  return *cache.emplace(name, std::move(tok)).first->second;
+}
+
+std::string hex_bytes(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+struct Param {
+  std::string name;
+  size_t index;
+};
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const auto& t : golden()["tokenizers"])
+    for (size_t i = 0; i < t["cases"].size(); ++i) out.push_back({t["name"].get<std::string>(), i});
+  return out;
+}
+
+class HfTokenizerGolden : public ::testing::TestWithParam<Param> {};
+
+TEST_P(HfTokenizerGolden, MatchesHuggingFace) {
+  const auto& [name, index] = GetParam();
+  const json& c = entry(name)["cases"][index];
+  const std::string text = c.contains("hex") ? hex_bytes(c["hex"]) : c["text"].get<std::string>();
+  SCOPED_TRACE(name + ": " + c.dump());
+  const ordo::Tokenizer& tok = tokenizer(name);
+  const auto ids = c["ids"].get<std::vector<int32_t>>(), with = c["ids_with_special"].get<std::vector<int32_t>>();
+  EXPECT_EQ(tok.encode(text, false), ids);
+  EXPECT_EQ(tok.encode(text, true), with);
+  EXPECT_EQ(tok.tokenize(text), c["tokens"].get<std::vector<std::string>>());
+  EXPECT_EQ(tok.decode(ids), c["decoded"].get<std::string>());
+  EXPECT_EQ(tok.decode(with), c["decoded_with_special"].get<std::string>());
+  if (c.contains("decoded_skip_special")) {
+    EXPECT_EQ(tok.decode(with, true), c["decoded_skip_special"].get<std::string>());
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& p) {
+  std::string s = p.param.name + "_" + std::to_string(p.param.index);
+  for (auto& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStrings, HfTokenizerGolden, ::testing::ValuesIn(params()), param_name);
+
+TEST(HfTokenizerGoldenCoverage, EveryModelTypeWithAtLeast40Strings) {
+  std::map<std::string, size_t> kinds;
+  for (const auto& t : golden()["tokenizers"]) {
+    EXPECT_GE(t["cases"].size(), 40u) << t["name"];
+    kinds[tokenizer(t["name"]).kind()]++;
+  }
+  for (const char* k : {"bpe", "wordpiece", "unigram", "wordlevel", "marian"}) EXPECT_GE(kinds[k], 1u) << k;
+}
+
+// A fresh temporary directory, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::random_device rd;
+    path = fs::temp_directory_path() / ("ordo_tokjson_test_" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+  std::string str() const { return path.string(); }
+};
+
+TEST(LoadTokenizerJson, DirectoryWithOnlyTokenizerJsonLoadsItsModelType) {
+  auto bert = ordo::load_tokenizer(kDir + "/bert-base-uncased");
+  EXPECT_STREQ(bert->kind(), "wordpiece");
+  EXPECT_EQ(bert->vocab_size(), 30522);
+  EXPECT_EQ(bert->unk_id(), 100);
+  const json& c = entry("bert-base-uncased")["cases"][1];
+  EXPECT_EQ(bert->encode(c["text"]), c["ids_with_special"].get<std::vector<int32_t>>());
+  EXPECT_STREQ(ordo::load_tokenizer(kDir + "/unigram")->kind(), "unigram");
+  EXPECT_STREQ(ordo::load_tokenizer(kDir + "/wordlevel")->kind(), "wordlevel");
+  auto marian = ordo::load_tokenizer(kDir + "/opus-mt-en-mg");
+  EXPECT_STREQ(marian->kind(), "marian");
+  EXPECT_EQ(marian->eos_id(), 0);
+  EXPECT_EQ(marian->pad_id(), 54687);
+  EXPECT_EQ(marian->unk_id(), 1);
+  EXPECT_EQ(marian->vocab_size(), 54688);
+}
+
+TEST(LoadTokenizerJson, OutOfRangeIdsAreErrorsNamingTheId) {
+  for (const auto& t : golden()["tokenizers"]) {
+    const ordo::Tokenizer& tok = tokenizer(t["name"]);
+    for (int32_t bad : {tok.vocab_size(), tok.vocab_size() + 777, -3}) {
+      try {
+        tok.decode({0, bad});
+        ADD_FAILURE() << t["name"] << ": expected ordo::Error for id " << bad;
+      } catch (const ordo::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos) << e.what();
+      }
+      EXPECT_THROW(tok.id_to_piece(bad), ordo::Error);
+    }
+  }
+}
+
+// One tokenizer.json per broken component; the error must name the component (and the file).
+TEST(LoadTokenizerJson, UnsupportedOrBrokenComponentsAreErrorsNamingThem) {
+  const std::string wl = R"("model": {"type": "WordLevel", "vocab": {"a": 0, "<unk>": 1}, "unk_token": "<unk>"})";
+  struct Case {
+    std::string file;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Case> cases = {
+      {R"({"model": {"type": "Foo"}})", {"model.type", "Foo"}},
+      {"{" + wl + R"(, "normalizer": {"type": "Precompiled", "precompiled_charsmap": "AAAA"}})",
+       {"normalizer", "Precompiled"}},
+      {"{" + wl + R"(, "pre_tokenizer": {"type": "UnicodeScripts"}})", {"pre_tokenizer", "UnicodeScripts"}},
+      {"{" + wl + R"(, "post_processor": {"type": "Fancy"}})", {"post_processor", "Fancy"}},
+      {"{" + wl + R"(, "decoder": {"type": "CTC"}})", {"decoder", "CTC"}},
+      {"{" + wl + R"(, "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Nope"}]}})",
+       {"normalizer.normalizers[1]", "Nope"}},
+      {"{" + wl + R"(, "added_tokens": [{"id": -1, "content": "x"}]})", {"added_tokens[0].id"}},
+      {"{" + wl + R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}}})",
+       {"pre_tokenizer.pattern.Regex", "regex"}},
+      {R"({"model": {"type": "Unigram", "vocab": []}})", {"model.vocab", "empty"}},
+      {R"({"model": {"type": "Unigram", "unk_id": 5, "vocab": [["a", -1.0]]}})", {"model.unk_id", "5"}},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})", {"model.merges", "ab"}},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})", {"model.vocab", "share id 0"}},
+      {R"({"model": {"type": "WordPiece", "vocab": {"a": -4}}})", {"model.vocab", "-4"}},
+      {"{" + wl + R"(, "post_processor": {"type": "BertProcessing", "cls": ["[CLS]", -2], "sep": ["[SEP]", 1]}})",
+       {"post_processor.cls"}},
+      {"{" + wl + R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "[X]"}}],
+          "special_tokens": {}}})",
+       {"post_processor.single[0]", "[X]"}},
+  };
+  for (const auto& c : cases) {
+    TempDir d;
+    const std::string path = d.write("tokenizer.json", c.file);
+    try {
+      ordo::load_tokenizer(d.str());
+      ADD_FAILURE() << "expected ordo::Error for " << c.file;
+    } catch (const ordo::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      for (const auto& s : c.expect) EXPECT_NE(msg.find(s), std::string::npos) << "'" << s << "' not in: " << msg;
+    }
+  }
+}
+
+TEST(LoadTokenizerJson, EncodeErrorsNameTheProblem) {
+  TempDir d;
+  // WordLevel without its unk token in the vocabulary: an unknown word cannot be encoded.
+  d.write("tokenizer.json", json{{"model", {{"type", "WordLevel"}, {"vocab", {{"a", 0}}}, {"unk_token", "<unk>"}}},
+                                 {"pre_tokenizer", {{"type", "WhitespaceSplit"}}}}
+                                .dump());
+  auto tok = ordo::load_tokenizer(d.str());
+  EXPECT_EQ(tok->encode("a a", false), (std::vector<int32_t>{0, 0}));
+  try {
+    tok->encode("a zebra", false);
+    FAIL() << "expected ordo::Error";
+  } catch (const ordo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("zebra"), std::string::npos) << e.what();
+  }
+  TempDir u;
+  // Unigram without unk_id: a character no piece covers is an error, not a dropped character.
+  u.write("tokenizer.json", R"({"model": {"type": "Unigram", "vocab": [["a", -1.0], ["b", -2.0]]}})");
+  auto uni = ordo::load_tokenizer(u.str());
+  EXPECT_EQ(uni->encode("ab", false), (std::vector<int32_t>{0, 1}));
+  try {
+    uni->encode("abc", false);
+    FAIL() << "expected ordo::Error";
+  } catch (const ordo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unk_id"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LoadMarian, BrokenFilesAreErrorsNamingThem) {
+  TempDir d;
+  fs::copy_file(kDir + "/opus-mt-en-mg/source.spm", d.path / "source.spm");
+  fs::copy_file(kDir + "/opus-mt-en-mg/target.spm", d.path / "target.spm");
+  d.write("vocab.json", R"({"</s>": 0, "<unk>": 1})");  // no <pad>
+  try {
+    ordo::load_tokenizer(d.str());
+    FAIL() << "expected ordo::Error";
+  } catch (const ordo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocab.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("<pad>"), std::string::npos) << e.what();
+  }
+  d.write("vocab.json", R"({"</s>": 0, "<unk>": 1, "<pad>": -5})");
+  EXPECT_THROW(ordo::load_tokenizer(d.str()), ordo::Error);
+  d.write("vocab.json", R"({"</s>": 0, "<unk>": 1, "<pad>": 2})");
+  d.write("target.spm", "not a model");
+  try {
+    ordo::load_tokenizer(d.str());
+    FAIL() << "expected ordo::Error";
+  } catch (const ordo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target.spm"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
