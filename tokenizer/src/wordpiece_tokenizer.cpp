@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "hf/hf.hpp"
 #include "internal.hpp"
 
 namespace ordo {
@@ -31,16 +32,6 @@ bool is_whitespace(char32_t c) {  // _is_whitespace: space, \t, \n, \r or catego
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR;
 }
 
-bool is_punctuation(char32_t c) {  // _is_punctuation: ASCII non-alphanumerics or category P*
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
-  switch (u_charType(static_cast<UChar32>(c))) {
-    case U_DASH_PUNCTUATION: case U_START_PUNCTUATION: case U_END_PUNCTUATION: case U_CONNECTOR_PUNCTUATION:
-    case U_OTHER_PUNCTUATION: case U_INITIAL_PUNCTUATION: case U_FINAL_PUNCTUATION:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool is_chinese_char(char32_t cp) {
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
@@ -76,24 +67,6 @@ std::string py_lower(const std::string& s) {
   return out;
 }
 
-// Python str.lower() on a single code point (no context), appended to out.
-void lower_cp(char32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    return;
-  }
-  UChar src[2];
-  int32_t n = 0;
-  U16_APPEND_UNSAFE(src, n, static_cast<UChar32>(c));
-  UChar dst[8];
-  UErrorCode st = U_ZERO_ERROR;
-  const int32_t m = u_strToLower(dst, 8, src, n, "", &st);
-  if (U_FAILURE(st)) {
-    td::append_utf8(out, c);
-    return;
-  }
-  icu::UnicodeString(dst, m).toUTF8String(out);
-}
 
 std::vector<std::string> whitespace_split(const std::string& s) {  // Python str.split()
   std::vector<std::string> out;
@@ -239,7 +212,7 @@ std::vector<std::string> WordPieceTokenizer::basic_tokenize(const std::string& t
     for (size_t i = 0; i < tok.size();) {
       const size_t b = i;
       const char32_t c = td::next_cp(tok, i);
-      if (is_punctuation(c)) {
+      if (td::hf::is_punctuation(c)) {  // _is_punctuation: ASCII non-alphanumerics or P*
         split_tokens.push_back(tok.substr(b, i - b));
         start_new = true;
       } else {
@@ -314,7 +287,9 @@ std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text_in
         i += best;
         continue;
       }
-      lower_cp(td::next_cp(text, i), low);
+      const size_t b = i;
+      td::next_cp(text, i);
+      low += td::hf::lowercase(text.substr(b, i - b));  // one code point: no context rules
     }
     text = std::move(low);
   }

@@ -164,13 +164,6 @@ class Sequence final : public Decoder {
   std::vector<std::unique_ptr<Decoder>> parts_;
 };
 
-char32_t one_char(const std::string& s, const std::string& where) {
-  size_t i = 0;
-  if (s.empty()) fail(where, "must be one character");
-  const char32_t c = next_cp(s, i);
-  if (i != s.size()) fail(where, "must be one character, got '" + s + "'");
-  return c;
-}
 
 }  // namespace
 
@@ -183,7 +176,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
   if (type == "WordPiece")
     return std::make_unique<WordPieceDec>(get_string(j, "prefix", where, "##"), get_bool(j, "cleanup", where, true));
   if (type == "Metaspace") {
-    const char32_t rep = one_char(get_string(j, "replacement", where, "\xE2\x96\x81"), where + ".replacement");
+    const char32_t rep = get_char(j, "replacement", where, "\xE2\x96\x81");
     bool prepend = true;
     if (j.contains("prepend_scheme") && !j["prepend_scheme"].is_null())
       prepend = get_string(j, "prepend_scheme", where) != "never";
@@ -197,7 +190,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
   if (type == "Strip") {
     const int64_t start = get_int(j, "start", where, 0), stop = get_int(j, "stop", where, 0);
     if (start < 0 || stop < 0) fail(where, "Strip start/stop must not be negative");
-    return std::make_unique<StripDec>(one_char(get_string(j, "content", where, " "), where + ".content"),
+    return std::make_unique<StripDec>(get_char(j, "content", where, " "),
                                       static_cast<size_t>(start), static_cast<size_t>(stop));
   }
   if (type == "Replace") {
@@ -205,13 +198,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
     return std::make_unique<ReplaceDec>(make_pattern(j["pattern"], where + ".pattern"), get_string(j, "content", where));
   }
   if (type == "Sequence") {
-    if (!j.contains("decoders") || !j["decoders"].is_array()) fail(where, "Sequence has no 'decoders' list");
-    std::vector<std::unique_ptr<Decoder>> parts;
-    for (size_t i = 0; i < j["decoders"].size(); ++i) {
-      auto p = make_decoder(j["decoders"][i], where + ".decoders[" + std::to_string(i) + "]");
-      if (p) parts.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<Sequence>(make_sequence<Decoder>(j, "decoders", where, make_decoder));
   }
   fail(where, "decoder type '" + type + "' is not supported (supported: ByteLevel, WordPiece, Metaspace, BPEDecoder, "
               "ByteFallback, Fuse, Strip, Replace, Sequence)");

@@ -41,4 +41,13 @@ std::string type_of(const json& j, const std::string& where) {
   return it->get<std::string>();
 }
 
+char32_t get_char(const json& j, const char* key, const std::string& where, const std::string& def) {
+  const std::string s = get_string(j, key, where, def);
+  size_t i = 0;
+  if (s.empty()) fail(where + "." + key, "must be one character, got an empty string");
+  const char32_t c = next_cp(s, i);
+  if (i != s.size()) fail(where + "." + key, "must be one character, got '" + s + "'");
+  return c;
+}
+
 }  // namespace ordo::tokenizer_detail::hf

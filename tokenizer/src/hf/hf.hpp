@@ -28,6 +28,19 @@ std::string get_string(const json& j, const char* key, const std::string& where,
 bool get_bool(const json& j, const char* key, const std::string& where, bool def);
 int64_t get_int(const json& j, const char* key, const std::string& where, int64_t def);
 std::string type_of(const json& j, const std::string& where);  // the component's "type"
+// A one-character string field (Metaspace replacement, Strip content, ...).
+char32_t get_char(const json& j, const char* key, const std::string& where, const std::string& def);
+// The components of a Sequence: j[key] must be a list; make(item, where) builds each (null skipped).
+template <class T, class Make>
+std::vector<std::unique_ptr<T>> make_sequence(const json& j, const char* key, const std::string& where, Make make) {
+  if (!j.contains(key) || !j[key].is_array()) fail(where, std::string("Sequence has no '") + key + "' list");
+  std::vector<std::unique_ptr<T>> parts;
+  for (size_t i = 0; i < j[key].size(); ++i) {
+    auto p = make(j[key][i], where + "." + key + "[" + std::to_string(i) + "]");
+    if (p) parts.push_back(std::move(p));
+  }
+  return parts;
+}
 
 // ---- Unicode character classes, as Rust's char methods / regex classes see them (unicode.cpp) ---
 bool is_whitespace(char32_t c);      // char::is_whitespace (White_Space)

@@ -159,13 +159,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
   if (type == "Strip")
     return std::make_unique<Strip>(get_bool(j, "strip_left", where, true), get_bool(j, "strip_right", where, true));
   if (type == "Sequence") {
-    if (!j.contains("normalizers") || !j["normalizers"].is_array()) fail(where, "Sequence has no 'normalizers' list");
-    std::vector<std::unique_ptr<Normalizer>> parts;
-    for (size_t i = 0; i < j["normalizers"].size(); ++i) {
-      auto p = make_normalizer(j["normalizers"][i], where + ".normalizers[" + std::to_string(i) + "]");
-      if (p) parts.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<Sequence>(make_sequence<Normalizer>(j, "normalizers", where, make_normalizer));
   }
   fail(where, "normalizer type '" + type + "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, "
               "StripAccents, BertNormalizer, Replace, Prepend, Strip, Sequence)");

@@ -94,13 +94,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j, const std::str
   }
   if (type == "ByteLevel") return std::make_unique<Nothing>();
   if (type == "Sequence") {
-    if (!j.contains("processors") || !j["processors"].is_array()) fail(where, "Sequence has no 'processors' list");
-    std::vector<std::unique_ptr<PostProcessor>> parts;
-    for (size_t i = 0; i < j["processors"].size(); ++i) {
-      auto p = make_post_processor(j["processors"][i], where + ".processors[" + std::to_string(i) + "]");
-      if (p) parts.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<Sequence>(make_sequence<PostProcessor>(j, "processors", where, make_post_processor));
   }
   fail(where, "post_processor type '" + type + "' is not supported (supported: TemplateProcessing, BertProcessing, "
               "RobertaProcessing, ByteLevel, Sequence)");

@@ -138,13 +138,6 @@ class Sequence final : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 
-char32_t single_char(const std::string& s, const std::string& where) {
-  size_t i = 0;
-  if (s.empty()) fail(where, "must be one character, got an empty string");
-  const char32_t c = next_cp(s, i);
-  if (i != s.size()) fail(where, "must be one character, got '" + s + "'");
-  return c;
-}
 
 }  // namespace
 
@@ -166,7 +159,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
   if (type == "Whitespace") return std::make_unique<Whitespace>();
   if (type == "WhitespaceSplit") return std::make_unique<CharSplit>(is_whitespace, SplitBehavior::Removed);
   if (type == "Metaspace") {
-    const char32_t rep = single_char(get_string(j, "replacement", where, "\xE2\x96\x81"), where + ".replacement");
+    const char32_t rep = get_char(j, "replacement", where, "\xE2\x96\x81");
     Prepend scheme = Prepend::Always;
     if (j.contains("prepend_scheme") && !j["prepend_scheme"].is_null()) {
       const std::string s = get_string(j, "prepend_scheme", where);
@@ -193,16 +186,9 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
     return std::make_unique<CharSplit>(
         is_punctuation, split_behavior(get_string(j, "behavior", where, "Isolated"), where + ".behavior"));
   if (type == "CharDelimiterSplit")
-    return std::make_unique<CharDelimiter>(single_char(get_string(j, "delimiter", where), where + ".delimiter"));
+    return std::make_unique<CharDelimiter>(get_char(j, "delimiter", where, ""));
   if (type == "Sequence") {
-    if (!j.contains("pretokenizers") || !j["pretokenizers"].is_array())
-      fail(where, "Sequence has no 'pretokenizers' list");
-    std::vector<std::unique_ptr<PreTokenizer>> parts;
-    for (size_t i = 0; i < j["pretokenizers"].size(); ++i) {
-      auto p = make_pre_tokenizer(j["pretokenizers"][i], where + ".pretokenizers[" + std::to_string(i) + "]");
-      if (p) parts.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<Sequence>(make_sequence<PreTokenizer>(j, "pretokenizers", where, make_pre_tokenizer));
   }
   fail(where, "pre_tokenizer type '" + type + "' is not supported (supported: ByteLevel, BertPreTokenizer, "
               "Whitespace, WhitespaceSplit, Metaspace, Split, Digits, Punctuation, CharDelimiterSplit, Sequence)");
