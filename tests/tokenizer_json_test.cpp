@@ -178,6 +178,8 @@ TEST(LoadTokenizerJson, UnsupportedOrBrokenComponentsAreErrorsNamingThem) {
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})", {"model.merges", "ab"}},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})", {"model.vocab", "share id 0"}},
       {R"({"model": {"type": "WordPiece", "vocab": {"a": -4}}})", {"model.vocab", "-4"}},
+      {R"({"model": {"type": "WordLevel", "vocab": {"a": 2000000000}}})", {"model.vocab", "2000000000"}},
+      {"{" + wl + R"(, "added_tokens": [{"id": 99999999999, "content": "x"}]})", {"added_tokens[0].id", "99999999999"}},
       {"{" + wl + R"(, "post_processor": {"type": "BertProcessing", "cls": ["[CLS]", -2], "sep": ["[SEP]", 1]}})",
        {"post_processor.cls"}},
       {"{" + wl + R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "[X]"}}],

@@ -21,7 +21,10 @@ namespace ordo::tokenizer_detail::hf {
 
 using json = nlohmann::json;
 
-// Throws Error("tokenizer.json: <where>: <what>"); `where` names the file and the field.
+// Largest vocabulary ordo accepts: ids index tables, so a hostile id must not size one.
+constexpr int64_t kMaxId = int64_t{1} << 24;
+
+// Throws Error("tokenizer: <where>: <what>"); `where` names the file and the field.
 [[noreturn]] void fail(const std::string& where, const std::string& what);
 // Typed field readers: a missing field gives `def`, a field of the wrong type is an Error naming it.
 std::string get_string(const json& j, const char* key, const std::string& where, const std::string& def = "");

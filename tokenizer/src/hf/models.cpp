@@ -30,7 +30,8 @@ std::unordered_map<std::string, int32_t> read_vocab_object(const json& j, const 
   for (const auto& [tok, id] : j.items()) {
     if (!id.is_number_integer()) fail(where, "token '" + tok + "' has a non-integer id");
     const int64_t v = id.get<int64_t>();
-    if (v < 0 || v > INT32_MAX) fail(where, "token '" + tok + "' has id " + std::to_string(v) + " (out of range)");
+    if (v < 0 || v >= kMaxId)
+      fail(where, "token '" + tok + "' has id " + std::to_string(v) + " (out of range: 0 <= id < 2^24)");
     const auto i = static_cast<int32_t>(v);
     if (auto [it, fresh] = seen.emplace(i, tok); !fresh)
       fail(where, "tokens '" + it->second + "' and '" + tok + "' share id " + std::to_string(i));

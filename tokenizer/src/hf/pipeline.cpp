@@ -164,7 +164,7 @@ std::string Pipeline::decode(const std::vector<int32_t>& ids, bool skip_special)
 AddedEntry added_entry(const json& a, const std::string& where) {
   if (!a.is_object()) fail(where, "must be a JSON object");
   const int64_t id = get_int(a, "id", where, -1);
-  if (id < 0 || id > INT32_MAX) fail(where + ".id", "must be a non-negative integer");
+  if (id < 0 || id >= kMaxId) fail(where + ".id", "must be an integer with 0 <= id < 2^24, got " + std::to_string(id));
   AddedEntry e;
   e.id = static_cast<int32_t>(id);
   e.content = get_string(a, "content", where);
