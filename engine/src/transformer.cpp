@@ -136,8 +136,7 @@ int64_t ModelSpec::parameter_count() const {
       add_lin(l.ffn.down);
     }
     add_norm(s.final_norm);
-    add(s.position.table);
-    add(s.position.relative_bias);
+    for (const auto& named : s.position.tensors) add(named.second);
   };
   add(tok_embed);
   add(token_type_embed);
@@ -470,8 +469,8 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     project(b, h, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
     for (const Segment& s : b.segs) {
       if (scheme) {
-        scheme->rotate(q + s.row0 * H * hd, H, s.pos, s.T, s.seq_len);
-        scheme->rotate(k + s.row0 * KV * hd, KV, s.pos, s.T, s.seq_len);
+        scheme->rotate(q + s.row0 * H * hd, RotateTarget::Query, H, s.pos, s.T, s.seq_len);
+        scheme->rotate(k + s.row0 * KV * hd, RotateTarget::Key, KV, s.pos, s.T, s.seq_len);
       }
       // Appended at slots [length, length + T); the step advances `length` after every layer.
       store_kv(s, layer, k + s.row0 * KV * hd, v + s.row0 * KV * hd);

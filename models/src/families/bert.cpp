@@ -42,7 +42,7 @@ ModelSpec build_bert(const FamilyContext& c) {
 
   s.position.scheme = "learned";
   s.position.max_positions = cfg.get_int("max_position_embeddings", 512);
-  s.encoder.position.table =
+  s.encoder.position.tensors["table"] =
       c.get(p0 + "embeddings.position_embeddings.weight", {s.position.max_positions, s.d_model});
   s.encoder.causal = false;
 

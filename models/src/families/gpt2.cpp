@@ -46,7 +46,7 @@ ModelSpec build_gpt2(const FamilyContext& c) {
   const int64_t n_pos = cfg.get_int_any({"n_positions", "max_position_embeddings"});
   s.position.scheme = "learned";
   s.position.max_positions = n_pos;
-  s.decoder.position.table = c.get("transformer.wpe.weight", {n_pos, s.d_model});
+  s.decoder.position.tensors["table"] = c.get("transformer.wpe.weight", {n_pos, s.d_model});
 
   s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, s.d_model});
   const int64_t d = s.d_model;

@@ -55,7 +55,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   s.position.scheme = "learned";
   s.position.max_positions = n_pos;
   s.position.learned_offset = 2;
-  s.decoder.position.table = c.get("model.decoder.embed_positions.weight", {n_pos + 2, d});
+  s.decoder.position.tensors["table"] = c.get("model.decoder.embed_positions.weight", {n_pos + 2, d});
 
   s.tok_embed = c.get("model.decoder.embed_tokens.weight", {s.vocab_size, d});
   for (int64_t l = 0; l < n_layers; ++l) {
