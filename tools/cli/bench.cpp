@@ -24,6 +24,7 @@
 
 #include "common.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/synthetic.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>

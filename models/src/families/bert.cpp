@@ -1,7 +1,7 @@
 // BERT family (BertModel and the task heads' "bert." backbone): encoder only, post-norm LayerNorm,
 // embeddings word + learned position + token type followed by a LayerNorm, exact-erf GELU FFN,
 // pooler tanh(dense(h[0])) when the checkpoint has one.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

@@ -1,7 +1,7 @@
 // GPT-2 family: learned absolute positions (wpe), pre-LN blocks, Conv1D projections stored
 // [in, out] (transposed here to the engine's [out, in]), fused c_attn = [q | k | v] along the
 // output dimension, gelu_new MLP, final ln_f, lm_head tied to wte.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

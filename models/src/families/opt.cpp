@@ -2,7 +2,7 @@
 // + 2 rows), separate q/k/v/out projections with biases, ReLU FFN (fc1/fc2), pre-LN
 // (do_layer_norm_before; OPT-350m's post-LN also maps onto the engine's post-norm graph), decoder
 // final_layer_norm, lm_head tied to embed_tokens.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

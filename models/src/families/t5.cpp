@@ -7,7 +7,7 @@
 // untied (v1.1): lm_head.weight, no rescale.
 #include <cmath>
 
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

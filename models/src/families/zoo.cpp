@@ -4,7 +4,7 @@
 // keeps the 1/sqrt(head_dim) scale for every scheme (also relative), so the models differ only in
 // the scheme. Token embeddings are multiplied by config "embed_scale" (sqrt(d_model), as in the
 // original Transformer) on input only.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 
