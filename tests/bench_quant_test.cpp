@@ -10,6 +10,7 @@
 
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/synthetic.hpp"
 #include "support/cli.hpp"
 #include "support/golden.hpp"
 

@@ -41,6 +41,14 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// Weights for every scheme that reads any, shaped for ctx_of(8, 2, 4) and 16 positions.
+PositionWeights weights_for_small_context() {
+  PositionWeights w;
+  w.set("table", Tensor::zeros({16, 8}));
+  w.set("relative_bias", Tensor::zeros({32, 2}));
+  return w;
+}
+
 json read_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path);
@@ -63,17 +71,15 @@ TEST(PositionRegistry, ListsSchemesInOrder) {
 }
 
 TEST(PositionRegistry, EveryNameConstructs) {
-  PositionWeights w;
-  w.table = Tensor::zeros({16, 8});
-  w.relative_bias = Tensor::zeros({32, 2});
-  for (const std::string& name : position_scheme_names()) {
+  const PositionWeights w = weights_for_small_context();
+  for (const PositionSchemeInfo* info : position_schemes()) {
     PositionConfig cfg;
-    cfg.scheme = name;
+    cfg.scheme = info->name;
     cfg.max_positions = 16;
     auto s = make(cfg, ctx_of(8, 2, 4), w);
-    ASSERT_TRUE(s) << name;
-    EXPECT_EQ(std::string(s->name()), name);
-    EXPECT_EQ(s->has_score_bias(), name == "relative" || name == "alibi") << name;
+    ASSERT_TRUE(s) << info->name;
+    EXPECT_EQ(std::string(s->name()), info->name);
+    EXPECT_EQ(s->has_score_bias(), std::string(info->acts) == "attention scores") << info->name;
   }
 }
 
@@ -90,9 +96,7 @@ TEST(PositionRegistry, UnsupportedScalingIsAnError) {
     const char* scheme;
     ScalingType type;
   };
-  PositionWeights w;
-  w.table = Tensor::zeros({16, 8});
-  w.relative_bias = Tensor::zeros({32, 2});
+  const PositionWeights w = weights_for_small_context();
   for (Case c : {Case{"none", ScalingType::Linear}, Case{"alibi", ScalingType::YaRN},
                  Case{"learned", ScalingType::NTK}, Case{"sinusoidal", ScalingType::Dynamic},
                  Case{"relative", ScalingType::LongRoPE}}) {
@@ -109,6 +113,67 @@ TEST(PositionRegistry, UnsupportedScalingIsAnError) {
   cfg.scheme = "alibi";
   cfg.scaling.type = ScalingType::YaRN;
   EXPECT_NE(error_of([&] { make(cfg, ctx_of(8, 2, 4)); }).find("supported: none, linear"), std::string::npos);
+}
+
+// Every registered scheme, every scaling type: what the entry declares is what construction accepts.
+TEST(PositionRegistry, EntryScalingsAreWhatTheSchemeAccepts) {
+  const PositionWeights w = weights_for_small_context();
+  for (const PositionSchemeInfo* info : position_schemes()) {
+    EXPECT_TRUE(info->supports(ScalingType::None)) << info->name;
+    for (ScalingType t : {ScalingType::Linear, ScalingType::NTK, ScalingType::Dynamic, ScalingType::YaRN,
+                          ScalingType::Llama3, ScalingType::LongRoPE}) {
+      PositionConfig cfg;
+      cfg.scheme = info->name;
+      cfg.max_positions = 16;
+      cfg.scaling.type = t;
+      cfg.scaling.factor = 2.0;
+      bool factor_only = false;
+      for (const ScalingSupport& s : info->scalings) factor_only = factor_only || (s.type == t && s.factor_only);
+      const std::string msg = error_of([&] { make(cfg, ctx_of(8, 2, 4), w); });
+      if (!info->supports(t)) {
+        EXPECT_NE(msg.find(std::string(info->name) + " does not support " + scaling_name(t)), std::string::npos)
+            << info->name << " " << scaling_name(t) << ": " << msg;
+      } else if (factor_only) {
+        EXPECT_EQ(msg, "") << info->name << " " << scaling_name(t);
+      }
+    }
+  }
+}
+
+TEST(PositionRegistry, EntryDescribesTheSettings) {
+  PositionConfig cfg;
+  const PositionContext ctx = ctx_of(8, 2, 4);
+  EXPECT_EQ(position_scheme_info("rope").describe(cfg, ctx), "theta 10000, rotary_dim 4, half-split");
+  cfg.rotary_dim = 2;
+  cfg.rope_layout = RopeLayout::Interleaved;
+  cfg.rope_theta = 500000;
+  EXPECT_EQ(position_scheme_info("rope").describe(cfg, ctx), "theta 500000, rotary_dim 2, interleaved");
+  EXPECT_EQ(position_scheme_info("relative").describe(cfg, ctx), "32 buckets, max_distance 128");
+  EXPECT_EQ(position_scheme_info("alibi").describe(cfg, ctx), "max_bias 8");
+  EXPECT_EQ(position_scheme_info("learned").describe(cfg, ctx), "");
+  cfg.learned_offset = 2;
+  EXPECT_EQ(position_scheme_info("learned").describe(cfg, ctx), "offset 2");
+  EXPECT_EQ(position_scheme_info("none").describe(cfg, ctx), "");
+}
+
+TEST(PositionRegistry, EntryNamesTheWeightsItsSchemeReads) {
+  // A scheme that declares a weight refuses to build without it; one that declares none builds.
+  for (const PositionSchemeInfo* info : position_schemes()) {
+    PositionConfig cfg;
+    cfg.scheme = info->name;
+    cfg.max_positions = 16;
+    const std::string msg = error_of([&] { make(cfg, ctx_of(8, 2, 4)); });
+    EXPECT_EQ(msg.empty(), info->weights.empty()) << info->name << ": " << msg;
+  }
+  EXPECT_TRUE(PositionWeights{}.get("table").empty());
+}
+
+TEST(PositionRegistry, ParametersOutsideTheNamedFields) {
+  PositionConfig cfg;
+  const std::string msg = error_of([&] { cfg.param("xpos_scale_base"); });
+  EXPECT_NE(msg.find("'xpos_scale_base' is declared by no registered scheme"), std::string::npos) << msg;
+  cfg.params["xpos_scale_base"] = 512.0;
+  EXPECT_EQ(cfg.param("xpos_scale_base"), 512.0);
 }
 
 TEST(PositionRegistry, ParseScaling) {
@@ -143,7 +208,7 @@ TEST(PositionRegistry, NoneIsANoOp) {
   std::vector<float> x = {1, 2, 3, 4};
   int32_t pos[1] = {7};
   s->embed(x.data(), pos, 1);
-  s->rotate(x.data(), 1, pos, 1, 8);
+  s->rotate(x.data(), RotateTarget::Query, 1, pos, 1, 8);
   EXPECT_EQ(x, (std::vector<float>{1, 2, 3, 4}));
   EXPECT_FALSE(s->has_score_bias());
 }
@@ -175,7 +240,7 @@ TEST(T5Relative, BiasReadsTheBucketEntry) {
   for (int64_t b = 0; b < 32; ++b)
     for (int64_t h = 0; h < H; ++h) tab[b * H + h] = static_cast<float>(100 * h + b);
   PositionWeights w;
-  w.relative_bias = Tensor::from({32, H}, tab);
+  w.tensors["relative_bias"] = Tensor::from({32, H}, tab);
   PositionConfig cfg;
   cfg.scheme = "relative";
   for (bool causal : {false, true}) {
@@ -206,7 +271,7 @@ TEST(T5Relative, LinearScalingDividesTheDistance) {
   std::vector<float> tab(32);
   std::iota(tab.begin(), tab.end(), 0.0f);
   PositionWeights w;
-  w.relative_bias = Tensor::from({32, 1}, tab);
+  w.tensors["relative_bias"] = Tensor::from({32, 1}, tab);
   PositionConfig cfg;
   cfg.scheme = "relative";
   cfg.scaling.type = ScalingType::Linear;
@@ -229,9 +294,9 @@ TEST(T5Relative, MissingOrMisshapenTableIsAnError) {
   cfg.scheme = "relative";
   EXPECT_NE(error_of([&] { make(cfg, ctx_of(8, 2, 4)); }).find("relative attention bias"), std::string::npos);
   PositionWeights w;
-  w.relative_bias = Tensor::zeros({16, 2});
+  w.tensors["relative_bias"] = Tensor::zeros({16, 2});
   EXPECT_THROW(make(cfg, ctx_of(8, 2, 4), w), Error);
-  w.relative_bias = Tensor::zeros({32, 3});
+  w.tensors["relative_bias"] = Tensor::zeros({32, 3});
   EXPECT_THROW(make(cfg, ctx_of(8, 2, 4), w), Error);
 }
 
@@ -369,7 +434,7 @@ TEST(Rope, HalfSplitRotatesKnownAngles) {
   auto s = make(rope_cfg(), ctx_of(4, 1, 4));
   std::vector<float> x = {1, 2, 3, 4};
   int32_t pos[] = {1};
-  s->rotate(x.data(), 1, pos, 1, 2);
+  s->rotate(x.data(), RotateTarget::Query, 1, pos, 1, 2);
   const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
   // pairs (x0, x2) at angle 1, (x1, x3) at angle 0.01
   EXPECT_NEAR(x[0], 1 * c1 - 3 * s1, 1e-6);  // -1.9841107
@@ -385,7 +450,7 @@ TEST(Rope, InterleavedRotatesKnownAngles) {
   auto s = make(cfg, ctx_of(4, 1, 4));
   std::vector<float> x = {1, 2, 3, 4, /*second head*/ 0, 1, 0, 0};
   int32_t pos[] = {2};
-  s->rotate(x.data(), 2, pos, 1, 3);
+  s->rotate(x.data(), RotateTarget::Query, 2, pos, 1, 3);
   const double c1 = std::cos(2.0), s1 = std::sin(2.0), c2 = std::cos(0.02), s2 = std::sin(0.02);
   // pairs (x0, x1) at angle 2, (x2, x3) at angle 0.02
   EXPECT_NEAR(x[0], 1 * c1 - 2 * s1, 1e-6);
@@ -400,7 +465,7 @@ TEST(Rope, PositionZeroIsIdentity) {
   auto s = make(rope_cfg(), ctx_of(16, 2, 8));
   std::vector<float> x = random_vec(16, 1), y = x;
   int32_t pos[] = {0};
-  s->rotate(y.data(), 2, pos, 1, 1);
+  s->rotate(y.data(), RotateTarget::Query, 2, pos, 1, 1);
   EXPECT_EQ(x, y);
 }
 
@@ -413,7 +478,7 @@ TEST(Rope, PartialRotaryLeavesTailUntouchedAndUsesRotaryDim) {
     auto s = make(cfg, ctx_of(16, 2, 8));
     std::vector<float> x = random_vec(2 * 2 * 8, 7), orig = x;
     int32_t pos[] = {3, 11};
-    s->rotate(x.data(), 2, pos, 2, 12);
+    s->rotate(x.data(), RotateTarget::Query, 2, pos, 2, 12);
     for (int t = 0; t < 2; ++t)
       for (int h = 0; h < 2; ++h) {
         const float* v = &x[(t * 2 + h) * 8];
@@ -440,7 +505,7 @@ TEST(Rope, RotationPreservesNorm) {
     auto s = make(cfg, ctx_of(64, 4, 16));
     std::vector<int32_t> pos = {0, 1, 5, 31, 32, 1000, 70000};
     std::vector<float> x = random_vec(pos.size() * 64, 3), orig = x;
-    s->rotate(x.data(), 4, pos.data(), static_cast<int64_t>(pos.size()), 70001);
+    s->rotate(x.data(), RotateTarget::Query, 4, pos.data(), static_cast<int64_t>(pos.size()), 70001);
     for (size_t t = 0; t < pos.size(); ++t)
       for (int h = 0; h < 4; ++h) {
         const float* v = &x[(t * 4 + h) * 16];
@@ -458,8 +523,8 @@ TEST(Rope, DotProductDependsOnlyOnRelativePosition) {
     const std::vector<float> q0 = random_vec(16, 11), k0 = random_vec(16, 12);
     auto score = [&](int32_t m, int32_t n) {
       std::vector<float> q = q0, k = k0;
-      s->rotate(q.data(), 1, &m, 1, m + 1);
-      s->rotate(k.data(), 1, &n, 1, n + 1);
+      s->rotate(q.data(), RotateTarget::Query, 1, &m, 1, m + 1);
+      s->rotate(k.data(), RotateTarget::Key, 1, &n, 1, n + 1);
       return dot(q.data(), k.data(), 16);
     };
     for (int32_t delta : {0, 1, 3, 17}) {
@@ -477,8 +542,8 @@ TEST(Rope, LinearScalingDividesPositions) {
   auto plain = make(rope_cfg(), ctx_of(16, 1, 16));
   std::vector<float> a = random_vec(16, 5), b = a;
   int32_t p8 = 8, p2 = 2;
-  scaled->rotate(a.data(), 1, &p8, 1, 9);
-  plain->rotate(b.data(), 1, &p2, 1, 3);
+  scaled->rotate(a.data(), RotateTarget::Query, 1, &p8, 1, 9);
+  plain->rotate(b.data(), RotateTarget::Query, 1, &p2, 1, 3);
   for (int i = 0; i < 16; ++i) EXPECT_NEAR(a[i], b[i], 1e-6);
 }
 
@@ -523,10 +588,10 @@ TEST(Rope, DynamicRotateUsesTheSequenceLength) {
   const std::vector<float> x0 = random_vec(16, 9);
   int32_t p = 20;
   std::vector<float> a = x0, b = x0, c = x0;
-  s->rotate(a.data(), 1, &p, 1, 21);   // short sequence: unscaled
-  plain->rotate(b.data(), 1, &p, 1, 21);
+  s->rotate(a.data(), RotateTarget::Query, 1, &p, 1, 21);   // short sequence: unscaled
+  plain->rotate(b.data(), RotateTarget::Query, 1, &p, 1, 21);
   EXPECT_EQ(a, b);
-  s->rotate(c.data(), 1, &p, 1, 56);   // same position inside a 56-long sequence: scaled base
+  s->rotate(c.data(), RotateTarget::Query, 1, &p, 1, 56);   // same position inside a 56-long sequence: scaled base
   const RopeFrequencies f = rope_frequencies(cfg, 16, 56);
   const float ang = 20.0f * f.inv_freq[1];
   EXPECT_NEAR(c[1], x0[1] * std::cos(ang) - x0[9] * std::sin(ang), 1e-6);
@@ -622,7 +687,7 @@ TEST_P(RopeFixture, InvFreqAndAttentionScalingMatchHF) {
     const int64_t half = head_dim / 2;
     for (int32_t p : {0, 1, static_cast<int32_t>(T / 2), static_cast<int32_t>(T - 1)}) {
       std::vector<float> x = random_vec(static_cast<size_t>(head_dim), static_cast<uint32_t>(p + 1)), orig = x;
-      scheme->rotate(x.data(), 1, &p, 1, T);
+      scheme->rotate(x.data(), RotateTarget::Query, 1, &p, 1, T);
       for (int64_t i = 0; i < half; ++i) {
         const float ang = static_cast<float>(p) * static_cast<float>(inv[i]);
         const float c = static_cast<float>(std::cos(ang)) * static_cast<float>(scale);
@@ -703,7 +768,7 @@ TEST(RopeScaling, LongRopeSwitchesAtOriginalLength) {
   EXPECT_TRUE(s->rotation_changes(32, 33));
   EXPECT_TRUE(s->rotation_changes(40, 20));
   EXPECT_FALSE(s->rotation_changes(33, 48));
-  // A non-integer max/original ratio stays a floating ratio (pitfall 13).
+  // A non-integer max/original ratio stays a floating ratio (not integer division).
   PositionConfig odd = cfg;
   odd.max_positions = 80;
   EXPECT_NEAR(rope_frequencies(odd, hd, 0).attention_scaling, std::sqrt(1 + std::log(2.5) / std::log(32.0)), 1e-12);
@@ -727,7 +792,7 @@ PositionWeights learned_table(int64_t rows, int64_t d) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < d; ++i) v[r * d + i] = static_cast<float>(10 * r + i);
   PositionWeights w;
-  w.table = Tensor::from({rows, d}, v);
+  w.tensors["table"] = Tensor::from({rows, d}, v);
   return w;
 }
 

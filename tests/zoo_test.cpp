@@ -5,6 +5,7 @@
 // each scheme; the learned model refuses to run past its 128-row table unless interpolated.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -22,9 +23,16 @@ using ordo::test::within_tolerance;
 
 namespace {
 
-const std::vector<std::string> kSchemes = {"none", "learned", "sinusoidal", "relative", "rope", "alibi"};
-
 std::string zoo_dir(const std::string& scheme) { return std::string(ORDO_SOURCE_DIR) + "/models/zoo/" + scheme; }
+
+// The zoo's models: every registered scheme that has a trained model under models/zoo.
+std::vector<std::string> zoo_schemes() {
+  std::vector<std::string> out;
+  for (const std::string& s : position_scheme_names())
+    if (std::filesystem::exists(zoo_dir(s) + "/config.json")) out.push_back(s);
+  return out;
+}
+const std::vector<std::string> kSchemes = zoo_schemes();
 
 Golden load_zoo_golden(const std::string& scheme) {
   const std::string dir = zoo_dir(scheme);

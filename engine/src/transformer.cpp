@@ -118,35 +118,17 @@ int64_t ModelSpec::parameter_count() const {
     add(m.weight);
     add(m.bias);
   };
-  auto add_attn = [&](const AttentionWeights& a) {
-    add_lin(a.q);
-    add_lin(a.k);
-    add_lin(a.v);
-    add_lin(a.out);
-  };
-  auto add_stack = [&](const Stack& s) {
-    for (const Layer& l : s.layers) {
-      add_norm(l.attn_norm);
-      add_attn(l.self_attn);
-      add_norm(l.cross_norm);
-      add_attn(l.cross_attn);
-      add_norm(l.ffn_norm);
-      add_lin(l.ffn.up);
-      add_lin(l.ffn.gate);
-      add_lin(l.ffn.down);
-    }
-    add_norm(s.final_norm);
-    add(s.position.table);
-    add(s.position.relative_bias);
-  };
   add(tok_embed);
   add(token_type_embed);
   add_norm(embed_norm);
-  add_stack(encoder);
-  add_stack(decoder);
-  add_lin(lm_head);
+  for (const Stack* st : {&encoder, &decoder}) {
+    for (const Layer& l : st->layers)
+      for (const Norm* m : {&l.attn_norm, &l.cross_norm, &l.ffn_norm}) add_norm(*m);
+    add_norm(st->final_norm);
+    for (const auto& named : st->position.tensors) add(named.second);
+  }
+  for_each_linear(add_lin);
   add(final_logits_bias);
-  add_lin(pooler);
   return n;
 }
 
@@ -470,8 +452,8 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     project(b, h, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
     for (const Segment& s : b.segs) {
       if (scheme) {
-        scheme->rotate(q + s.row0 * H * hd, H, s.pos, s.T, s.seq_len);
-        scheme->rotate(k + s.row0 * KV * hd, KV, s.pos, s.T, s.seq_len);
+        scheme->rotate(q + s.row0 * H * hd, RotateTarget::Query, H, s.pos, s.T, s.seq_len);
+        scheme->rotate(k + s.row0 * KV * hd, RotateTarget::Key, KV, s.pos, s.T, s.seq_len);
       }
       // Appended at slots [length, length + T); the step advances `length` after every layer.
       store_kv(s, layer, k + s.row0 * KV * hd, v + s.row0 * KV * hd);

@@ -1,5 +1,5 @@
 // The family registry: one line per architecture family (files under families/).
-#include "family.hpp"
+#include "family_context.hpp"
 
 namespace ordo {
 

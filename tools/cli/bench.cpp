@@ -24,6 +24,7 @@
 
 #include "common.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/synthetic.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -263,7 +264,7 @@ struct BenchCommand : Command {
       }
     };
     measure_machine();
-    std::cerr << "[bench] read bandwidth " << fmt(read_gb_s, 1) << " GB/s, peak sgemm " << fmt(peak, 1)
+    std::cerr << "[bench] read bandwidth " << fixed(read_gb_s, 1) << " GB/s, peak sgemm " << fixed(peak, 1)
               << " GFLOP/s (first measurement)\n";
 
     // ---- model --------------------------------------------------------------------------------
@@ -301,8 +302,8 @@ struct BenchCommand : Command {
       const double weight_bytes = static_cast<double>(decode_weight_bytes(s));
       const double lin_params = static_cast<double>(decoder_linear_params(s));
       const int64_t L = static_cast<int64_t>(s.decoder.layers.size());
-      std::cerr << "[bench] " << weight_dtype_name(dt) << " model ready in " << fmt(seconds_since(tl), 1) << " s ("
-                << fmt(weight_bytes / 1e6, 1) << " MB of weights per decode token)\n";
+      std::cerr << "[bench] " << weight_dtype_name(dt) << " model ready in " << fixed(seconds_since(tl), 1) << " s ("
+                << fixed(weight_bytes / 1e6, 1) << " MB of weights per decode token)\n";
       model_json = {{"name", synth ? (synthetic.empty() ? "110m" : synthetic) : dir},
                     {"synthetic", synth},
                     {"parameters", s.parameter_count()},
@@ -416,10 +417,10 @@ struct BenchCommand : Command {
       }
     }
     measure_machine();
-    std::cout << "machine: read bandwidth " << fmt(read_gb_s, 1) << " GB/s, peak sgemm " << fmt(peak, 1)
+    std::cout << "machine: read bandwidth " << fixed(read_gb_s, 1) << " GB/s, peak sgemm " << fixed(peak, 1)
               << " GFLOP/s (";
     for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
-      std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fmt(it.value().get<double>(), 1);
+      std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
     std::cout << "), " << nt << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
               << ", OpenMP wait policy " << wait_policy()
               << ", KV cache " << weight_dtype_name(kv) << (prepack ? ", F32 weights prepacked for oneDNN" : "")
@@ -473,7 +474,7 @@ struct BenchCommand : Command {
     return v;
   }
 
-  static std::string fmt(double v, int prec) {
+  static std::string fixed(double v, int prec) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", prec, v);
     return buf;
@@ -481,7 +482,7 @@ struct BenchCommand : Command {
 
   static void progress(const Row& r) {
     std::cerr << "[bench] " << r.phase << " ctx " << r.ctx << " batch " << r.batch << " " << r.backend << " " << r.dtype << ": "
-              << fmt(r.tokens_per_s, 2) << " tok/s\n";
+              << fixed(r.tokens_per_s, 2) << " tok/s\n";
   }
 
   bool header_done = false;
@@ -492,12 +493,12 @@ struct BenchCommand : Command {
       header_done = true;
     }
     const char* unit = r.phase == "prefill" ? " GF/s" : " GB/s";
-    const std::string ach = fmt(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + unit;
-    const std::string lim = fmt(r.limit, 1) + unit;
+    const std::string ach = fixed(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + unit;
+    const std::string lim = fixed(r.limit, 1) + unit;
     std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %12s %9s %9.0f\n", r.phase.c_str(),
                 static_cast<long long>(r.ctx), static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
                 100.0 * r.roofline_fraction, ach.c_str(), lim.c_str(),
-                r.phase == "prefill" ? fmt(r.ttft_ms, 1).c_str() : "-", r.peak_rss_mib);
+                r.phase == "prefill" ? fixed(r.ttft_ms, 1).c_str() : "-", r.peak_rss_mib);
     std::fflush(stdout);
   }
 

@@ -29,7 +29,7 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
                 "Copy F32 weights into oneDNN's blocked layout at load: faster prompts, a second copy of the weights");
   if (!with_position) return;
   app->add_option("--position", position,
-                  "Replace the model's position scheme: none, learned, sinusoidal, relative, rope, alibi")
+                  "Replace the model's position scheme")
       ->check(CLI::IsMember(position_scheme_names()));
   app->add_option("--scaling", scaling,
                   "Long-context scaling: none, linear, ntk, dynamic, yarn, llama3, longrope (replaces config.json's)");

@@ -34,7 +34,6 @@ using json = nlohmann::json;
 
 constexpr uint64_t kPairSeed = 0x6f72646f;         // "ordo": which two words each default pair swaps
 constexpr uint64_t kPermutationSeed = 0x7065726d;  // "perm": the permutation of the probe
-const char* const kZooSchemes[] = {"none", "learned", "sinusoidal", "relative", "rope", "alibi"};
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -229,15 +228,12 @@ struct Method {
   const char* name;
   ScalingType type;
 };
+// The length probe's rows for a scheme: unscaled, then every scaling it runs from a factor alone.
 std::vector<Method> methods_for(const std::string& scheme) {
-  if (scheme == "rope")
-    return {{"none", ScalingType::None},
-            {"linear", ScalingType::Linear},
-            {"ntk", ScalingType::NTK},
-            {"dynamic", ScalingType::Dynamic},
-            {"yarn", ScalingType::YaRN}};
-  if (scheme == "none") return {{"none", ScalingType::None}};
-  return {{"none", ScalingType::None}, {"linear", ScalingType::Linear}};
+  std::vector<Method> out = {{scaling_name(ScalingType::None), ScalingType::None}};
+  for (const ScalingSupport& s : position_scheme_info(scheme).scalings)
+    if (s.factor_only) out.push_back({scaling_name(s.type), s.type});
+  return out;
 }
 
 const auto& html_escape = xml_escape;
@@ -262,7 +258,7 @@ std::string cell(const json& doc, const std::string& ptr, const char* tag = "td"
 }
 std::string text_cell(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }
 
-std::string fmt(const json& v, int width) {
+std::string column(const json& v, int width) {
   std::ostringstream os;
   os << std::left << std::setw(width) << show(v) << ' ';
   return os.str();
@@ -363,7 +359,7 @@ struct CompareCommand : Command {
     std::string zdir;
     if (!no_zoo) {
       zdir = zoo_dir();
-      for (const char* s : kZooSchemes) {
+      for (const std::string& s : position_scheme_names()) {
         const fs::path d = fs::path(zdir) / s;
         if (fs::exists(d / "config.json"))
           entries.push_back({s, d.string(), ""});
@@ -692,38 +688,38 @@ struct CompareCommand : Command {
     if (doc.contains("word_order")) {
       o << "== word order: prefers the original over two words swapped (" << doc["word_order"]["pairs"].size()
         << " pairs)\n"
-        << fmt("model", lw) << fmt("scheme", 12) << fmt("accuracy", 10) << fmt("margin", 12) << "\n";
+        << column("model", lw) << column("scheme", 12) << column("accuracy", 10) << column("margin", 12) << "\n";
       for (const json& r : doc["word_order"]["results"])
-        o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r.value("accuracy", json()), 10)
-          << fmt(r.value("mean_margin", json()), 12)
+        o << column(r["model"], lw) << column(r["scheme"], 12) << column(r.value("accuracy", json()), 10)
+          << column(r.value("mean_margin", json()), 12)
           << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     }
     if (doc.contains("permutation")) {
       o << "\n== permutation probe: bidirectional, max |h(perm x) - perm h(x)|\n"
-        << fmt("model", lw) << fmt("scheme", 12) << fmt("tokens", 8) << fmt("max_abs", 14)
-        << fmt("relative", 14) << "\n";
+        << column("model", lw) << column("scheme", 12) << column("tokens", 8) << column("max_abs", 14)
+        << column("relative", 14) << "\n";
       for (const json& r : doc["permutation"]["results"])
-        o << fmt(r["model"], lw) << fmt(r["scheme"], 12) << fmt(r["tokens"], 8)
-          << fmt(r.value("max_abs_error", json()), 14) << fmt(r.value("rel_error", json()), 14)
+        o << column(r["model"], lw) << column(r["scheme"], 12) << column(r["tokens"], 8)
+          << column(r.value("max_abs_error", json()), 14) << column(r.value("rel_error", json()), 14)
           << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     }
     if (doc.contains("length")) {
-      o << "\n== length: perplexity at multiples of the trained length\n" << fmt("row", rw);
-      for (const json& k : doc["settings"]["multiples"]) o << fmt(k.dump() + "x", 11);
+      o << "\n== length: perplexity at multiples of the trained length\n" << column("row", rw);
+      for (const json& k : doc["settings"]["multiples"]) o << column(k.dump() + "x", 11);
       o << "\n";
       for (const json& r : doc["length"]["results"]) {
-        o << fmt(r["label"], rw);
-        for (const json& p : r["points"]) o << fmt(p["ppl"], 11);
+        o << column(r["label"], rw);
+        for (const json& p : r["points"]) o << column(p["ppl"], 11);
         o << "\n";
       }
     }
     if (doc.contains("attention")) {
-      o << "\n== attention: mean weight by query-key distance\n" << fmt("model", lw);
-      for (const json& b : doc["attention"]["buckets"]) o << fmt(b["label"], 11);
+      o << "\n== attention: mean weight by query-key distance\n" << column("model", lw);
+      for (const json& b : doc["attention"]["buckets"]) o << column(b["label"], 11);
       o << "\n";
       for (const json& r : doc["attention"]["results"]) {
-        o << fmt(r["model"], lw);
-        for (const json& v : r["mean_weight"]) o << fmt(v, 11);
+        o << column(r["model"], lw);
+        for (const json& v : r["mean_weight"]) o << column(v, 11);
         o << "\n";
       }
     }

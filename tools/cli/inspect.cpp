@@ -36,12 +36,10 @@ struct InspectCommand : Command {
               << "norm:         " << (s.pre_norm ? "pre-norm" : "post-norm")
               << (s.parallel_residual ? ", parallel residual" : "") << "\n"
               << "position:     " << p.scheme;
-    if (p.scheme == "rope")
-      std::cout << " (theta " << p.rope_theta << ", rotary_dim " << (p.rotary_dim ? p.rotary_dim : s.head_dim) << ", "
-                << (p.rope_layout == RopeLayout::HalfSplit ? "half-split" : "interleaved") << ")";
-    if (p.scheme == "learned" && p.learned_offset) std::cout << " (offset " << p.learned_offset << ")";
-    if (p.scheme == "relative") std::cout << " (" << p.num_buckets << " buckets, max_distance " << p.max_distance << ")";
-    if (p.scheme == "alibi") std::cout << " (max_bias " << p.alibi_max_bias << ")";
+    PositionContext ctx;
+    ctx.d_model = s.d_model, ctx.n_heads = s.n_heads, ctx.head_dim = s.head_dim;
+    const std::string settings = position_scheme_info(p.scheme).describe(p, ctx);
+    if (!settings.empty()) std::cout << " (" << settings << ")";
     std::cout << "\n"
               << "scaling:      " << scaling_name(p.scaling.type);
     if (p.scaling.type != ScalingType::None) std::cout << " x" << p.scaling.factor;

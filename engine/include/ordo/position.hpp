@@ -5,10 +5,12 @@
 // Long-context scaling is a separate, orthogonal setting (`Scaling`) that each scheme
 // interprets in its own terms, or rejects with an Error.
 //
-// A new scheme is one file under engine/src/position/ plus one line in registry.cpp.
+// A new scheme is one file under engine/src/position/ (its class and its PositionSchemeInfo) plus
+// one line in registry.cpp; everything else asks the registry (docs/adding-a-scheme.md).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,7 +73,12 @@ struct PositionConfig {
   int64_t num_buckets = 32, max_distance = 128;
   // alibi
   double alibi_max_bias = 8.0;
+  // Any other scheme's parameters, by the names its PositionSchemeInfo::parameters declares;
+  // param() gives the declared default for a name not set here.
+  std::map<std::string, double> params;
   Scaling scaling;
+
+  double param(const std::string& name) const;  // Error for a name no registered scheme declares
 };
 
 // What a scheme may know about the attention it serves.
@@ -80,11 +87,17 @@ struct PositionContext {
   bool causal = true;  // decoder self-attention (T5 causal buckets) vs encoder (bidirectional)
 };
 
-// Weights some schemes read from the checkpoint (absent tensors are empty).
+// Weights some schemes read from the checkpoint, by the names their PositionSchemeInfo::weights
+// declare (learned: "table" [rows, d_model]; relative: "relative_bias" [num_buckets, n_heads]).
 struct PositionWeights {
-  Tensor table;          // learned: [rows, d_model] (F32)
-  Tensor relative_bias;  // relative: [num_buckets, n_heads] (F32)
+  std::map<std::string, Tensor> tensors;
+
+  const Tensor& get(const std::string& name) const;  // an empty tensor when absent
+  void set(const std::string& name, Tensor t) { tensors[name] = std::move(t); }
 };
+
+// rotate() is called once for the queries and once for the keys of a step.
+enum class RotateTarget { Query, Key };
 
 class PositionScheme {
  public:
@@ -98,10 +111,12 @@ class PositionScheme {
   // (1) x: [T, d_model]; x[t] += pe(pos[t]).
   virtual void embed(float* x, const int32_t* pos, int64_t T) const { (void)x, (void)pos, (void)T; }
 
-  // (2) x: [T, n_heads_x, head_dim] (queries or keys), rotated in place for positions pos[t].
-  // seq_len is the length this forward sees (max position + 1): dynamic NTK and LongRoPE depend on it.
-  virtual void rotate(float* x, int64_t n_heads_x, const int32_t* pos, int64_t T, int64_t seq_len) const {
-    (void)x, (void)n_heads_x, (void)pos, (void)T, (void)seq_len;
+  // (2) x: [T, n_heads_x, head_dim], the queries or the keys (`which`: a scheme may treat them
+  // differently, as xPos scales them inversely), rotated in place for positions pos[t]. seq_len is
+  // the length this forward sees (max position + 1): dynamic NTK and LongRoPE depend on it.
+  virtual void rotate(float* x, RotateTarget which, int64_t n_heads_x, const int32_t* pos, int64_t T,
+                      int64_t seq_len) const {
+    (void)x, (void)which, (void)n_heads_x, (void)pos, (void)T, (void)seq_len;
   }
 
   // (3) scores[j] += bias(head, qpos, kpos[j]) for j < nk.
@@ -119,13 +134,50 @@ class PositionScheme {
   }
 };
 
-// Builds the scheme named in cfg.scheme. Throws Error for an unknown name (listing the known ones),
-// a scaling type the scheme does not support, or weights the scheme needs but the model lacks.
-std::unique_ptr<PositionScheme> make_position_scheme(const PositionConfig& cfg, const PositionContext& ctx,
-                                                     const PositionWeights& weights);
+// ---- The registry: what the rest of ordo asks of a scheme ------------------------------------------
 
+struct ScalingSupport {
+  ScalingType type;
+  bool factor_only;  // runs from a factor alone (what `ordo compare`'s length probe tries)
+};
+
+struct PositionParameter {  // a parameter kept in PositionConfig::params
+  const char* name;
+  double default_value;
+  const char* meaning;
+};
+
+struct PositionWeightInfo {  // a tensor read from the checkpoint, kept in PositionWeights
+  const char* name;
+  const char* shape;  // e.g. "[num_buckets, n_heads]", for messages
+};
+
+struct PositionSchemeInfo {
+  const char* name;
+  const char* acts;                            // where it acts: "input embeddings", "q/k rotation", "attention scores", "nothing"
+  std::vector<ScalingSupport> scalings;        // ScalingType::None is always supported and not listed
+  std::vector<PositionParameter> parameters;   // beyond PositionConfig's named fields
+  std::vector<PositionWeightInfo> weights;
+  // Its settings in a few words, for `ordo inspect`, e.g. "theta 10000, rotary_dim 8, half-split".
+  std::string (*describe)(const PositionConfig& cfg, const PositionContext& ctx);
+  std::unique_ptr<PositionScheme> (*make)(const PositionConfig& cfg, const PositionContext& ctx,
+                                          const PositionWeights& weights);
+
+  bool supports(ScalingType t) const;
+};
+
+// Every registered scheme, in registry order.
+const std::vector<const PositionSchemeInfo*>& position_schemes();
+// The scheme called `name`; Error naming it and listing the known ones if there is none.
+const PositionSchemeInfo& position_scheme_info(const std::string& name);
 // Names of all registered schemes, in registry order.
 std::vector<std::string> position_scheme_names();
+
+// Builds the scheme named in cfg.scheme. Throws Error for an unknown name (listing the known ones),
+// a scaling type the scheme does not support (listing those it does), a non-positive factor, or
+// weights the scheme needs but the model lacks.
+std::unique_ptr<PositionScheme> make_position_scheme(const PositionConfig& cfg, const PositionContext& ctx,
+                                                     const PositionWeights& weights);
 
 // ---- Formula helpers, exposed for tests and tools -------------------------------------------------
 

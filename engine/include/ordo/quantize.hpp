@@ -1,4 +1,4 @@
-// Weight storage types and synthetic models.
+// Weight storage types.
 //
 // Linear weights may be stored F32, F16, BF16 or I8 (weight-only, per output row symmetric:
 // scale[n] = max|W[n, :]| / 127, q = round(W / scale)); every op still computes in F32
@@ -40,22 +40,5 @@ int64_t decode_weight_bytes(const ModelSpec& spec);
 // Parameters of the decoder stack's linear layers (the 2·params·T part of a forward's FLOPs),
 // without the lm_head.
 int64_t decoder_linear_params(const ModelSpec& spec);
-
-// A Llama-shaped decoder (RMSNorm, SwiGLU, RoPE, GQA) with random weights, for benchmarks.
-struct SyntheticShape {
-  int64_t dim = 768, layers = 12, heads = 12, kv_heads = 12, ffn = 2048, vocab = 32000;
-  int64_t max_positions = 2048;
-  bool tied_head = true;
-};
-
-// "110m" (dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000, tied head: llama2.c's stories110M),
-// "1b" (TinyLlama-1.1B: dim 2048, 22 layers, 32 heads, 4 kv heads, ffn 5632, vocab 32000, untied),
-// or "DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB". Throws Error on anything else.
-SyntheticShape parse_synthetic_shape(const std::string& text);
-
-// Builds the model directly in `dtype` (no F32 copy for I8/F16/BF16): weights uniform in
-// ±1/sqrt(fan_in) from a seeded xorshift generator (filled in parallel; deterministic for a seed
-// and thread-count independent), norm weights 1.
-ModelSpec synthetic_llama(const SyntheticShape& shape, DType dtype = DType::F32, uint64_t seed = 1);
 
 }  // namespace ordo

@@ -81,6 +81,29 @@ struct ModelSpec {
 
   // Total parameter count (tied tensors counted once).
   int64_t parameter_count() const;
+
+  // f(Linear&) for every linear layer, present or not: per stack (encoder, then decoder) and layer
+  // self-attention q/k/v/out, cross-attention q/k/v/out, FFN up/gate/down; then lm_head, pooler.
+  template <class F>
+  void for_each_linear(F&& f) {
+    for_each_linear_of(*this, f);
+  }
+  template <class F>
+  void for_each_linear(F&& f) const {
+    for_each_linear_of(*this, f);
+  }
+
+ private:
+  template <class Spec, class F>
+  static void for_each_linear_of(Spec& s, F& f) {
+    for (auto* st : {&s.encoder, &s.decoder})
+      for (auto& l : st->layers)
+        for (auto* p : {&l.self_attn.q, &l.self_attn.k, &l.self_attn.v, &l.self_attn.out, &l.cross_attn.q,
+                        &l.cross_attn.k, &l.cross_attn.v, &l.cross_attn.out, &l.ffn.up, &l.ffn.gate, &l.ffn.down})
+          f(*p);
+    f(s.lm_head);
+    f(s.pooler);
+  }
 };
 
 }  // namespace ordo

@@ -33,10 +33,9 @@ namespace {
 class Alibi final : public PositionScheme {
  public:
   Alibi(const PositionConfig& cfg, const PositionContext& ctx) : causal_(ctx.causal) {
-    require_scaling("alibi", cfg.scaling, {ScalingType::None, ScalingType::Linear});
     if (ctx.n_heads <= 0) throw Error("alibi needs the attention's head count (n_heads > 0)");
     if (!(std::isfinite(cfg.alibi_max_bias) && cfg.alibi_max_bias > 0.0))
-      throw Error("alibi max_bias must be > 0, got " + fmt(cfg.alibi_max_bias));
+      throw Error("alibi max_bias must be > 0, got " + num_str(cfg.alibi_max_bias));
     slopes_ = alibi_slopes(ctx.n_heads, cfg.alibi_max_bias);
     if (cfg.scaling.type == ScalingType::Linear)
       for (float& m : slopes_) m = static_cast<float>(static_cast<double>(m) / cfg.scaling.factor);
@@ -61,9 +60,19 @@ class Alibi final : public PositionScheme {
 
 }  // namespace
 
-std::unique_ptr<PositionScheme> make_alibi(const PositionConfig& cfg, const PositionContext& ctx,
-                                           const PositionWeights&) {
-  return std::make_unique<Alibi>(cfg, ctx);
+const PositionSchemeInfo& scheme_alibi() {
+  static const PositionSchemeInfo info = {
+      "alibi",
+      "attention scores",
+      {{ScalingType::Linear, true}},
+      {},
+      {},
+      [](const PositionConfig& cfg, const PositionContext&) { return "max_bias " + num_str(cfg.alibi_max_bias); },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
+        return std::make_unique<Alibi>(cfg, ctx);
+      },
+  };
+  return info;
 }
 
 }  // namespace position_detail

@@ -14,13 +14,13 @@ class Learned final : public PositionScheme {
  public:
   Learned(const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w)
       : offset_(cfg.learned_offset), scaling_(cfg.scaling) {
-    require_scaling("learned", cfg.scaling, {ScalingType::None, ScalingType::Linear});
-    if (w.table.empty())
+    const Tensor& table = w.get("table");
+    if (table.empty())
       throw Error(
           "the model has no learned position table; a 'learned' position scheme needs the position "
           "embedding weight [rows, d_model]");
-    if (w.table.ndim() != 2) throw Error("learned position table must be 2-D, got " + w.table.shape_str());
-    table_ = as_f32(w.table, "learned position table");
+    if (table.ndim() != 2) throw Error("learned position table must be 2-D, got " + table.shape_str());
+    table_ = as_f32(table, "learned position table");
     rows_ = table_.dim(0);
     d_ = table_.dim(1);
     if (ctx.d_model > 0 && d_ != ctx.d_model)
@@ -44,10 +44,10 @@ class Learned final : public PositionScheme {
     if (offset_ > 0)
       msg += " (" + std::to_string(trained_ + offset_) + " rows, looked up at position + " + std::to_string(offset_) + ")";
     if (scaling_.type == ScalingType::Linear)
-      msg += ", " + std::to_string(positions_) + " after linear interpolation by " + fmt(scaling_.factor) +
-             "; interpolate further with --scaling linear --factor " + fmt(need);
+      msg += ", " + std::to_string(positions_) + " after linear interpolation by " + num_str(scaling_.factor) +
+             "; interpolate further with --scaling linear --factor " + num_str(need);
     else
-      msg += "; interpolate the table to the needed length with --scaling linear --factor " + fmt(need);
+      msg += "; interpolate the table to the needed length with --scaling linear --factor " + num_str(need);
     throw Error(msg);
   }
 
@@ -68,7 +68,7 @@ class Learned final : public PositionScheme {
   void interpolate(double s) {
     const int64_t trained = trained_;
     const int64_t n = static_cast<int64_t>(std::floor(s * static_cast<double>(trained) + 1e-9));
-    if (n < 1) throw Error("learned: linear factor " + fmt(s) + " leaves no positions");
+    if (n < 1) throw Error("learned: linear factor " + num_str(s) + " leaves no positions");
     Tensor out = Tensor::zeros({offset_ + n, d_});
     const float* src = table_.f32();
     float* dst = out.f32();
@@ -97,9 +97,21 @@ class Learned final : public PositionScheme {
 
 }  // namespace
 
-std::unique_ptr<PositionScheme> make_learned(const PositionConfig& cfg, const PositionContext& ctx,
-                                             const PositionWeights& w) {
-  return std::make_unique<Learned>(cfg, ctx, w);
+const PositionSchemeInfo& scheme_learned() {
+  static const PositionSchemeInfo info = {
+      "learned",
+      "input embeddings",
+      {{ScalingType::Linear, true}},
+      {},
+      {{"table", "[rows, d_model]"}},
+      [](const PositionConfig& cfg, const PositionContext&) {
+        return cfg.learned_offset ? "offset " + std::to_string(cfg.learned_offset) : std::string();
+      },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w) -> std::unique_ptr<PositionScheme> {
+        return std::make_unique<Learned>(cfg, ctx, w);
+      },
+  };
+  return info;
 }
 
 }  // namespace ordo::position_detail

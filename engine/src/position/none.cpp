@@ -11,10 +11,19 @@ class NoPosition final : public PositionScheme {
 
 }  // namespace
 
-std::unique_ptr<PositionScheme> make_none(const PositionConfig& cfg, const PositionContext&, const PositionWeights&) {
-  // Nothing to scale.
-  require_scaling("none", cfg.scaling, {ScalingType::None});
-  return std::make_unique<NoPosition>();
+const PositionSchemeInfo& scheme_none() {
+  static const PositionSchemeInfo info = {
+      "none",
+      "nothing",
+      {},  // nothing to scale
+      {},
+      {},
+      [](const PositionConfig&, const PositionContext&) { return std::string(); },
+      [](const PositionConfig&, const PositionContext&, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
+        return std::make_unique<NoPosition>();
+      },
+  };
+  return info;
 }
 
 }  // namespace ordo::position_detail

@@ -1,29 +1,29 @@
-// The position-scheme registry: one line per scheme. Also the scaling-name table and the
-// helpers every scheme shares.
+// The position-scheme registry (one line per scheme), the scaling-name table, and the helpers every
+// scheme shares.
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
 #include "internal.hpp"
 
+// The registry: one line per scheme. Each scheme's file defines
+// `const PositionSchemeInfo& scheme_<name>()` (name, scalings, parameters, weights, factory).
+#define ORDO_POSITION_SCHEMES(X) \
+  X(none)                        \
+  X(learned)                     \
+  X(sinusoidal)                  \
+  X(relative)                    \
+  X(rope)                        \
+  X(alibi)
+
 namespace ordo {
 namespace position_detail {
+
+#define ORDO_DECLARE_SCHEME(n) const PositionSchemeInfo& scheme_##n();
+ORDO_POSITION_SCHEMES(ORDO_DECLARE_SCHEME)
+#undef ORDO_DECLARE_SCHEME
+
 namespace {
-
-struct Entry {
-  const char* name;
-  Factory make;
-};
-
-// A new scheme: one file under engine/src/position/ and one line here.
-const Entry kSchemes[] = {
-    {"none", make_none},
-    {"learned", make_learned},
-    {"sinusoidal", make_sinusoidal},
-    {"relative", make_relative},
-    {"rope", make_rope},
-    {"alibi", make_alibi},
-};
 
 struct ScalingEntry {
   const char* name;
@@ -41,24 +41,22 @@ const ScalingEntry kScalings[] = {
 
 std::string join_names() {
   std::string out;
-  for (const auto& e : kSchemes) out += (out.empty() ? "" : ", ") + std::string(e.name);
+  for (const PositionSchemeInfo* e : position_schemes()) out += (out.empty() ? "" : ", ") + std::string(e->name);
   return out;
 }
 
 }  // namespace
 
-void require_scaling(const char* scheme, const Scaling& s, std::initializer_list<ScalingType> supported) {
-  bool ok = false;
-  for (ScalingType t : supported) ok = ok || t == s.type;
-  if (!ok) {
-    std::string list;
-    for (ScalingType t : supported) list += (list.empty() ? "" : ", ") + std::string(scaling_name(t));
-    throw Error(std::string(scheme) + " does not support " + scaling_name(s.type) +
+void require_scaling(const PositionSchemeInfo& scheme, const Scaling& s) {
+  if (!scheme.supports(s.type)) {
+    std::string list = scaling_name(ScalingType::None);
+    for (const ScalingSupport& t : scheme.scalings) list += ", " + std::string(scaling_name(t.type));
+    throw Error(std::string(scheme.name) + " does not support " + scaling_name(s.type) +
                 " scaling; supported: " + list);
   }
   if (s.type != ScalingType::None && !(std::isfinite(s.factor) && s.factor > 0.0))
-    throw Error(std::string(scheme) + ": " + scaling_name(s.type) + " scaling needs a factor > 0, got " +
-                fmt(s.factor));
+    throw Error(std::string(scheme.name) + ": " + scaling_name(s.type) + " scaling needs a factor > 0, got " +
+                num_str(s.factor));
 }
 
 Tensor as_f32(const Tensor& t, const char* what) {
@@ -67,7 +65,7 @@ Tensor as_f32(const Tensor& t, const char* what) {
   return t.to_f32();
 }
 
-std::string fmt(double v) {
+std::string num_str(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
@@ -91,17 +89,51 @@ ScalingType parse_scaling(const std::string& name) {
   throw Error("unknown position scaling '" + name + "'; known: " + known);
 }
 
-std::unique_ptr<PositionScheme> make_position_scheme(const PositionConfig& cfg, const PositionContext& ctx,
-                                                     const PositionWeights& weights) {
-  for (const auto& e : position_detail::kSchemes)
-    if (cfg.scheme == e.name) return e.make(cfg, ctx, weights);
-  throw Error("unknown position scheme '" + cfg.scheme + "'; known: " + position_detail::join_names());
+bool PositionSchemeInfo::supports(ScalingType t) const {
+  if (t == ScalingType::None) return true;
+  for (const ScalingSupport& s : scalings)
+    if (s.type == t) return true;
+  return false;
+}
+
+const std::vector<const PositionSchemeInfo*>& position_schemes() {
+#define ORDO_LIST_SCHEME(n) &position_detail::scheme_##n(),
+  static const std::vector<const PositionSchemeInfo*> all = {ORDO_POSITION_SCHEMES(ORDO_LIST_SCHEME)};
+#undef ORDO_LIST_SCHEME
+  return all;
+}
+
+const PositionSchemeInfo& position_scheme_info(const std::string& name) {
+  for (const PositionSchemeInfo* e : position_schemes())
+    if (name == e->name) return *e;
+  throw Error("unknown position scheme '" + name + "'; known: " + position_detail::join_names());
 }
 
 std::vector<std::string> position_scheme_names() {
   std::vector<std::string> out;
-  for (const auto& e : position_detail::kSchemes) out.emplace_back(e.name);
+  for (const PositionSchemeInfo* e : position_schemes()) out.emplace_back(e->name);
   return out;
+}
+
+std::unique_ptr<PositionScheme> make_position_scheme(const PositionConfig& cfg, const PositionContext& ctx,
+                                                     const PositionWeights& weights) {
+  const PositionSchemeInfo& info = position_scheme_info(cfg.scheme);
+  position_detail::require_scaling(info, cfg.scaling);
+  return info.make(cfg, ctx, weights);
+}
+
+const Tensor& PositionWeights::get(const std::string& name) const {
+  static const Tensor kAbsent;
+  const auto it = tensors.find(name);
+  return it == tensors.end() ? kAbsent : it->second;
+}
+
+double PositionConfig::param(const std::string& name) const {
+  if (const auto it = params.find(name); it != params.end()) return it->second;
+  for (const PositionSchemeInfo* e : position_schemes())
+    for (const PositionParameter& p : e->parameters)
+      if (name == p.name) return p.default_value;
+  throw Error("position parameter '" + name + "' is declared by no registered scheme");
 }
 
 }  // namespace ordo

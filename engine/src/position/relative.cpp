@@ -36,17 +36,17 @@ namespace {
 class Relative final : public PositionScheme {
  public:
   Relative(const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w) {
-    require_scaling("relative", cfg.scaling, {ScalingType::None, ScalingType::Linear});
-    if (w.relative_bias.empty())
+    const Tensor& bias = w.get("relative_bias");
+    if (bias.empty())
       throw Error(
           "the model has no relative attention bias table; a 'relative' (T5) position scheme needs "
-          "relative_attention_bias [num_buckets, n_heads]");
-    if (w.relative_bias.ndim() != 2)
-      throw Error("relative attention bias must be 2-D [num_buckets, n_heads], got " + w.relative_bias.shape_str());
+          "its bias table [num_buckets, n_heads]");
+    if (bias.ndim() != 2)
+      throw Error("relative attention bias must be 2-D [num_buckets, n_heads], got " + bias.shape_str());
     if (cfg.num_buckets < 2 || cfg.max_distance < 1)
       throw Error("relative positions need num_buckets >= 2 and max_distance >= 1, got " +
                   std::to_string(cfg.num_buckets) + " and " + std::to_string(cfg.max_distance));
-    Tensor table = as_f32(w.relative_bias, "relative attention bias");
+    Tensor table = as_f32(bias, "relative attention bias");
     if (table.dim(0) != cfg.num_buckets)
       throw Error("relative attention bias is " + table.shape_str() + " but num_buckets is " +
                   std::to_string(cfg.num_buckets));
@@ -89,9 +89,21 @@ class Relative final : public PositionScheme {
 
 }  // namespace
 
-std::unique_ptr<PositionScheme> make_relative(const PositionConfig& cfg, const PositionContext& ctx,
-                                              const PositionWeights& w) {
-  return std::make_unique<Relative>(cfg, ctx, w);
+const PositionSchemeInfo& scheme_relative() {
+  static const PositionSchemeInfo info = {
+      "relative",
+      "attention scores",
+      {{ScalingType::Linear, true}},
+      {},
+      {{"relative_bias", "[num_buckets, n_heads]"}},
+      [](const PositionConfig& cfg, const PositionContext&) {
+        return std::to_string(cfg.num_buckets) + " buckets, max_distance " + std::to_string(cfg.max_distance);
+      },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w) -> std::unique_ptr<PositionScheme> {
+        return std::make_unique<Relative>(cfg, ctx, w);
+      },
+  };
+  return info;
 }
 
 }  // namespace position_detail

@@ -75,7 +75,8 @@ class Rope final : public PositionScheme {
 
   const char* name() const override { return "rope"; }
 
-  void rotate(float* x, int64_t n_heads_x, const int32_t* pos, int64_t T, int64_t seq_len) const override {
+  // Queries and keys rotate alike.
+  void rotate(float* x, RotateTarget, int64_t n_heads_x, const int32_t* pos, int64_t T, int64_t seq_len) const override {
     if (T <= 0) return;
     const ScalingType type = cfg_.scaling.type;
     if (seq_len <= 0 && (type == ScalingType::Dynamic || type == ScalingType::LongRoPE))
@@ -144,9 +145,28 @@ class Rope final : public PositionScheme {
 
 }  // namespace
 
-std::unique_ptr<PositionScheme> make_rope(const PositionConfig& cfg, const PositionContext& ctx,
-                                          const PositionWeights&) {
-  return std::make_unique<Rope>(cfg, ctx);
+const PositionSchemeInfo& scheme_rope() {
+  static const PositionSchemeInfo info = {
+      "rope",
+      "q/k rotation",
+      {{ScalingType::Linear, true},
+       {ScalingType::NTK, true},
+       {ScalingType::Dynamic, true},
+       {ScalingType::YaRN, true},
+       {ScalingType::Llama3, false},     // low/high frequency factors around the original length
+       {ScalingType::LongRoPE, false}},  // per-dimension factor lists
+      {},
+      {},
+      [](const PositionConfig& cfg, const PositionContext& ctx) {
+        return "theta " + num_str(cfg.rope_theta) + ", rotary_dim " +
+               std::to_string(cfg.rotary_dim ? cfg.rotary_dim : ctx.head_dim) + ", " +
+               (cfg.rope_layout == RopeLayout::HalfSplit ? "half-split" : "interleaved");
+      },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
+        return std::make_unique<Rope>(cfg, ctx);
+      },
+  };
+  return info;
 }
 
 }  // namespace ordo::position_detail

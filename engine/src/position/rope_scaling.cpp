@@ -28,7 +28,7 @@
 namespace ordo {
 namespace {
 
-using position_detail::fmt;
+using position_detail::num_str;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -72,10 +72,8 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
   const Scaling& sc = cfg.scaling;
   if (d <= 0 || d % 2 != 0) throw Error("rope: rotary dim must be even and > 0, got " + std::to_string(d));
   if (!(std::isfinite(cfg.rope_theta) && cfg.rope_theta > 1.0))
-    throw Error("rope: rope_theta must be > 1, got " + fmt(cfg.rope_theta));
-  position_detail::require_scaling("rope", sc,
-                                   {ScalingType::None, ScalingType::Linear, ScalingType::NTK, ScalingType::Dynamic,
-                                    ScalingType::YaRN, ScalingType::Llama3, ScalingType::LongRoPE});
+    throw Error("rope: rope_theta must be > 1, got " + num_str(cfg.rope_theta));
+  position_detail::require_scaling(position_scheme_info("rope"), sc);
   if (seq_len <= 0) seq_len = cfg.max_positions;
   const int64_t half = d / 2;
   const float base = static_cast<float>(cfg.rope_theta);
@@ -112,7 +110,7 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
       const float b = static_cast<float>(cfg.rope_theta *
                                          std::pow(grow, static_cast<double>(d) / static_cast<double>(d - 2)));
       if (!(b > 0.0f) || !std::isfinite(b))
-        throw Error("rope: dynamic scaling produced base " + fmt(b) + " for length " + std::to_string(seq_len));
+        throw Error("rope: dynamic scaling produced base " + num_str(b) + " for length " + std::to_string(seq_len));
       out.inv_freq = default_inv(b, d);
       break;
     }
@@ -151,8 +149,8 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
       const int64_t L0 = original_length(cfg, "llama3");
       const double lff = sc.low_freq_factor, hff = sc.high_freq_factor;
       if (!(lff > 0.0 && hff > lff))
-        throw Error("rope: llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got " + fmt(lff) + " and " +
-                    fmt(hff));
+        throw Error("rope: llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got " + num_str(lff) + " and " +
+                    num_str(hff));
       const float lo_wavelen = static_cast<float>(static_cast<double>(L0) / lff);
       const float hi_wavelen = static_cast<float>(static_cast<double>(L0) / hff);
       const float fs = static_cast<float>(s);
@@ -181,7 +179,7 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
       const std::vector<float> pf = pos_freqs(base, d);
       out.inv_freq.resize(static_cast<size_t>(half));
       for (int64_t i = 0; i < half; ++i) {
-        if (!(f[i] > 0.0)) throw Error("rope: longrope factors must be > 0, got " + fmt(f[i]));
+        if (!(f[i] > 0.0)) throw Error("rope: longrope factors must be > 0, got " + num_str(f[i]));
         out.inv_freq[i] = 1.0f / (static_cast<float>(f[i]) * pf[i]);
       }
       const std::optional<double>& regime = use_long ? sc.long_mscale : sc.short_mscale;
@@ -190,7 +188,7 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
       } else if (sc.attention_factor) {
         out.attention_scaling = *sc.attention_factor;
       } else {
-        // Pitfall 13: a floating ratio, never integer division.
+        // A floating ratio: integer division would turn 80 / 32 into 2 and understate the magnitude.
         const double r = sc.original_max_positions > 0
                              ? static_cast<double>(cfg.max_positions) / static_cast<double>(L0)
                              : s;

@@ -19,7 +19,6 @@ class Sinusoidal final : public PositionScheme {
  public:
   Sinusoidal(const PositionConfig& cfg, const PositionContext& ctx)
       : d_(ctx.d_model), layout_(cfg.sinusoidal_layout) {
-    require_scaling("sinusoidal", cfg.scaling, {ScalingType::None, ScalingType::Linear});
     if (d_ <= 0) throw Error("sinusoidal positions need d_model > 0");
     scale_ = cfg.scaling.type == ScalingType::Linear ? 1.0 / cfg.scaling.factor : 1.0;
     denom_.resize(static_cast<size_t>((d_ + 1) / 2));
@@ -73,9 +72,21 @@ class Sinusoidal final : public PositionScheme {
 
 }  // namespace
 
-std::unique_ptr<PositionScheme> make_sinusoidal(const PositionConfig& cfg, const PositionContext& ctx,
-                                                const PositionWeights&) {
-  return std::make_unique<Sinusoidal>(cfg, ctx);
+const PositionSchemeInfo& scheme_sinusoidal() {
+  static const PositionSchemeInfo info = {
+      "sinusoidal",
+      "input embeddings",
+      {{ScalingType::Linear, true}},
+      {},
+      {},
+      [](const PositionConfig& cfg, const PositionContext&) {
+        return std::string(cfg.sinusoidal_layout == SinusoidalLayout::Concat ? "sin|cos" : "interleaved");
+      },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
+        return std::make_unique<Sinusoidal>(cfg, ctx);
+      },
+  };
+  return info;
 }
 
 }  // namespace ordo::position_detail

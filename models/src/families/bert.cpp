@@ -1,7 +1,7 @@
 // BERT family (BertModel and the task heads' "bert." backbone): encoder only, post-norm LayerNorm,
 // embeddings word + learned position + token type followed by a LayerNorm, exact-erf GELU FFN,
 // pooler tanh(dense(h[0])) when the checkpoint has one.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 
@@ -42,7 +42,7 @@ ModelSpec build_bert(const FamilyContext& c) {
 
   s.position.scheme = "learned";
   s.position.max_positions = cfg.get_int("max_position_embeddings", 512);
-  s.encoder.position.table =
+  s.encoder.position.tensors["table"] =
       c.get(p0 + "embeddings.position_embeddings.weight", {s.position.max_positions, s.d_model});
   s.encoder.causal = false;
 

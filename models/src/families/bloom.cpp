@@ -1,7 +1,7 @@
 // BLOOM family: ALiBi (no position embeddings), word_embeddings_layernorm right after the token
 // embedding, pre-LN blocks, fused query_key_value laid out per head as [q | k | v], tanh-gelu MLP
 // (4x), final ln_f, lm_head tied to word_embeddings.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

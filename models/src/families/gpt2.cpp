@@ -1,7 +1,7 @@
 // GPT-2 family: learned absolute positions (wpe), pre-LN blocks, Conv1D projections stored
 // [in, out] (transposed here to the engine's [out, in]), fused c_attn = [q | k | v] along the
 // output dimension, gelu_new MLP, final ln_f, lm_head tied to wte.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 
@@ -46,7 +46,7 @@ ModelSpec build_gpt2(const FamilyContext& c) {
   const int64_t n_pos = cfg.get_int_any({"n_positions", "max_position_embeddings"});
   s.position.scheme = "learned";
   s.position.max_positions = n_pos;
-  s.decoder.position.table = c.get("transformer.wpe.weight", {n_pos, s.d_model});
+  s.decoder.position.tensors["table"] = c.get("transformer.wpe.weight", {n_pos, s.d_model});
 
   s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, s.d_model});
   const int64_t d = s.d_model;

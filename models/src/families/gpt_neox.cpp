@@ -4,7 +4,7 @@
 // use_parallel_residual is false), exact gelu, final_layer_norm, untied embed_out.
 #include <cmath>
 
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

@@ -1,7 +1,7 @@
 // GPT-J family: partial RoPE on the first rotary_dim dims of each head with GPT-J's interleaved
 // pairs (x[2i], x[2i+1]), q/k/v/out projections without bias, attention and MLP in parallel off
 // one ln_1 (x + attn(ln_1(x)) + mlp(ln_1(x))), gelu_new, final ln_f, untied lm_head with a bias.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

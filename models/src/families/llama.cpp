@@ -1,6 +1,6 @@
 // Llama family (also Mistral and Qwen2 configs: the same graph): pre-norm RMSNorm, SwiGLU,
 // grouped-query attention, RoPE in Hugging Face's half-split (rotate_half) layout.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

@@ -5,7 +5,7 @@
 // the checkpoint ties it and stores it once).
 #include <cmath>
 
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

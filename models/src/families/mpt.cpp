@@ -1,7 +1,7 @@
 // MPT family (as Hugging Face's MptForCausalLM runs it): ALiBi with attn_config.alibi_bias_max,
 // fused Wqkv laid out contiguously [q | k | v] (not per head), no_bias (no linear biases and
 // LayerNorms without bias), exact-gelu MLP (expansion_ratio x), final norm_f, lm_head tied to wte.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 

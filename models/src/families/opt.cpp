@@ -2,7 +2,7 @@
 // + 2 rows), separate q/k/v/out projections with biases, ReLU FFN (fc1/fc2), pre-LN
 // (do_layer_norm_before; OPT-350m's post-LN also maps onto the engine's post-norm graph), decoder
 // final_layer_norm, lm_head tied to embed_tokens.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 
@@ -55,7 +55,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   s.position.scheme = "learned";
   s.position.max_positions = n_pos;
   s.position.learned_offset = 2;
-  s.decoder.position.table = c.get("model.decoder.embed_positions.weight", {n_pos + 2, d});
+  s.decoder.position.tensors["table"] = c.get("model.decoder.embed_positions.weight", {n_pos + 2, d});
 
   s.tok_embed = c.get("model.decoder.embed_tokens.weight", {s.vocab_size, d});
   for (int64_t l = 0; l < n_layers; ++l) {

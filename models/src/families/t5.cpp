@@ -7,7 +7,7 @@
 // untied (v1.1): lm_head.weight, no rescale.
 #include <cmath>
 
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 
@@ -97,7 +97,7 @@ ModelSpec build_t5(const FamilyContext& c) {
     s.encoder.layers.push_back(std::move(ly));
   }
   s.encoder.final_norm = rms("encoder.final_layer_norm");
-  s.encoder.position.relative_bias = bias_table("encoder");
+  s.encoder.position.tensors["relative_bias"] = bias_table("encoder");
   s.encoder.causal = false;
 
   if (has_decoder) {
@@ -113,7 +113,7 @@ ModelSpec build_t5(const FamilyContext& c) {
       s.decoder.layers.push_back(std::move(ly));
     }
     s.decoder.final_norm = rms("decoder.final_layer_norm");
-    s.decoder.position.relative_bias = bias_table("decoder");
+    s.decoder.position.tensors["relative_bias"] = bias_table("decoder");
     s.decoder.causal = true;
 
     // HF rescales the decoder output by d_model^-0.5 exactly when the head is tied.

@@ -4,7 +4,7 @@
 // keeps the 1/sqrt(head_dim) scale for every scheme (also relative), so the models differ only in
 // the scheme. Token embeddings are multiplied by config "embed_scale" (sqrt(d_model), as in the
 // original Transformer) on input only.
-#include "../family.hpp"
+#include "../family_context.hpp"
 
 namespace ordo {
 
@@ -23,29 +23,34 @@ ModelSpec build_zoo(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const float eps = static_cast<float>(cfg.get_double("rms_norm_eps", 1e-5));
 
+  // Every scheme's settings are read (a scheme ignores the others'); the weights are those the
+  // scheme's registry entry declares, under the zoo trainer's tensor names.
   const std::string scheme = cfg.get_string("position_scheme");
+  const PositionSchemeInfo* info = nullptr;
+  try {
+    info = &position_scheme_info(scheme);
+  } catch (const Error& e) {
+    throw Error(cfg.origin() + ": position_scheme: " + e.what());
+  }
   s.position.scheme = scheme;
   s.position.max_positions = cfg.get_int("max_position_embeddings", 128);
-  if (scheme == "rope") {
-    s.position.rope_theta = cfg.get_double("rope_theta", 10000.0);
-    s.position.rope_layout = RopeLayout::HalfSplit;
-    s.position.rotary_dim = s.head_dim;
-    s.position.scaling = parse_rope_scaling(cfg);
-  } else if (scheme == "sinusoidal") {
-    s.position.sinusoidal_layout = SinusoidalLayout::Concat;
-  } else if (scheme == "relative") {
-    s.position.num_buckets = cfg.get_int("relative_attention_num_buckets", 32);
-    s.position.max_distance = cfg.get_int("relative_attention_max_distance", 128);
-    s.decoder.position.relative_bias =
-        c.get("model.relative_attention_bias.weight", {s.position.num_buckets, s.n_heads});
-  } else if (scheme == "alibi") {
-    s.position.alibi_max_bias = cfg.get_double("alibi_max_bias", 8.0);
-  } else if (scheme == "learned") {
-    const int64_t rows = cfg.get_int("learned_positions", s.position.max_positions);
-    s.decoder.position.table = c.get("model.embed_positions.weight", {rows, s.d_model});
-  } else if (scheme != "none") {
-    throw Error(cfg.origin() + ": unknown position_scheme '" + scheme +
-                "' (known: none, learned, sinusoidal, relative, rope, alibi)");
+  s.position.rope_theta = cfg.get_double("rope_theta", 10000.0);
+  s.position.rope_layout = RopeLayout::HalfSplit;
+  s.position.rotary_dim = s.head_dim;
+  s.position.scaling = parse_rope_scaling(cfg);
+  s.position.sinusoidal_layout = SinusoidalLayout::Concat;
+  s.position.num_buckets = cfg.get_int("relative_attention_num_buckets", 32);
+  s.position.max_distance = cfg.get_int("relative_attention_max_distance", 128);
+  s.position.alibi_max_bias = cfg.get_double("alibi_max_bias", 8.0);
+  for (const PositionWeightInfo& w : info->weights) {
+    const std::string name = w.name;
+    if (name == "table")
+      s.decoder.position.set(name, c.get("model.embed_positions.weight",
+                                         {cfg.get_int("learned_positions", s.position.max_positions), s.d_model}));
+    else if (name == "relative_bias")
+      s.decoder.position.set(name, c.get("model.relative_attention_bias.weight", {s.position.num_buckets, s.n_heads}));
+    else
+      throw Error(cfg.origin() + ": the zoo has no tensor for position scheme '" + scheme + "' weight '" + name + "'");
   }
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});

@@ -1,4 +1,4 @@
-#include "family.hpp"
+#include "family_context.hpp"
 
 #include <cstring>
 

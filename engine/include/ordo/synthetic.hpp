@@ -1,0 +1,30 @@
+// Real-shape models with random weights, for benchmarks and tests where a real checkpoint of that
+// size cannot be had.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ordo/spec.hpp"
+#include "ordo/tensor.hpp"
+
+namespace ordo {
+
+// A Llama-shaped decoder (RMSNorm, SwiGLU, RoPE, GQA) with random weights, for benchmarks.
+struct SyntheticShape {
+  int64_t dim = 768, layers = 12, heads = 12, kv_heads = 12, ffn = 2048, vocab = 32000;
+  int64_t max_positions = 2048;
+  bool tied_head = true;
+};
+
+// "110m" (dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000, tied head: llama2.c's stories110M),
+// "1b" (TinyLlama-1.1B: dim 2048, 22 layers, 32 heads, 4 kv heads, ffn 5632, vocab 32000, untied),
+// or "DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB". Throws Error on anything else.
+SyntheticShape parse_synthetic_shape(const std::string& text);
+
+// Builds the model directly in `dtype` (no F32 copy for I8/F16/BF16): weights uniform in
+// ±1/sqrt(fan_in) from a seeded xorshift generator (filled in parallel; deterministic for a seed
+// and thread-count independent), norm weights 1.
+ModelSpec synthetic_llama(const SyntheticShape& shape, DType dtype = DType::F32, uint64_t seed = 1);
+
+}  // namespace ordo

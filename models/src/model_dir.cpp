@@ -1,0 +1,62 @@
+// A model directory read into a ModelSpec: config.json picks the family, whose file builds the spec
+// from model.safetensors.
+#include "model_dir.hpp"
+
+#include <filesystem>
+
+#include "ordo/ordo.hpp"
+#include "ordo/quantize.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ordo {
+
+namespace {
+
+JsonConfig load_optional_json(const fs::path& p) {
+  if (fs::exists(p)) return JsonConfig::load(p.string());
+  return JsonConfig::parse("{}", p.string());
+}
+
+}  // namespace
+
+Loaded load_dir(const std::string& dir) {
+  const fs::path d(dir);
+  if (!fs::is_directory(d)) throw Error(dir + ": not a model directory");
+  const fs::path config_path = d / "config.json";
+  if (!fs::exists(config_path)) throw Error(config_path.string() + ": missing (every model directory needs config.json)");
+  JsonConfig config = JsonConfig::load(config_path.string());
+  const std::string model_type = config.get_string("model_type");
+  const Family* fam = nullptr;
+  std::string known;
+  for (const Family& f : families())
+    for (const char* t : f.model_types) {
+      known += (known.empty() ? "" : ", ") + std::string(t);
+      if (model_type == t) fam = &f;
+    }
+  if (!fam) throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
+  const fs::path weights_path = d / "model.safetensors";
+  if (!fs::exists(weights_path)) throw Error(weights_path.string() + ": missing");
+  Loaded out;
+  if (config.has("ordo_quantization")) {
+    const auto& q = config.raw().at("ordo_quantization");
+    if (!q.is_object() || !q.contains("dtype") || !q.at("dtype").is_string())
+      throw Error(config_path.string() + ": 'ordo_quantization' must be an object with a string 'dtype'");
+    out.stored_dtype = parse_weight_dtype(q.at("dtype").get<std::string>());
+  }
+  FamilyContext ctx(dir, std::move(config), SafeTensors::open(weights_path.string()),
+                    load_optional_json(d / "generation_config.json"));
+  out.spec = fam->build(ctx);
+  out.family = fam->name;
+  out.linear_names = ctx.linear_names();
+  out.weights = std::make_shared<SafeTensors>(ctx.weights());
+  return out;
+}
+
+ModelSpec load_spec(const std::string& dir, std::string* family) {
+  Loaded l = load_dir(dir);
+  if (family) *family = l.family;
+  return std::move(l.spec);
+}
+
+}  // namespace ordo
