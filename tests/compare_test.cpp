@@ -17,6 +17,7 @@
 using namespace ordo;
 using json = nlohmann::json;
 using ordo::test::run_cli;
+using ordo::test::sequence_logprob;
 using ordo::test::shell_quote;
 
 namespace {
@@ -24,23 +25,6 @@ namespace {
 const std::string kStories = std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
 const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
 
-
-// log p(ids[t] | ids[<t]) from full-vocabulary logits, by hand (log-sum-exp in double).
-double log_prob(const float* row, int64_t V, int32_t target) {
-  double mx = row[0];
-  for (int64_t v = 1; v < V; ++v) mx = std::max<double>(mx, row[v]);
-  double z = 0;
-  for (int64_t v = 0; v < V; ++v) z += std::exp(static_cast<double>(row[v]) - mx);
-  return static_cast<double>(row[target]) - mx - std::log(z);
-}
-
-double sequence_logprob(const Model& m, const std::vector<int32_t>& ids, size_t from = 1) {
-  const ForwardOutput out = m.forward(ids);
-  const int64_t V = out.logits.dim(1);
-  double lp = 0;
-  for (size_t t = from; t < ids.size(); ++t) lp += log_prob(out.logits.f32() + (t - 1) * V, V, ids[t]);
-  return lp;
-}
 
 const json* find_by(const json& arr, const std::string& key, const std::string& value) {
   for (const json& r : arr)

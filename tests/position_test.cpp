@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "ordo/position.hpp"
+#include "support/golden.hpp"
 
 using namespace ordo;
 using json = nlohmann::json;
+using ordo::test::error_of;
 
 namespace {
 
@@ -32,14 +34,6 @@ PositionContext ctx_of(int64_t d_model, int64_t n_heads, int64_t head_dim, bool 
   return c;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Weights for every scheme that reads any, shaped for ctx_of(8, 2, 4) and 16 positions.
 PositionWeights weights_for_small_context() {
@@ -421,7 +415,7 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
   return v;
 }
 
-double dot(const float* a, const float* b, int64_t n) {
+double dot_in_double(const float* a, const float* b, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
   return s;
@@ -510,7 +504,7 @@ TEST(Rope, RotationPreservesNorm) {
       for (int h = 0; h < 4; ++h) {
         const float* v = &x[(t * 4 + h) * 16];
         const float* o = &orig[(t * 4 + h) * 16];
-        EXPECT_NEAR(dot(v, v, 16), dot(o, o, 16), 1e-4 * dot(o, o, 16)) << pos[t];
+        EXPECT_NEAR(dot_in_double(v, v, 16), dot_in_double(o, o, 16), 1e-4 * dot_in_double(o, o, 16)) << pos[t];
       }
   }
 }
@@ -525,7 +519,7 @@ TEST(Rope, DotProductDependsOnlyOnRelativePosition) {
       std::vector<float> q = q0, k = k0;
       s->rotate(q.data(), RotateTarget::Query, 1, &m, 1, m + 1);
       s->rotate(k.data(), RotateTarget::Key, 1, &n, 1, n + 1);
-      return dot(q.data(), k.data(), 16);
+      return dot_in_double(q.data(), k.data(), 16);
     };
     for (int32_t delta : {0, 1, 3, 17}) {
       const double ref = score(delta, 0);

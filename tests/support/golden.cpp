@@ -13,6 +13,31 @@ std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+double log_prob(const float* row, int64_t vocab, int32_t target) {
+  double mx = row[0];
+  for (int64_t v = 1; v < vocab; ++v) mx = std::max<double>(mx, row[v]);
+  double z = 0;
+  for (int64_t v = 0; v < vocab; ++v) z += std::exp(static_cast<double>(row[v]) - mx);
+  return static_cast<double>(row[target]) - mx - std::log(z);
+}
+
+double sequence_logprob(const Model& m, const std::vector<int32_t>& ids, size_t from) {
+  const ForwardOutput out = m.forward(ids);
+  const int64_t V = out.logits.dim(1);
+  double lp = 0;
+  for (size_t t = from; t < ids.size(); ++t) lp += log_prob(out.logits.f32() + (t - 1) * V, V, ids[t]);
+  return lp;
+}
+
 std::string model_dir(const std::string& fixture) {
   if (fixture == "stories260K") return std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
   return data_path("fixtures/" + fixture);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,14 @@ namespace ordo::test {
 std::string model_dir(const std::string& fixture);
 std::string data_path(const std::string& relative);  // tests/data/<relative>
 std::string read_file(const std::string& path);      // whole file ("" if unreadable)
+
+// The message of the ordo::Error f throws ("" if it throws none).
+std::string error_of(const std::function<void()>& f);
+
+// log p(target) from one row of full-vocabulary logits, by hand (log-sum-exp in double).
+double log_prob(const float* row, int64_t vocab, int32_t target);
+// Σ_{t>=from} log p(ids[t] | ids[<t]) from one unbatched Model::forward.
+double sequence_logprob(const Model& m, const std::vector<int32_t>& ids, size_t from = 1);
 
 struct Golden {
   std::string name;

@@ -23,6 +23,7 @@
 
 #include "common.hpp"
 #include "ordo/perplexity.hpp"
+#include "ordo/probes.hpp"
 #include "svg_chart.hpp"
 
 namespace fs = std::filesystem;
@@ -32,15 +33,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr uint64_t kPairSeed = 0x6f72646f;         // "ordo": which two words each default pair swaps
-constexpr uint64_t kPermutationSeed = 0x7065726d;  // "perm": the permutation of the probe
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Rounded to 6 significant digits, so every rendering of the number can print it exactly.
 double r6(double v) {
@@ -57,184 +49,11 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-// ---- word-order pairs ----------------------------------------------------------------------------
-
-struct Pair {
-  std::string original, swapped;
-};
-
-// Sentences: text split after '.', '!' or '?' (plus closing quotes) followed by whitespace;
-// whitespace runs collapse to one space.
-std::vector<std::string> split_sentences(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  auto flush = [&]() {
-    while (!cur.empty() && cur.back() == ' ') cur.pop_back();
-    if (!cur.empty()) out.push_back(cur);
-    cur.clear();
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!cur.empty() && cur.back() != ' ') cur += ' ';
-      continue;
-    }
-    cur += c;
-    if (c == '.' || c == '!' || c == '?') {
-      while (i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\'')) cur += text[++i];
-      if (i + 1 >= text.size() || std::isspace(static_cast<unsigned char>(text[i + 1]))) flush();
-    }
-  }
-  flush();
-  return out;
-}
-
-// Default suite (documented in the README): for each sentence of 5..30 words, in text order, the
-// content words are those after the first word whose letters-only core (leading/trailing
-// punctuation stripped) is all ASCII letters and at least 4 long. Candidate swaps are the pairs
-// (a < b) of content words whose lower-cased cores differ; sentence number i (counting all
-// sentences) takes candidate splitmix64(kPairSeed + i) mod #candidates, and the two cores are
-// exchanged in place (punctuation stays where it was). Sentences without a candidate are skipped.
-std::vector<Pair> default_pairs(const std::string& text, size_t max_pairs) {
-  std::vector<Pair> pairs;
-  const std::vector<std::string> sentences = split_sentences(text);
-  for (size_t si = 0; si < sentences.size() && pairs.size() < max_pairs; ++si) {
-    std::vector<std::string> words;
-    std::stringstream ss(sentences[si]);
-    for (std::string w; ss >> w;) words.push_back(w);
-    if (words.size() < 5 || words.size() > 30) continue;
-    struct Core {
-      size_t word, begin, len;
-      std::string lower;
-    };
-    std::vector<Core> content;
-    for (size_t wi = 1; wi < words.size(); ++wi) {
-      const std::string& w = words[wi];
-      size_t b = 0, e = w.size();
-      while (b < e && !std::isalnum(static_cast<unsigned char>(w[b]))) ++b;
-      while (e > b && !std::isalnum(static_cast<unsigned char>(w[e - 1]))) --e;
-      if (e - b < 4) continue;
-      bool alpha = true;
-      std::string lower;
-      for (size_t k = b; k < e; ++k) {
-        alpha = alpha && std::isalpha(static_cast<unsigned char>(w[k]));
-        lower += static_cast<char>(std::tolower(static_cast<unsigned char>(w[k])));
-      }
-      if (alpha) content.push_back({wi, b, e - b, lower});
-    }
-    std::vector<std::pair<size_t, size_t>> candidates;
-    for (size_t a = 0; a < content.size(); ++a)
-      for (size_t b = a + 1; b < content.size(); ++b)
-        if (content[a].lower != content[b].lower) candidates.emplace_back(a, b);
-    if (candidates.empty()) continue;
-    const auto [a, b] = candidates[splitmix64(kPairSeed + si) % candidates.size()];
-    const Core &ca = content[a], &cb = content[b];
-    std::vector<std::string> swapped = words;
-    const std::string core_a = words[ca.word].substr(ca.begin, ca.len),
-                      core_b = words[cb.word].substr(cb.begin, cb.len);
-    swapped[ca.word] = words[ca.word].substr(0, ca.begin) + core_b + words[ca.word].substr(ca.begin + ca.len);
-    swapped[cb.word] = words[cb.word].substr(0, cb.begin) + core_a + words[cb.word].substr(cb.begin + cb.len);
-    std::string s;
-    for (size_t k = 0; k < swapped.size(); ++k) s += (k ? " " : "") + swapped[k];
-    pairs.push_back({sentences[si], s});
-  }
-  return pairs;
-}
-
-std::vector<Pair> read_pairs(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(path + ": cannot open");
-  std::vector<Pair> out;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    try {
-      const json j = json::parse(line);
-      out.push_back({j.at("original").get<std::string>(), j.at("swapped").get<std::string>()});
-    } catch (const json::exception& e) {
-      throw Error(path + ":" + std::to_string(n) +
-                  ": expected {\"original\": \"...\", \"swapped\": \"...\"}: " + e.what());
-    }
-  }
-  if (out.empty()) throw Error(path + ": no pairs");
-  return out;
-}
-
-// Σ log p(token_t | tokens_<t) over t >= 1 of each encoded text (with the tokenizer's specials),
-// the texts scored together in one forward step (each weight read once for all of them).
-std::vector<double> sentence_logprobs(const Model& m, const std::vector<const std::string*>& texts) {
-  const Transformer& eng = m.engine();
-  std::vector<Sequence> seqs;
-  std::vector<DecodeRequest> reqs;
-  seqs.reserve(texts.size());
-  for (const std::string* text : texts) {
-    std::vector<int32_t> ids = m.encode(*text, true);
-    if (ids.size() < 2) throw Error("'" + *text + "' encodes to fewer than 2 tokens");
-    seqs.push_back(eng.new_sequence(static_cast<int64_t>(ids.size())));
-    reqs.push_back(DecodeRequest{&seqs.back(), std::move(ids), {}, LogitsFor::All});
-  }
-  const std::vector<ForwardOutput> outs = eng.decode_batch(reqs, PromptRows::Shared);
-  std::vector<double> lps;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    const std::vector<int32_t>& ids = reqs[i].ids;
-    const int64_t V = outs[i].logits.dim(1);
-    double lp = 0;
-    for (size_t t = 1; t < ids.size(); ++t) lp -= token_nll(outs[i].logits.f32() + (t - 1) * V, V, ids[t]);
-    lps.push_back(lp);
-  }
-  return lps;
-}
-
-// ---- probes --------------------------------------------------------------------------------------
-
-// The probe's tokens: the first n of the held-out text, else deterministic pseudo-random ids.
-std::vector<int32_t> probe_ids(const std::vector<int32_t>& heldout, int64_t n, int64_t vocab, uint64_t salt) {
-  if (static_cast<int64_t>(heldout.size()) >= n)
-    return std::vector<int32_t>(heldout.begin(), heldout.begin() + n);
-  std::vector<int32_t> ids(n);
-  for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(splitmix64(salt * 1000003 + i) % vocab);
-  return ids;
-}
-
-Tensor bidirectional_hidden(Transformer& eng, const std::vector<int32_t>& ids) {
-  struct Restore {
-    Transformer& e;
-    ~Restore() { e.set_causal(true); }
-  } restore{eng};
-  eng.set_causal(false);
-  Sequence s = eng.new_sequence(static_cast<int64_t>(ids.size()));
-  return eng.decode(s, ids, {}, LogitsFor::None).final_hidden;
-}
-
-struct Bucket {
-  int64_t lo, hi;
-};
-std::vector<Bucket> distance_buckets(int64_t max_distance) {
-  std::vector<Bucket> b = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
-  for (int64_t lo = 4; lo <= std::max<int64_t>(max_distance, 127); lo *= 2) b.push_back({lo, 2 * lo - 1});
-  return b;
-}
-std::string bucket_label(const Bucket& b) {
-  return b.lo == b.hi ? std::to_string(b.lo) : std::to_string(b.lo) + "-" + std::to_string(b.hi);
-}
-
 // ---- the command ---------------------------------------------------------------------------------
 
 struct Entry {
   std::string label, dir, position;  // position: replacement scheme ("" keeps the model's)
 };
-
-struct Method {
-  const char* name;
-  ScalingType type;
-};
-// The length probe's rows for a scheme: unscaled, then every scaling it runs from a factor alone.
-std::vector<Method> methods_for(const std::string& scheme) {
-  std::vector<Method> out = {{scaling_name(ScalingType::None), ScalingType::None}};
-  for (const ScalingSupport& s : position_scheme_info(scheme).scalings)
-    if (s.factor_only) out.push_back({scaling_name(s.type), s.type});
-  return out;
-}
 
 const auto& html_escape = xml_escape;
 
@@ -335,28 +154,9 @@ struct CompareCommand : Command {
     return ("," + tasks + ",").find("," + task + ",") != std::string::npos;
   }
 
-  int run() override {
-    for (std::stringstream ss(tasks); ss.good();) {
-      std::string t;
-      std::getline(ss, t, ',');
-      if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention")
-        throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention)");
-    }
-    if (!positions.empty() && dirs.empty())
-      throw Error("--position makes ablations of -m models: give -m DIR");
-    std::vector<int64_t> multiples;
-    for (int32_t v : parse_ids(!multiples_list.empty() ? multiples_list : quick ? "1,2" : "1,2,4,8,16")) {
-      if (v < 1) throw Error("--multiples: " + std::to_string(v) + " is not a positive integer");
-      multiples.push_back(v);
-    }
-    if (max_pairs <= 0) max_pairs = quick ? 8 : 200;
-    if (attn_windows <= 0) attn_windows = quick ? 1 : 4;
-    if (length_tokens < 0) length_tokens = quick ? -4 : 0;  // negative: that many times the longest context
-    const bool tty = isatty(STDERR_FILENO);
-
-    // Models.
+  // The zoo's models (one per registered scheme that has one), then every -m DIR and its ablations.
+  std::vector<Entry> collect_entries(std::string& zdir) const {
     std::vector<Entry> entries;
-    std::string zdir;
     if (!no_zoo) {
       zdir = zoo_dir();
       for (const std::string& s : position_scheme_names()) {
@@ -367,8 +167,7 @@ struct CompareCommand : Command {
           std::cerr << "compare: zoo model " << d.string() << " not found, skipped\n";
       }
       if (entries.empty() && dirs.empty())
-        throw Error("no zoo models under " + zdir +
-                    " (set --zoo or ORDO_ZOO_DIR, or give -m DIR with --no-zoo)");
+        throw Error("no zoo models under " + zdir + " (set --zoo or ORDO_ZOO_DIR, or give -m DIR with --no-zoo)");
     }
     for (const std::string& d : dirs) {
       std::string base = fs::path(d).lexically_normal().filename().string();
@@ -377,11 +176,9 @@ struct CompareCommand : Command {
       // A zoo member given again with -m is not run twice (its ablations are still added).
       bool listed = false;
       std::error_code ec1, ec2;
-      for (const Entry& e : entries)
-        listed = listed || fs::weakly_canonical(e.dir, ec1) == fs::weakly_canonical(d, ec2);
+      for (const Entry& e : entries) listed = listed || fs::weakly_canonical(e.dir, ec1) == fs::weakly_canonical(d, ec2);
       if (!listed) {
-        for (int n = 2;
-             std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; });
+        for (int n = 2; std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; });
              ++n)
           base = name + "-" + std::to_string(n);
         entries.push_back({base, d, ""});
@@ -389,18 +186,202 @@ struct CompareCommand : Command {
       for (const std::string& p : positions) entries.push_back({base + "[pos=" + p + "]", d, p});
     }
     if (entries.empty()) throw Error("no models to compare");
+    return entries;
+  }
+
+  // Progress lines on a terminal are rewritten in place; elsewhere they are left out.
+  struct Progress {
+    bool tty = isatty(STDERR_FILENO);
+    template <class... A>
+    void show(const A&... parts) const {
+      if (!tty) return;
+      std::cerr << "\r";
+      (std::cerr << ... << parts) << std::flush;
+    }
+    void clear() const {
+      if (tty) std::cerr << "\r\033[K";
+    }
+  };
+
+  // The model as one compare entry sees it.
+  struct Subject {
+    const Entry& entry;
+    Model& model;
+    std::string scheme, tokenizer_error;
+    int64_t trained = 0, base = 0;
+    std::vector<int32_t> heldout;
+    json row(json extra = json::object()) const {
+      json r = {{"model", entry.label}, {"scheme", scheme}};
+      r.update(extra);
+      return r;
+    }
+  };
+
+  json word_order_result(const Subject& s, const std::vector<probes::WordPair>& pairs, const Progress& pg) const {
+    json r = s.row();
+    if (!s.model.has_tokenizer()) {
+      r["error"] = "no tokenizer: " + s.tokenizer_error;
+      return r;
+    }
+    if (pairs.empty()) {
+      r["error"] = "no pairs (give --text or --pairs)";
+      return r;
+    }
+    std::cerr << "[" << s.entry.label << "] word order: " << pairs.size() << " pairs\n";
+    try {
+      const probes::WordOrderResult w = probes::word_order(s.model, pairs, [&](size_t done, size_t total) {
+        pg.show("[", s.entry.label, "] word order ", done, "/", total);
+      });
+      pg.clear();
+      r["pairs"] = pairs.size();
+      r["wins"] = w.wins;
+      r["ties"] = w.ties;
+      r["accuracy"] = r6(w.accuracy);
+      r["mean_margin"] = r6(w.mean_margin);
+    } catch (const Error& err) {  // e.g. a sentence longer than a learned table
+      pg.clear();
+      r["error"] = err.what();
+      std::cerr << "[" << s.entry.label << "] word order: " << err.what() << "\n";
+    }
+    return r;
+  }
+
+  json permutation_result(const Subject& s) const {
+    const int64_t P = probe_tokens > 0 ? probe_tokens
+                      : quick          ? std::min<int64_t>(16, s.trained)
+                                       : std::min<int64_t>(64, s.trained);
+    json r = s.row({{"tokens", P}});
+    try {
+      const probes::PermutationResult p = probes::permutation(
+          s.model, probes::probe_ids(s.heldout, P, s.model.spec().vocab_size, 1), probes::kPermutationSeed);
+      r["max_abs_error"] = r6(p.max_abs_error);
+      r["max_abs_hidden"] = r6(p.max_abs_hidden);
+      r["rel_error"] = r6(p.rel_error);
+    } catch (const Error& err) {
+      r["error"] = err.what();
+    }
+    return r;
+  }
+
+  void length_results(const Subject& s, const std::vector<int64_t>& multiples, const Progress& pg, json& out) const {
+    int64_t max_ctx = 0;
+    for (int64_t k : multiples)
+      if (s.base * k <= static_cast<int64_t>(s.heldout.size())) max_ctx = std::max(max_ctx, s.base * k);
+    std::vector<int32_t> ids = s.heldout;
+    const int64_t cap = length_tokens < 0 ? -length_tokens * max_ctx : length_tokens;
+    if (cap > 0 && static_cast<int64_t>(ids.size()) > cap) ids.resize(cap);
+    if (max_ctx > 0) ids.resize(ids.size() / max_ctx * max_ctx);  // the same tokens at every length
+    for (const probes::LengthMethod& meth : probes::length_methods(s.scheme)) {
+      const std::string label = meth.name == "none" ? s.entry.label : s.entry.label + "+" + meth.name;
+      json row = s.row({{"method", meth.name}, {"label", label}, {"points", json::array()}});
+      std::cerr << "[" << s.entry.label << "] length: " << label << " on " << ids.size() << " tokens\n";
+      std::vector<probes::LengthPoint> points;
+      if (s.model.has_tokenizer()) {
+        points = probes::length(s.model, ids, meth, multiples, s.base, s.trained,
+                                [&](const probes::LengthPoint& pt, int64_t done, int64_t total) {
+                                  pg.show("[", label, "] ", pt.multiple, "x (", pt.ctx, " tokens): window ", done, "/",
+                                          total);
+                                });
+        pg.clear();
+      } else {
+        for (int64_t k : multiples) {
+          probes::LengthPoint pt;
+          pt.multiple = k, pt.ctx = s.base * k;
+          pt.factor = meth.type == ScalingType::None ? 1.0 : std::max(1.0, static_cast<double>(pt.ctx) / s.trained);
+          pt.error = "no tokenizer: " + s.tokenizer_error;
+          points.push_back(pt);
+        }
+      }
+      for (const probes::LengthPoint& pt : points) {
+        json j = {{"multiple", pt.multiple}, {"ctx", pt.ctx}, {"factor", r6(pt.factor)},
+                  {"windows", pt.windows},   {"tokens", pt.tokens}, {"ppl", pt.error.empty() ? num_or_null(pt.ppl) : json(nullptr)}};
+        if (!pt.error.empty()) j["error"] = pt.error;
+        row["points"].push_back(j);
+      }
+      out.push_back(row);
+    }
+  }
+
+  json attention_result(const Subject& s, const std::vector<probes::DistanceBucket>& bk, const Progress& pg) const {
+    std::vector<std::vector<int32_t>> windows;
+    for (int64_t w = 0; w < attn_windows; ++w) {
+      if (static_cast<int64_t>(s.heldout.size()) >= (w + 1) * s.base)
+        windows.emplace_back(s.heldout.begin() + w * s.base, s.heldout.begin() + (w + 1) * s.base);
+      else
+        windows.push_back(probes::probe_ids({}, s.base, s.model.spec().vocab_size, 100 + w));
+    }
+    std::cerr << "[" << s.entry.label << "] attention by distance: " << attn_windows << " window(s) of " << s.base
+              << "\n";
+    json mean = json::array(), mass = json::array();
+    try {
+      const probes::AttentionProfile a = probes::attention_by_distance(s.model, windows, bk, [&](size_t w) {
+        pg.show("[", s.entry.label, "] attention window ", w + 1, "/", attn_windows);
+      });
+      pg.clear();
+      for (size_t b = 0; b < bk.size(); ++b) {
+        mean.push_back(num_or_null(a.mean_weight[b]));
+        mass.push_back(num_or_null(a.mass[b]));
+      }
+      return s.row({{"rows", a.rows}, {"mean_weight", mean}, {"mass", mass}});
+    } catch (const Error& err) {  // e.g. --ctx-base beyond a learned table
+      pg.clear();
+      std::cerr << "[" << s.entry.label << "] attention by distance: " << err.what() << "\n";
+      for (size_t b = 0; b < bk.size(); ++b) mean.push_back(nullptr), mass.push_back(nullptr);
+      return s.row({{"rows", 0}, {"mean_weight", mean}, {"mass", mass}, {"error", err.what()}});
+    }
+  }
+
+  std::vector<int64_t> parse_multiples() const {
+    std::vector<int64_t> multiples;
+    for (int32_t v : parse_ids(!multiples_list.empty() ? multiples_list : quick ? "1,2" : "1,2,4,8,16")) {
+      if (v < 1) throw Error("--multiples: " + std::to_string(v) + " is not a positive integer");
+      multiples.push_back(v);
+    }
+    return multiples;
+  }
+
+  // The model of an entry; without a usable tokenizer it loads without one (probes that need text
+  // then report why).
+  static Model load_entry(const Entry& e, ModelOptions o, std::string& tokenizer_error) {
+    o.position = e.position;
+    try {
+      return Model::load(e.dir, o);
+    } catch (const Error& err) {
+      o.load_tokenizer = false;
+      Model m = Model::load(e.dir, o);
+      tokenizer_error = err.what();
+      return m;
+    }
+  }
+
+  int run() override {
+    for (std::stringstream ss(tasks); ss.good();) {
+      std::string t;
+      std::getline(ss, t, ',');
+      if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention")
+        throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention)");
+    }
+    if (!positions.empty() && dirs.empty()) throw Error("--position makes ablations of -m models: give -m DIR");
+    const std::vector<int64_t> multiples = parse_multiples();
+    if (max_pairs <= 0) max_pairs = quick ? 8 : 200;
+    if (attn_windows <= 0) attn_windows = quick ? 1 : 4;
+    if (length_tokens < 0) length_tokens = quick ? -4 : 0;  // negative: that many times the longest context
+    const Progress pg;
+
+    std::string zdir;
+    const std::vector<Entry> entries = collect_entries(zdir);
 
     // Text and pairs.
     if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
       text_file = (fs::path(zdir) / "heldout.txt").string();
     const std::string text = text_file.empty() ? std::string() : read_text(text_file);
-    std::vector<Pair> pairs;
+    std::vector<probes::WordPair> pairs;
     std::string pairs_source;
     if (!pairs_file.empty()) {
-      pairs = read_pairs(pairs_file);
+      pairs = probes::parse_pairs(read_text(pairs_file), pairs_file);
       pairs_source = pairs_file;
     } else if (!text.empty()) {
-      pairs = default_pairs(text, static_cast<size_t>(max_pairs));
+      pairs = probes::default_pairs(text, static_cast<size_t>(max_pairs));
       pairs_source = "built from " + text_file;
     }
 
@@ -414,241 +395,45 @@ struct CompareCommand : Command {
                        {"ctx_base", ctx_base},
                        {"attention_windows", attn_windows},
                        {"length_tokens", length_tokens},
-                       {"pair_seed", kPairSeed},
-                       {"permutation_seed", kPermutationSeed},
+                       {"pair_seed", probes::kPairSeed},
+                       {"permutation_seed", probes::kPermutationSeed},
                        {"quick", quick},
                        {"tasks", tasks}};
     doc["models"] = json::array();
     json wo = json::array(), perm = json::array(), len = json::array(), attn = json::array();
     json pair_list = json::array();
-    for (const Pair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
-    std::vector<Bucket> buckets;
+    for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
+    std::vector<probes::DistanceBucket> buckets;
 
+    ModelOptions opts;
+    opts.backend = parse_backend(backend);
+    opts.threads = threads;
     for (const Entry& e : entries) {
       std::cerr << "[" << e.label << "] loading " << e.dir
                 << (e.position.empty() ? "" : " with --position " + e.position) << "\n";
-      ModelOptions o;
-      o.backend = parse_backend(backend);
-      o.threads = threads;
-      o.position = e.position;
       std::string tok_error;
-      std::optional<Model> loaded;
-      try {
-        loaded.emplace(Model::load(e.dir, o));
-      } catch (const Error& err) {
-        o.load_tokenizer = false;
-        loaded.emplace(Model::load(e.dir, o));
-        tok_error = err.what();
-      }
-      Model& m = *loaded;
-      Transformer& eng = m.engine();
-      const PositionConfig pc0 = eng.spec().position;
-      const std::string scheme = pc0.scheme;
-      const int64_t trained = pc0.max_positions > 0 ? pc0.max_positions : 128;
-      const int64_t base = ctx_base > 0 ? ctx_base : trained;
+      Model m = load_entry(e, opts, tok_error);
+      const PositionConfig& pc = m.spec().position;
+      const int64_t trained = pc.max_positions > 0 ? pc.max_positions : 128;
       std::vector<int32_t> heldout;
       if (m.has_tokenizer() && !text.empty()) heldout = m.encode(text, false);
+      const Subject s{e, m, pc.scheme, tok_error, trained, ctx_base > 0 ? ctx_base : trained, std::move(heldout)};
       doc["models"].push_back({{"label", e.label},
                                {"dir", e.dir},
-                               {"scheme", scheme},
+                               {"scheme", s.scheme},
                                {"position_override", e.position},
                                {"family", m.family()},
-                               {"trained_length", trained},
-                               {"ctx_base", base},
-                               {"heldout_tokens", heldout.size()},
+                               {"trained_length", s.trained},
+                               {"ctx_base", s.base},
+                               {"heldout_tokens", s.heldout.size()},
                                {"tokenizer", m.has_tokenizer()}});
-
-      // 1. Word order.
-      if (want("word-order")) {
-        json r = {{"model", e.label}, {"scheme", scheme}};
-        if (!m.has_tokenizer()) {
-          r["error"] = "no tokenizer: " + tok_error;
-        } else if (pairs.empty()) {
-          r["error"] = "no pairs (give --text or --pairs)";
-        } else {
-          std::cerr << "[" << e.label << "] word order: " << pairs.size() << " pairs\n";
-          int64_t wins = 0, ties = 0;
-          double margin = 0;
-          try {
-            constexpr size_t kPairsPerStep = 8;  // 16 sentences per forward step
-            for (size_t i0 = 0; i0 < pairs.size(); i0 += kPairsPerStep) {
-              const size_t n = std::min(kPairsPerStep, pairs.size() - i0);
-              if (tty)
-                std::cerr << "\r[" << e.label << "] word order " << i0 + n << "/" << pairs.size()
-                          << std::flush;
-              std::vector<const std::string*> texts;
-              for (size_t i = i0; i < i0 + n; ++i)
-                texts.insert(texts.end(), {&pairs[i].original, &pairs[i].swapped});
-              const std::vector<double> lp = sentence_logprobs(m, texts);
-              for (size_t i = 0; i < n; ++i) {
-                const double d = lp[2 * i] - lp[2 * i + 1];
-                margin += d;
-                if (d > 0)
-                  ++wins;
-                else if (d == 0)
-                  ++ties;
-              }
-            }
-            if (tty) std::cerr << "\r\033[K";
-            const double n = static_cast<double>(pairs.size());
-            r["pairs"] = pairs.size();
-            r["wins"] = wins;
-            r["ties"] = ties;
-            r["accuracy"] = r6((static_cast<double>(wins) + 0.5 * static_cast<double>(ties)) / n);
-            r["mean_margin"] = r6(margin / n);
-          } catch (const Error& err) {  // e.g. a sentence longer than a learned table
-            if (tty) std::cerr << "\r\033[K";
-            r["error"] = err.what();
-            std::cerr << "[" << e.label << "] word order: " << err.what() << "\n";
-          }
-        }
-        wo.push_back(r);
-      }
-
-      // 2. Permutation probe: bidirectional stack on ids and on a fixed permutation of them.
-      if (want("permutation")) {
-        const int64_t P = probe_tokens > 0 ? probe_tokens
-                          : quick          ? std::min<int64_t>(16, trained)
-                                           : std::min<int64_t>(64, trained);
-        json r = {{"model", e.label}, {"scheme", scheme}, {"tokens", P}};
-        try {
-          const std::vector<int32_t> ids = probe_ids(heldout, P, eng.spec().vocab_size, 1);
-          std::vector<int64_t> perm_idx(P);
-          for (int64_t i = 0; i < P; ++i) perm_idx[i] = i;
-          for (int64_t i = P - 1; i > 0; --i)
-            std::swap(perm_idx[i], perm_idx[splitmix64(kPermutationSeed + i) % (i + 1)]);
-          std::vector<int32_t> pids(P);
-          for (int64_t i = 0; i < P; ++i) pids[i] = ids[perm_idx[i]];
-          const Tensor h = bidirectional_hidden(eng, ids), hp = bidirectional_hidden(eng, pids);
-          const int64_t d = h.dim(1);
-          double err = 0, mag = 0;
-          for (int64_t i = 0; i < P; ++i)
-            for (int64_t c = 0; c < d; ++c) {
-              const double a = hp.f32()[i * d + c], b = h.f32()[perm_idx[i] * d + c];
-              err = std::max(err, std::fabs(a - b));
-              mag = std::max(mag, std::fabs(b));
-            }
-          r["max_abs_error"] = r6(err);
-          r["max_abs_hidden"] = r6(mag);
-          r["rel_error"] = r6(mag > 0 ? err / mag : 0.0);
-        } catch (const Error& err) {
-          r["error"] = err.what();
-        }
-        perm.push_back(r);
-      }
-
-      // 3. Length: perplexity at multiples of the trained length, per long-context method.
-      if (want("length")) {
-        int64_t max_ctx = 0;
-        for (int64_t k : multiples)
-          if (base * k <= static_cast<int64_t>(heldout.size())) max_ctx = std::max(max_ctx, base * k);
-        std::vector<int32_t> ids = heldout;
-        const int64_t cap = length_tokens < 0 ? -length_tokens * max_ctx : length_tokens;
-        if (cap > 0 && static_cast<int64_t>(ids.size()) > cap) ids.resize(cap);
-        if (max_ctx > 0) ids.resize(ids.size() / max_ctx * max_ctx);  // the same tokens at every length
-        for (const Method& meth : methods_for(scheme)) {
-          const std::string label = std::string(meth.name) == "none" ? e.label : e.label + "+" + meth.name;
-          json row = {{"model", e.label},
-                      {"scheme", scheme},
-                      {"method", meth.name},
-                      {"label", label},
-                      {"points", json::array()}};
-          std::cerr << "[" << e.label << "] length: " << label << " on " << ids.size() << " tokens\n";
-          for (int64_t k : multiples) {
-            const int64_t ctx = base * k;
-            // factor: context / trained length (= the multiple unless --ctx-base moves the base)
-            const double factor = std::max(1.0, static_cast<double>(ctx) / static_cast<double>(trained));
-            json pt = {
-                {"multiple", k}, {"ctx", ctx}, {"factor", meth.type == ScalingType::None ? 1.0 : r6(factor)}};
-            try {
-              if (!m.has_tokenizer()) throw Error("no tokenizer: " + tok_error);
-              if (ctx > static_cast<int64_t>(ids.size()))
-                throw Error("the held-out text has " + std::to_string(heldout.size()) +
-                            " tokens, fewer than " + std::to_string(ctx));
-              PositionConfig pc = pc0;
-              pc.scaling = Scaling{};
-              pc.scaling.type = meth.type;
-              if (meth.type != ScalingType::None) pc.scaling.factor = factor;
-              eng.set_position(pc);
-              const PerplexityResult pr = perplexity(
-                  eng, ids, ctx, 0,
-                  [&](int64_t done, int64_t total) {
-                    if (tty)
-                      std::cerr << "\r[" << label << "] " << k << "x (" << ctx << " tokens): window " << done
-                                << "/" << total << std::flush;
-                  },
-                  4);
-              if (tty) std::cerr << "\r\033[K";
-              pt["windows"] = pr.windows;
-              pt["tokens"] = pr.tokens;
-              pt["ppl"] = num_or_null(pr.ppl());
-            } catch (const Error& err) {
-              if (tty) std::cerr << "\r\033[K";
-              pt["windows"] = 0;
-              pt["tokens"] = 0;
-              pt["ppl"] = nullptr;
-              pt["error"] = err.what();
-            }
-            row["points"].push_back(pt);
-          }
-          eng.set_position(pc0);
-          len.push_back(row);
-        }
-      }
-
-      // 4. Attention weight against query-key distance (all layers, heads and queries).
+      if (want("word-order")) wo.push_back(word_order_result(s, pairs, pg));
+      if (want("permutation")) perm.push_back(permutation_result(s));
+      if (want("length")) length_results(s, multiples, pg, len);
       if (want("attention")) {
-        std::vector<Bucket> bk = distance_buckets(base - 1);
+        const std::vector<probes::DistanceBucket> bk = probes::distance_buckets(s.base - 1);
         if (bk.size() > buckets.size()) buckets = bk;
-        std::vector<int64_t> of(base);
-        for (size_t b = 0; b < bk.size(); ++b)
-          for (int64_t dd = bk[b].lo; dd <= bk[b].hi && dd < base; ++dd) of[dd] = static_cast<int64_t>(b);
-        std::vector<double> sum(bk.size(), 0.0);
-        std::vector<int64_t> pairs_n(bk.size(), 0);
-        int64_t rows = 0;
-        eng.set_attention_observer([&](int64_t, int64_t, int64_t q, const float* p, int64_t nk) {
-          ++rows;
-          for (int64_t j = 0; j < nk && j <= q; ++j) {
-            const int64_t b = of[std::min<int64_t>(q - j, base - 1)];
-            sum[b] += p[j];
-            ++pairs_n[b];
-          }
-        });
-        std::cerr << "[" << e.label << "] attention by distance: " << attn_windows << " window(s) of " << base
-                  << "\n";
-        std::string attn_error;
-        for (int64_t w = 0; w < attn_windows && attn_error.empty(); ++w) {
-          std::vector<int32_t> ids;
-          if (static_cast<int64_t>(heldout.size()) >= (w + 1) * base)
-            ids.assign(heldout.begin() + w * base, heldout.begin() + (w + 1) * base);
-          else
-            ids = probe_ids({}, base, eng.spec().vocab_size, 100 + w);
-          if (tty)
-            std::cerr << "\r[" << e.label << "] attention window " << w + 1 << "/" << attn_windows
-                      << std::flush;
-          try {
-            Sequence s = eng.new_sequence(base);
-            eng.decode(s, ids, {}, LogitsFor::None);
-          } catch (const Error& err) {  // e.g. --ctx-base beyond a learned table
-            attn_error = err.what();
-            std::cerr << "[" << e.label << "] attention by distance: " << attn_error << "\n";
-          }
-        }
-        if (tty) std::cerr << "\r\033[K";
-        eng.set_attention_observer(nullptr);
-        json mean = json::array(), mass = json::array();
-        for (size_t b = 0; b < bk.size(); ++b) {
-          const bool ok = attn_error.empty() && pairs_n[b] > 0;
-          mean.push_back(ok ? json(r6(sum[b] / static_cast<double>(pairs_n[b]))) : json(nullptr));
-          mass.push_back(ok ? json(r6(sum[b] / static_cast<double>(rows))) : json(nullptr));
-        }
-        json ar = {{"model", e.label},
-                   {"scheme", scheme},
-                   {"rows", attn_error.empty() ? rows : 0},
-                   {"mean_weight", mean},
-                   {"mass", mass}};
-        if (!attn_error.empty()) ar["error"] = attn_error;
-        attn.push_back(ar);
+        attn.push_back(attention_result(s, bk, pg));
       }
     }
     // Every model's bucket list is a prefix of the longest: pad the shorter ones with n/a.
@@ -656,13 +441,17 @@ struct CompareCommand : Command {
       for (const char* key : {"mean_weight", "mass"})
         while (r[key].size() < buckets.size()) r[key].push_back(nullptr);
     json jb = json::array();
-    for (const Bucket& b : buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", bucket_label(b)}});
+    for (const probes::DistanceBucket& b : buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", b.label()}});
 
     if (want("word-order")) doc["word_order"] = {{"pairs", pair_list}, {"results", wo}};
     if (want("permutation")) doc["permutation"] = {{"results", perm}};
     if (want("length")) doc["length"] = {{"results", len}};
     if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", attn}};
+    write_outputs(doc);
+    return 0;
+  }
 
+  void write_outputs(const json& doc) const {
     print_table(doc);
     if (!json_out.empty()) {
       std::ofstream f(json_out);
@@ -674,7 +463,6 @@ struct CompareCommand : Command {
       if (!f) throw Error(html_out + ": cannot open for writing");
       f << render_html(doc);
     }
-    return 0;
   }
 
   static void print_table(const json& doc) {

@@ -1,0 +1,110 @@
+// Probes of how a model uses position: what `ordo compare` runs, one function per probe, each
+// returning plain numbers. The probes that change a model's settings for their run (permutation:
+// bidirectional attention; length: the scaling; attention: an observer) take the Model mutably and
+// restore it before returning: do not share the model with other threads while they run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ordo/ordo.hpp"
+
+namespace ordo::probes {
+
+// ---- Word order ---------------------------------------------------------------------------------
+
+struct WordPair {
+  std::string original, swapped;
+};
+
+// Sentences of `text`: split after '.', '!' or '?' (plus closing quotes) followed by whitespace;
+// whitespace runs collapse to one space.
+std::vector<std::string> split_sentences(const std::string& text);
+
+// The default suite, deterministic for a seed: for each sentence of 5..30 words, in text order,
+// the content words are those after the first whose letters-only core (leading/trailing
+// punctuation stripped) is all ASCII letters and at least 4 long. Candidate swaps are the pairs of
+// content words whose lower-cased cores differ; sentence i takes candidate splitmix64(seed + i) mod
+// #candidates, and the two cores trade places (punctuation stays). Sentences without a candidate
+// are skipped; at most max_pairs pairs.
+constexpr uint64_t kPairSeed = 0x6f72646f;  // "ordo"
+std::vector<WordPair> default_pairs(const std::string& text, size_t max_pairs, uint64_t seed = kPairSeed);
+
+// JSONL lines {"original": "...", "swapped": "..."} (blank lines skipped); Error naming `origin`
+// (the file) and the line otherwise, or when there is no pair.
+std::vector<WordPair> parse_pairs(const std::string& jsonl, const std::string& origin);
+
+// Σ_{t>=1} log p(token_t | tokens_<t) of each text encoded with the tokenizer's specials, all texts
+// in one forward step. Error for a text that encodes to fewer than 2 tokens.
+std::vector<double> sentence_logprobs(const Model& m, const std::vector<const std::string*>& texts);
+
+struct WordOrderResult {
+  int64_t wins = 0, ties = 0;  // original scored higher / equal
+  double accuracy = 0;         // (wins + ties / 2) / pairs
+  double mean_margin = 0;      // mean of log p(original) − log p(swapped), nats
+  std::vector<double> margins; // per pair
+};
+// progress(done, total) after every batch of pairs.
+WordOrderResult word_order(const Model& m, const std::vector<WordPair>& pairs,
+                           const std::function<void(size_t, size_t)>& progress = {});
+
+// ---- Permutation equivariance -------------------------------------------------------------------
+
+struct PermutationResult {
+  double max_abs_error = 0;   // max |h(perm x) − perm h(x)| over positions and channels
+  double max_abs_hidden = 0;  // max |h(x)|
+  double rel_error = 0;       // max_abs_error / max_abs_hidden
+};
+// The stack run bidirectionally on `ids` and on the permutation of them that a Fisher-Yates shuffle
+// driven by splitmix64(seed + i) gives. Without positions, only a mask breaks equivariance.
+constexpr uint64_t kPermutationSeed = 0x7065726d;  // "perm"
+PermutationResult permutation(Model& m, const std::vector<int32_t>& ids, uint64_t seed = kPermutationSeed);
+
+// The first n held-out tokens, else n deterministic pseudo-random ids below vocab (from salt).
+std::vector<int32_t> probe_ids(const std::vector<int32_t>& heldout, int64_t n, int64_t vocab, uint64_t salt);
+
+// ---- Length -------------------------------------------------------------------------------------
+
+struct LengthMethod {
+  std::string name;  // "none" for the model as it is, else a scaling name
+  ScalingType type = ScalingType::None;
+};
+// Unscaled, then every scaling the scheme runs from a factor alone.
+std::vector<LengthMethod> length_methods(const std::string& scheme);
+
+struct LengthPoint {
+  int64_t multiple = 0, ctx = 0;
+  double factor = 1;             // the scaling factor used (1 for "none")
+  int64_t windows = 0, tokens = 0;
+  double ppl = 0;                // NaN with `error` set when the point cannot run
+  std::string error;
+};
+// Perplexity over `ids` at ctx = base · multiple for each multiple, with the model's scheme scaled
+// by `method` at factor max(1, ctx / trained). progress(point, window, windows).
+std::vector<LengthPoint> length(Model& m, const std::vector<int32_t>& ids, const LengthMethod& method,
+                                const std::vector<int64_t>& multiples, int64_t base, int64_t trained,
+                                const std::function<void(const LengthPoint&, int64_t, int64_t)>& progress = {});
+
+// ---- Attention by distance ----------------------------------------------------------------------
+
+struct DistanceBucket {
+  int64_t lo = 0, hi = 0;  // query − key distance, inclusive
+  std::string label() const;
+};
+// 0, 1, 2, 3, then powers of two up to at least max(max_distance, 127).
+std::vector<DistanceBucket> distance_buckets(int64_t max_distance);
+
+struct AttentionProfile {
+  int64_t rows = 0;                 // attention rows observed (layers × heads × queries × windows)
+  std::vector<double> mean_weight;  // per bucket: mean attention weight of a (query, key) pair
+  std::vector<double> mass;         // per bucket: attention mass per row (sums to 1 over buckets)
+};
+// Attention weights averaged over layers, heads and queries by distance bucket, over windows of
+// `base` tokens each. Error if a window cannot run (e.g. beyond a learned table).
+AttentionProfile attention_by_distance(Model& m, const std::vector<std::vector<int32_t>>& windows,
+                                       const std::vector<DistanceBucket>& buckets,
+                                       const std::function<void(size_t)>& progress = {});
+
+}  // namespace ordo::probes
