@@ -200,6 +200,34 @@ TEST(LoadTokenizerJson, UnsupportedOrBrokenComponentsAreErrorsNamingThem) {
   }
 }
 
+// The tokenizer.json converted from the KJV T5 fixture gives the ids transformers' slow T5Tokenizer
+// (legacy=True, over sentencepiece) gave for the fixture's strings, wherever HF's fast tokenizer
+// agrees with the slow one.
+TEST(HfTokenizerGoldenT5, MatchesTheSlowTokenizerWhereHuggingFaceFastDoes) {
+  std::ifstream f(std::string(ORDO_TEST_DATA) + "/fixtures/tokenizers/golden.json");
+  ASSERT_TRUE(f);
+  const json slow_all = json::parse(f);
+  const json* slow = nullptr;
+  for (const auto& t : slow_all["tokenizers"])
+    if (t["name"] == "t5-kjv-legacy-true") slow = &t;
+  ASSERT_NE(slow, nullptr);
+  std::map<std::string, const json*> fast;
+  for (const auto& c : entry("t5-kjv")["cases"])
+    if (c.contains("text")) fast[c["text"].get<std::string>()] = &c;
+  const ordo::Tokenizer& tok = tokenizer("t5-kjv");
+  size_t agreeing = 0;
+  for (const auto& c : (*slow)["cases"]) {
+    const std::string text = c["text"];
+    ASSERT_TRUE(fast.count(text)) << text;
+    const auto ids = c["ids"].get<std::vector<int32_t>>(), with = c["ids_with_special"].get<std::vector<int32_t>>();
+    if ((*fast[text])["ids"] != c["ids"] || (*fast[text])["ids_with_special"] != c["ids_with_special"]) continue;
+    ++agreeing;
+    EXPECT_EQ(tok.encode(text, false), ids) << text;
+    EXPECT_EQ(tok.encode(text, true), with) << text;
+  }
+  EXPECT_EQ(agreeing, (*slow)["cases"].size());  // all 42 agree in tokenizers 0.22
+}
+
 std::string base64(const std::string& bytes) {
   static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
