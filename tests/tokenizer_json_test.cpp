@@ -200,6 +200,118 @@ TEST(LoadTokenizerJson, UnsupportedOrBrokenComponentsAreErrorsNamingThem) {
   }
 }
 
+// The tokenizer.json converted from the KJV T5 fixture gives the ids transformers' slow T5Tokenizer
+// (legacy=True, over sentencepiece) gave for the fixture's strings, wherever HF's fast tokenizer
+// agrees with the slow one.
+TEST(HfTokenizerGoldenT5, MatchesTheSlowTokenizerWhereHuggingFaceFastDoes) {
+  std::ifstream f(std::string(ORDO_TEST_DATA) + "/fixtures/tokenizers/golden.json");
+  ASSERT_TRUE(f);
+  const json slow_all = json::parse(f);
+  const json* slow = nullptr;
+  for (const auto& t : slow_all["tokenizers"])
+    if (t["name"] == "t5-kjv-legacy-true") slow = &t;
+  ASSERT_NE(slow, nullptr);
+  std::map<std::string, const json*> fast;
+  for (const auto& c : entry("t5-kjv")["cases"])
+    if (c.contains("text")) fast[c["text"].get<std::string>()] = &c;
+  const ordo::Tokenizer& tok = tokenizer("t5-kjv");
+  size_t agreeing = 0;
+  for (const auto& c : (*slow)["cases"]) {
+    const std::string text = c["text"];
+    ASSERT_TRUE(fast.count(text)) << text;
+    const auto ids = c["ids"].get<std::vector<int32_t>>(), with = c["ids_with_special"].get<std::vector<int32_t>>();
+    if ((*fast[text])["ids"] != c["ids"] || (*fast[text])["ids_with_special"] != c["ids_with_special"]) continue;
+    ++agreeing;
+    EXPECT_EQ(tok.encode(text, false), ids) << text;
+    EXPECT_EQ(tok.encode(text, true), with) << text;
+  }
+  EXPECT_EQ(agreeing, (*slow)["cases"].size());  // all 42 agree in tokenizers 0.22
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) v = v << 8 | (i + k < bytes.size() ? static_cast<unsigned char>(bytes[i + k]) : 0);
+    for (size_t k = 0; k < 4; ++k) out += k <= bytes.size() - i ? abc[v >> (18 - 6 * k) & 63] : '=';
+  }
+  return out;
+}
+
+// A precompiled_charsmap whose darts-clone trie maps the one key "a" to `value` (the pool offset):
+// root unit 0 (offset 0), the 'a' node at 0 ^ 'a' = 97 (label 'a', has_leaf, offset 1), its value
+// unit at 97 ^ 1 = 96. `root` replaces the root unit (a corrupt trie).
+std::string charsmap(uint32_t value, const std::string& pool, uint32_t root = 0) {
+  std::vector<uint32_t> units(256, 0);  // darts-clone allocates blocks of 256: every root child slot exists
+  units[0] = root;
+  units[97] = 'a' | 1u << 8 | 1u << 10;
+  units[96] = 0x80000000u | value;
+  std::string blob;
+  auto put = [&](uint32_t u) {
+    for (int k = 0; k < 4; ++k) blob += static_cast<char>(u >> (8 * k) & 0xFF);
+  };
+  put(static_cast<uint32_t>(units.size() * 4));
+  for (uint32_t u : units) put(u);
+  return base64(blob + pool);
+}
+
+std::string precompiled_wordlevel(const std::string& b64) {
+  return json{{"normalizer", {{"type", "Precompiled"}, {"precompiled_charsmap", b64}}},
+              {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+              {"model", {{"type", "WordLevel"}, {"vocab", {{"A", 0}, {"a", 1}, {"b", 2}, {"<unk>", 3}}}, {"unk_token", "<unk>"}}}}
+      .dump();
+}
+
+TEST(LoadTokenizerJson, PrecompiledFollowsItsTrie) {
+  TempDir d;
+  d.write("tokenizer.json", precompiled_wordlevel(charsmap(2, std::string("xyA\0", 4))));
+  auto tok = ordo::load_tokenizer(d.str());
+  EXPECT_EQ(tok->encode("a b aa", false), (std::vector<int32_t>{0, 2, 3}));  // "a" -> "A", "aa" -> "AA" (unk)
+  EXPECT_EQ(tok->tokenize("b a"), (std::vector<std::string>{"b", "A"}));
+}
+
+// A malformed charsmap (untrusted input) is an Error naming the file and the normalizer, at load
+// or, for trie entries only a lookup reaches, at encode; never a read outside the blob.
+TEST(LoadTokenizerJson, MalformedPrecompiledIsAnErrorNamingIt) {
+  std::string big_trie(8, '\0');
+  big_trie[0] = 64;  // trie of 64 bytes in an 8-byte blob
+  std::string odd_trie(12, '\0');
+  odd_trie[0] = 6;  // not a multiple of 4
+  for (const std::string& b64 : {std::string("not base64!"), std::string("QQ=A"), base64(big_trie), base64(odd_trie),
+                                 base64(std::string(4, '\0')), charsmap(0, "\xff\xfe")}) {
+    TempDir d;
+    const std::string path = d.write("tokenizer.json", precompiled_wordlevel(b64));
+    try {
+      ordo::load_tokenizer(d.str());
+      ADD_FAILURE() << "expected ordo::Error for " << b64;
+    } catch (const ordo::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      EXPECT_NE(msg.find("normalizer"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("Precompiled"), std::string::npos) << msg;
+    }
+  }
+  // Offsets past the pool, into the middle of a character, and a root pointing outside the trie.
+  const std::string corrupt_root = charsmap(0, std::string("A\0", 2), 5000u << 10);
+  for (const std::string& b64 : {charsmap(9, std::string("A\0", 2)), charsmap(1, "\xc3\xa9"), corrupt_root}) {
+    TempDir d;
+    const std::string path = d.write("tokenizer.json", precompiled_wordlevel(b64));
+    auto tok = ordo::load_tokenizer(d.str());
+    if (b64 != corrupt_root) {
+      EXPECT_EQ(tok->encode("b", false), (std::vector<int32_t>{2})) << b64;  // no "b" key
+    }
+    try {
+      tok->encode("b a", false);
+      ADD_FAILURE() << "expected ordo::Error for " << b64;
+    } catch (const ordo::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      EXPECT_NE(msg.find("Precompiled"), std::string::npos) << msg;
+    }
+  }
+}
+
 TEST(LoadTokenizerJson, EncodeErrorsNameTheProblem) {
   TempDir d;
   // WordLevel without its unk token in the vocabulary: an unknown word cannot be encoded.

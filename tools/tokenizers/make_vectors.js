@@ -8,6 +8,8 @@
 // Face's Rust `tokenizers` crate (the library behind every *TokenizerFast). The real files (BERT)
 // come from --sources (default ../shared/sources); the synthetic ones (one per model type and the
 // rarer components) are written here, from data already in tests/data, before they are encoded.
+// T5 (the real spiece.model from --sources/t5-spiece, and the KJV fixture) is converted to
+// tokenizer.json here the way transformers' T5Converter does, precompiled_charsmap included.
 // Marian (opus-mt): transformers' MarianTokenizer is Python-only and not installable here, so its
 // vectors follow MarianTokenizer's documented rules on top of SentencePiece's own tools
 // (spm_encode / spm_decode / spm_export_vocab from Debian's `sentencepiece` package):
@@ -251,6 +253,104 @@ function wordPiece() {  // WordPiece over the KJV BERT vocab: NFKC + Lowercase, 
   });
 }
 
+// ---- T5 tokenizer.json the way transformers' convert_slow_tokenizer.T5Converter writes it -------
+// A SentencePiece ModelProto read field by field (no protobuf package needed): pieces (1) with
+// piece (1), score (2, float), type (3); trainer_spec (2) with model_type (3), unk_id (40);
+// normalizer_spec (3) with precompiled_charsmap (2).
+function protoFields(buf) {
+  const out = [];
+  let i = 0;
+  const varint = () => {
+    let v = 0n, shift = 0n;
+    for (;;) {
+      const b = buf[i++];
+      v |= BigInt(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+      shift += 7n;
+    }
+  };
+  while (i < buf.length) {
+    const key = Number(varint()), field = key >>> 3, wire = key & 7;
+    if (wire === 0) out.push({ field, value: varint() });
+    else if (wire === 1) { out.push({ field, bytes: buf.subarray(i, i + 8) }); i += 8; }
+    else if (wire === 2) { const n = Number(varint()); out.push({ field, bytes: buf.subarray(i, i + n) }); i += n; }
+    else if (wire === 5) { out.push({ field, bytes: buf.subarray(i, i + 4) }); i += 4; }
+    else throw new Error('unsupported protobuf wire type ' + wire);
+  }
+  return out;
+}
+
+function readSpm(file) {
+  const m = { pieces: [], modelType: 1, unkId: 0, charsmap: Buffer.alloc(0) };
+  for (const f of protoFields(fs.readFileSync(file))) {
+    if (f.field === 1) {
+      const p = { piece: '', score: 0, type: 1 };
+      for (const g of protoFields(f.bytes)) {
+        if (g.field === 1) p.piece = g.bytes.toString('utf8');
+        else if (g.field === 2) p.score = g.bytes.readFloatLE(0);
+        else if (g.field === 3) p.type = Number(g.value);
+      }
+      m.pieces.push(p);
+    } else if (f.field === 2) {
+      for (const g of protoFields(f.bytes)) {
+        if (g.field === 3) m.modelType = Number(g.value);
+        else if (g.field === 40) m.unkId = Number(g.value);
+      }
+    } else if (f.field === 3) {
+      for (const g of protoFields(f.bytes)) if (g.field === 2) m.charsmap = Buffer.from(g.bytes);
+    }
+  }
+  return m;
+}
+
+// T5Converter (SpmConverter with T5's vocab and post-processor), legacy=True, add_prefix_space=True.
+// added: the tokens T5TokenizerFast adds ({id, content, special, normalized}); default: the control
+// pieces, <unk> and the extra ids, all special and not normalized.
+function t5Json(spmFile, extraIds, added) {
+  const m = readSpm(spmFile);
+  if (m.modelType !== 1) throw new Error(spmFile + ': not a unigram model');
+  const vocab = m.pieces.map((p) => [p.piece, p.score]);
+  for (let i = extraIds - 1; i >= 0; --i) vocab.push(['<extra_id_' + i + '>', 0.0]);
+  if (!added) {
+    added = m.pieces.map((p, id) => ({ id, content: p.piece, type: p.type })).filter((p) => p.type === 3 || p.type === 2)
+      .map((p) => ({ id: p.id, content: p.content, special: true, normalized: false }));
+    for (let i = m.pieces.length; i < vocab.length; ++i) added.push({ id: i, content: vocab[i][0], special: true, normalized: false });
+  }
+  const eos = vocab.findIndex(([p]) => p === '</s>');
+  const meta = { type: 'Metaspace', replacement: SP, prepend_scheme: 'always', split: true };
+  const normalizers = [{ type: 'Strip', strip_left: false, strip_right: true },
+    { type: 'Replace', pattern: { Regex: ' {2,}' }, content: SP }];
+  if (m.charsmap.length) normalizers.unshift({ type: 'Precompiled', precompiled_charsmap: m.charsmap.toString('base64') });
+  return base({
+    added_tokens: added.sort((a, b) => a.id - b.id).map((a) => added_(a.id, a.content, a)),
+    normalizer: { type: 'Sequence', normalizers },
+    pre_tokenizer: meta,
+    post_processor: { type: 'TemplateProcessing',
+      single: [{ Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+      pair: [{ Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } },
+        { Sequence: { id: 'B', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+      special_tokens: { '</s>': { id: '</s>', ids: [eos], tokens: ['</s>'] } } },
+    decoder: meta,
+    model: { type: 'Unigram', unk_id: m.unkId, vocab, byte_fallback: false },
+  });
+}
+const added_ = (id, content, o) => added(id, content, { special: o.special, normalized: o.normalized,
+  lstrip: o.lstrip, rstrip: o.rstrip, single_word: o.single_word });
+
+// The real T5 spiece.model, with the added tokens its tokenizer_config.json declares.
+function t5Real() {
+  const dir = path.join(SOURCES, 't5-spiece');
+  const cfg = JSON.parse(read(path.join(dir, 'tokenizer_config.json')));
+  const addedTokens = Object.entries(cfg.added_tokens_decoder).map(([id, t]) => Object.assign({ id: Number(id) }, t));
+  return t5Json(path.join(dir, 'spiece.model'), cfg.extra_ids, addedTokens);
+}
+
+// The KJV T5 fixture (tests/data/fixtures/tokenizers/t5), whose slow-tokenizer vectors are in
+// tests/data/fixtures/tokenizers/golden.json; its strings are encoded here too.
+function t5Kjv() { return t5Json(path.join(ROOT, 'tests/data/fixtures/tokenizers/t5/spiece.model'), 100); }
+const fixtureT5 = () => JSON.parse(read(path.join(ROOT, 'tests/data/fixtures/tokenizers/golden.json')))
+  .tokenizers.find((t) => t.name === 't5-kjv-legacy-true').cases.map((c) => c.text);
+
 // ---- the tokenizers -----------------------------------------------------------------------------
 const SYNTHETIC = [
   { name: 'bpe-bytelevel', build: bpeByteLevel, extra: ['Hello <mask> world', 'x<mask>y', 'a <|sep|>   b', '<s>Hi</s>'] },
@@ -259,15 +359,28 @@ const SYNTHETIC = [
   { name: 'unigram', build: unigram, extra: ['In the <extra_id_0> beginning', 'Jerusalem and xJerusalem, Jerusalem!', '</s> and <pad>'] },
   { name: 'unigram-first', build: unigramFirst, extra: ['<sep>after the separator', 'one<sep> two <sep>'] },
   { name: 'wordlevel', build: wordLevel, extra: ['[CLS] in the beginning [SEP]', 'say Hello World twice hello world', '[unk] [UNK]'] },
+  { name: 't5-kjv', build: t5Kjv, extra: () => fixtureT5().concat(['x <extra_id_0> y', 'ﬁﬂ ligatures ﬃ']) },
   { name: 'wordpiece', build: wordPiece, extra: ['[CLS] the beginning [MASK] end [SEP]', 'beginnings and endings', '[SEP][SEP]'] },
 ];
+// Strings for the Precompiled normalizer (sentencepiece nmt_nfkc rules, applied per grapheme).
+const PRECOMPILED_EXTRA = ['ﬁﬂ ﬃ ﬄ ligatures', 'ＦＵＬＬ ｗｉｄｔｈ １２３ ！？', 'ｶﾞｷﾞ halfwidth katakana', '㍻ ㌔ ㎏ ℡ ™ №',
+  'e\u0301\u0302 and a\u0308\u0304 stacked marks', 'A\u030a vs Å vs Å', '\u1100\u1161\u11a8 jamo', 'x\r\ny\rz\n',
+  'soft\u00adhyphen zero\u200bwidth \ufeffbom', 'ⅰⅱⅲ ⑴ ⒜ ¼', 'tab\tand\u000bvertical\u000cfeed'];
 const REAL = [
   { name: 'bert-base-uncased', files: { 'tokenizer.json': 'bert-base-uncased-tokenizer/tokenizer.json' },
     extra: ['Hello [SEP] world', '[CLS] start [MASK] end [SEP]', '[sep] lowercase is not special', 'x[SEP]y', 'unaffable playing'] },
+  { name: 't5', build: t5Real, extra: PRECOMPILED_EXTRA.concat(['Translate to German: <extra_id_0> house <extra_id_99>',
+    'x</s>y <pad> and <unk>', '<sql_context> SELECT * FROM t', 'a <sql_context>b']) },
 ];
 
 function caseText(c) {
   return c.hex !== undefined ? new TextDecoder('utf-8').decode(Buffer.from(c.hex, 'hex')) : c.text;
+}
+
+// The common strings, the invalid UTF-8 cases and a tokenizer's own extra strings, each text once.
+function withExtra(extra) {
+  const seen = new Set(COMMON.map((c) => c.text));
+  return COMMON.concat(INVALID, extra.filter((t) => !seen.has(t) && seen.add(t)).map((text) => ({ text })));
 }
 
 async function hfVectors(tok, cases) {
@@ -391,16 +504,18 @@ async function main() {
     fs.mkdirSync(dir, { recursive: true });
     const json = JSON.stringify(s.build());
     fs.writeFileSync(path.join(dir, 'tokenizer.json'), json);
-    const cases = COMMON.concat(INVALID, s.extra.map((text) => ({ text })));
+    const cases = withExtra(typeof s.extra === 'function' ? s.extra() : s.extra);
     golden.tokenizers.push({ name: s.name, files: [s.name + '/tokenizer.json'], synthetic: true,
       cases: await hfVectors(Tokenizer.fromString(json), cases) });
   }
   for (const r of REAL) {
     const dir = path.join(OUT, r.name);
     fs.mkdirSync(dir, { recursive: true });
-    for (const [name, src] of Object.entries(r.files)) fs.copyFileSync(path.join(SOURCES, src), path.join(dir, name));
-    const cases = COMMON.concat(INVALID, r.extra.map((text) => ({ text })));
-    golden.tokenizers.push({ name: r.name, files: Object.keys(r.files).map((f) => r.name + '/' + f), synthetic: false,
+    if (r.build) fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(r.build()));
+    else for (const [name, src] of Object.entries(r.files)) fs.copyFileSync(path.join(SOURCES, src), path.join(dir, name));
+    const cases = withExtra(r.extra);
+    golden.tokenizers.push({ name: r.name, files: Object.keys(r.files || { 'tokenizer.json': 0 }).map((f) => r.name + '/' + f),
+      synthetic: false,
       cases: await hfVectors(Tokenizer.fromFile(path.join(dir, 'tokenizer.json')), cases) });
   }
   const marianDir = path.join(OUT, 'opus-mt-en-mg');

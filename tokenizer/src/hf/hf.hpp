@@ -57,6 +57,8 @@ bool is_chinese_char(char32_t c);    // the CJK blocks BertNormalizer pads with 
 std::string lowercase(const std::string& s);  // per code point (char::to_lowercase, no context)
 enum class NormForm { NFC, NFD, NFKC, NFKD };
 std::string unicode_normalize(const std::string& s, NormForm form);
+// End offsets of the extended grapheme clusters (UAX #29) of valid UTF-8 `s`.
+std::vector<size_t> grapheme_ends(const std::string& s);
 
 // GPT-2's bytes_to_unicode(): every byte as a printable character (UTF-8), and back.
 const std::array<std::string, 256>& byte_chars();
@@ -115,6 +117,7 @@ class Normalizer {
   virtual std::string normalize(std::string s) const = 0;
 };
 std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& where);  // null for null
+std::unique_ptr<Normalizer> make_precompiled(const json& j, const std::string& where);  // normalizer_precompiled.cpp
 
 // ---- pre-tokenizers (pre_tokenizers.cpp) -------------------------------------------------------
 struct Piece {

@@ -1,5 +1,5 @@
 // tokenizer.json "normalizer": NFC/NFD/NFKC/NFKD (ICU), Lowercase, StripAccents, BertNormalizer,
-// Replace, Prepend, Strip and Sequence.
+// Replace, Prepend, Strip and Sequence (Precompiled: normalizer_precompiled.cpp).
 #include "hf.hpp"
 
 namespace ordo::tokenizer_detail::hf {
@@ -158,11 +158,12 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
   if (type == "Prepend") return std::make_unique<Prepend>(get_string(j, "prepend", where));
   if (type == "Strip")
     return std::make_unique<Strip>(get_bool(j, "strip_left", where, true), get_bool(j, "strip_right", where, true));
+  if (type == "Precompiled") return make_precompiled(j, where);
   if (type == "Sequence") {
     return std::make_unique<Sequence>(make_sequence<Normalizer>(j, "normalizers", where, make_normalizer));
   }
   fail(where, "normalizer type '" + type + "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, "
-              "StripAccents, BertNormalizer, Replace, Prepend, Strip, Sequence)");
+              "StripAccents, BertNormalizer, Replace, Prepend, Strip, Precompiled, Sequence)");
 }
 
 }  // namespace ordo::tokenizer_detail::hf

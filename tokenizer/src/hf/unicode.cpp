@@ -1,6 +1,8 @@
 // Character classes and mappings the tokenizers crate takes from Rust's char methods and regex
 // classes, answered from ICU's Unicode data.
 #include <unicode/normalizer2.h>
+#include <unicode/ubrk.h>
+#include <unicode/utext.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 #include <unicode/ustring.h>
@@ -111,6 +113,24 @@ std::string unicode_normalize(const std::string& s, NormForm form) {
   std::string out;
   u.toUTF8String(out);
   return out;
+}
+
+std::vector<size_t> grapheme_ends(const std::string& s) {
+  std::vector<size_t> ends;
+  if (s.empty()) return ends;
+  UErrorCode st = U_ZERO_ERROR;
+  // UTF-8 UText: break positions are byte offsets into s.
+  UText* text = utext_openUTF8(nullptr, s.data(), static_cast<int64_t>(s.size()), &st);
+  UBreakIterator* it = ubrk_open(UBRK_CHARACTER, "", nullptr, 0, &st);
+  if (U_SUCCESS(st)) ubrk_setUText(it, text, &st);
+  if (U_SUCCESS(st)) {
+    ubrk_first(it);
+    for (int32_t e = ubrk_next(it); e != UBRK_DONE; e = ubrk_next(it)) ends.push_back(static_cast<size_t>(e));
+  }
+  ubrk_close(it);
+  utext_close(text);
+  if (U_FAILURE(st)) throw Error("tokenizer: ICU grapheme segmentation failed");
+  return ends;
 }
 
 namespace {
