@@ -514,8 +514,13 @@ struct CompareCommand : Command {
     o << std::flush;
   }
 
-  static std::string render_html(const json& doc) {
-    std::ostringstream h;
+  static std::string err_cell(const json& r) {
+    return std::string("<td class=\"err\">") + (r.contains("error") ? html_escape(r["error"].get<std::string>()) : "") +
+           "</td>";
+  }
+
+  // The page head, the settings and the models.
+  static void html_head(const json& doc, std::ostream& h) {
     h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ordo compare</title>\n<style>"
          "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px "
@@ -554,174 +559,188 @@ struct CompareCommand : Command {
         << "</tr>\n";
     }
     h << "</table>\n";
-    auto err_cell = [](const json& r) {
-      return std::string("<td class=\"err\">") +
-             (r.contains("error") ? html_escape(r["error"].get<std::string>()) : "") + "</td>";
-    };
-    if (doc.contains("word_order")) {
-      const json& wo = doc["word_order"];
-      h << "<h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when "
-           "the "
-           "original has the higher total log-probability (ties count half). Margin: mean log-prob(original) "
-           "− "
-           "log-prob(swapped), "
-           "nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
-           "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
-      std::vector<std::string> labels;
-      std::vector<double> acc;
-      for (size_t i = 0; i < wo["results"].size(); ++i) {
-        const json& r = wo["results"][i];
-        const std::string p = "/word_order/results/" + std::to_string(i);
-        labels.push_back(r["model"].get<std::string>());
-        h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
-        if (r.contains("accuracy")) {
-          h << cell(doc, p + "/pairs") << cell(doc, p + "/wins") << cell(doc, p + "/ties")
-            << cell(doc, p + "/accuracy") << cell(doc, p + "/mean_margin");
-          acc.push_back(r["accuracy"].get<double>());
-        } else {
-          h << "<td class=\"na\" colspan=\"5\">n/a</td>";
-          acc.push_back(NAN);
-        }
-        h << err_cell(r) << "</tr>\n";
+  }
+
+  // The word-order table, its accuracy chart and the pairs.
+  static void html_word_order(const json& doc, std::ostream& h) {
+    const json& wo = doc["word_order"];
+    h << "<h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when "
+         "the "
+         "original has the higher total log-probability (ties count half). Margin: mean log-prob(original) "
+         "− "
+         "log-prob(swapped), "
+         "nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
+         "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
+    std::vector<std::string> labels;
+    std::vector<double> acc;
+    for (size_t i = 0; i < wo["results"].size(); ++i) {
+      const json& r = wo["results"][i];
+      const std::string p = "/word_order/results/" + std::to_string(i);
+      labels.push_back(r["model"].get<std::string>());
+      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
+      if (r.contains("accuracy")) {
+        h << cell(doc, p + "/pairs") << cell(doc, p + "/wins") << cell(doc, p + "/ties")
+          << cell(doc, p + "/accuracy") << cell(doc, p + "/mean_margin");
+        acc.push_back(r["accuracy"].get<double>());
+      } else {
+        h << "<td class=\"na\" colspan=\"5\">n/a</td>";
+        acc.push_back(NAN);
       }
-      h << "</table>\n";
-      ChartOptions co;
-      co.title = "word order: accuracy (0.5 = chance)";
-      co.x_label = "accuracy";
-      h << svg_bar_chart(labels, acc, co);
-      h << "<details><summary>the " << wo["pairs"].size()
-        << " pairs</summary><table><tr><th>original</th><th>swapped</th></tr>";
-      for (const json& p : wo["pairs"])
-        h << "<tr>" << text_cell(p["original"].get<std::string>())
-          << text_cell(p["swapped"].get<std::string>()) << "</tr>";
-      h << "</table></details>\n";
+      h << err_cell(r) << "</tr>\n";
     }
-    if (doc.contains("permutation")) {
-      h << "<h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a token "
-           "sequence and on a "
-           "fixed permutation of it; error = max |h(perm x) − perm h(x)| over the final hidden states, "
-           "relative = error "
-           "/ max |h|. Without positions attention is permutation-equivariant, so the error is rounding "
-           "only.</p>\n"
-           "<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th><th>relative</th>"
-           "<th>max |h|</th><th></th></tr>\n";
-      std::vector<std::string> labels;
-      std::vector<double> errs;
-      for (size_t i = 0; i < doc["permutation"]["results"].size(); ++i) {
-        const json& r = doc["permutation"]["results"][i];
-        const std::string p = "/permutation/results/" + std::to_string(i);
-        labels.push_back(r["model"].get<std::string>());
-        h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>())
-          << cell(doc, p + "/tokens");
-        if (r.contains("max_abs_error")) {
-          h << cell(doc, p + "/max_abs_error") << cell(doc, p + "/rel_error")
-            << cell(doc, p + "/max_abs_hidden");
-          errs.push_back(r["rel_error"].get<double>());
-        } else {
-          h << "<td class=\"na\" colspan=\"3\">n/a</td>";
-          errs.push_back(NAN);
-        }
-        h << err_cell(r) << "</tr>\n";
+    h << "</table>\n";
+    ChartOptions co;
+    co.title = "word order: accuracy (0.5 = chance)";
+    co.x_label = "accuracy";
+    h << svg_bar_chart(labels, acc, co);
+    h << "<details><summary>the " << wo["pairs"].size()
+      << " pairs</summary><table><tr><th>original</th><th>swapped</th></tr>";
+    for (const json& p : wo["pairs"])
+      h << "<tr>" << text_cell(p["original"].get<std::string>())
+        << text_cell(p["swapped"].get<std::string>()) << "</tr>";
+    h << "</table></details>\n";
+  }
+
+  // The permutation probe table and its chart.
+  static void html_permutation(const json& doc, std::ostream& h) {
+    h << "<h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a token "
+         "sequence and on a "
+         "fixed permutation of it; error = max |h(perm x) − perm h(x)| over the final hidden states, "
+         "relative = error "
+         "/ max |h|. Without positions attention is permutation-equivariant, so the error is rounding "
+         "only.</p>\n"
+         "<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th><th>relative</th>"
+         "<th>max |h|</th><th></th></tr>\n";
+    std::vector<std::string> labels;
+    std::vector<double> errs;
+    for (size_t i = 0; i < doc["permutation"]["results"].size(); ++i) {
+      const json& r = doc["permutation"]["results"][i];
+      const std::string p = "/permutation/results/" + std::to_string(i);
+      labels.push_back(r["model"].get<std::string>());
+      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>())
+        << cell(doc, p + "/tokens");
+      if (r.contains("max_abs_error")) {
+        h << cell(doc, p + "/max_abs_error") << cell(doc, p + "/rel_error")
+          << cell(doc, p + "/max_abs_hidden");
+        errs.push_back(r["rel_error"].get<double>());
+      } else {
+        h << "<td class=\"na\" colspan=\"3\">n/a</td>";
+        errs.push_back(NAN);
       }
-      h << "</table>\n";
-      ChartOptions co;
-      co.title = "permutation probe: relative error (log scale)";
-      co.x_label = "max |h(perm x) − perm h(x)| / max |h|";
-      co.log_x = true;
-      h << svg_bar_chart(labels, errs, co);
+      h << err_cell(r) << "</tr>\n";
     }
-    if (doc.contains("length")) {
-      const json& multiples = doc["settings"]["multiples"];
-      h << "<h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the "
-           "trained length "
-           "(the text is cut to a whole number of the longest windows, so every length scores the same "
-           "tokens). Rows "
-           "with a method apply that long-context scaling with factor k; n/a rows show "
-           "why.</p>\n<table><tr><th>row</th>";
-      for (size_t j = 0; j < multiples.size(); ++j)
-        h << cell(doc, "/settings/multiples/" + std::to_string(j), "th");
+    h << "</table>\n";
+    ChartOptions co;
+    co.title = "permutation probe: relative error (log scale)";
+    co.x_label = "max |h(perm x) − perm h(x)| / max |h|";
+    co.log_x = true;
+    h << svg_bar_chart(labels, errs, co);
+  }
+
+  // Perplexity per length and method: table, charts, every window setting.
+  static void html_length(const json& doc, std::ostream& h) {
+    const json& multiples = doc["settings"]["multiples"];
+    h << "<h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the "
+         "trained length "
+         "(the text is cut to a whole number of the longest windows, so every length scores the same "
+         "tokens). Rows "
+         "with a method apply that long-context scaling with factor k; n/a rows show "
+         "why.</p>\n<table><tr><th>row</th>";
+    for (size_t j = 0; j < multiples.size(); ++j)
+      h << cell(doc, "/settings/multiples/" + std::to_string(j), "th");
+    h << "</tr>\n";
+    std::vector<Series> plain, scaled;
+    for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
+      const json& r = doc["length"]["results"][i];
+      const std::string p = "/length/results/" + std::to_string(i);
+      Series s;
+      s.name = r["label"].get<std::string>();
+      h << "<tr>" << text_cell(r["label"].get<std::string>());
+      for (size_t j = 0; j < r["points"].size(); ++j) {
+        const json& pt = r["points"][j];
+        h << cell(doc, p + "/points/" + std::to_string(j) + "/ppl");
+        s.x.push_back(pt["ctx"].get<double>());
+        s.y.push_back(pt["ppl"].is_null() ? NAN : pt["ppl"].get<double>());
+      }
       h << "</tr>\n";
-      std::vector<Series> plain, scaled;
-      for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
-        const json& r = doc["length"]["results"][i];
-        const std::string p = "/length/results/" + std::to_string(i);
-        Series s;
-        s.name = r["label"].get<std::string>();
-        h << "<tr>" << text_cell(r["label"].get<std::string>());
-        for (size_t j = 0; j < r["points"].size(); ++j) {
-          const json& pt = r["points"][j];
-          h << cell(doc, p + "/points/" + std::to_string(j) + "/ppl");
-          s.x.push_back(pt["ctx"].get<double>());
-          s.y.push_back(pt["ppl"].is_null() ? NAN : pt["ppl"].get<double>());
-        }
+      (r["method"] == "none" ? plain : scaled).push_back(s);
+    }
+    h << "</table>\n";
+    ChartOptions co;
+    co.x_label = "context length (tokens)";
+    co.y_label = "perplexity";
+    co.log_x = co.log_y = true;
+    co.title = "perplexity vs context length, no scaling";
+    h << svg_line_chart(plain, co);
+    if (!scaled.empty()) {
+      co.title = "perplexity vs context length, with long-context scaling (factor = multiple)";
+      h << svg_line_chart(scaled, co);
+    }
+    h << "<details><summary>every window "
+         "setting</summary><table><tr><th>row</th><th>multiple</th><th>ctx</th>"
+         "<th>factor</th><th>windows</th><th>tokens</th><th>ppl</th><th></th></tr>\n";
+    for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
+      const json& r = doc["length"]["results"][i];
+      for (size_t j = 0; j < r["points"].size(); ++j) {
+        const std::string p = "/length/results/" + std::to_string(i) + "/points/" + std::to_string(j);
+        h << "<tr>" << text_cell(r["label"].get<std::string>()) << cell(doc, p + "/multiple")
+          << cell(doc, p + "/ctx") << cell(doc, p + "/factor") << cell(doc, p + "/windows")
+          << cell(doc, p + "/tokens") << cell(doc, p + "/ppl") << err_cell(r["points"][j]) << "</tr>\n";
+      }
+    }
+    h << "</table></details>\n";
+  }
+
+  // Attention weight and mass by distance bucket, and the chart.
+  static void html_attention(const json& doc, std::ostream& h) {
+    const json& a = doc["attention"];
+    h << "<h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained length, "
+         "over all "
+         "layers, heads and queries, grouped by query−key distance. Mean weight: average probability of "
+         "one key at "
+         "that distance; mass: average share of a query's attention that falls in the bucket.</p>\n";
+    for (const char* key : {"mean_weight", "mass"}) {
+      h << "<table><tr><th>" << key << "</th><th>rows</th>";
+      for (size_t b = 0; b < a["buckets"].size(); ++b) {
+        const std::string p = "/attention/buckets/" + std::to_string(b);
+        h << "<th>" << cell(doc, p + "/lo", "span") << "–" << cell(doc, p + "/hi", "span") << "</th>";
+      }
+      h << "</tr>\n";
+      for (size_t i = 0; i < a["results"].size(); ++i) {
+        const std::string p = "/attention/results/" + std::to_string(i);
+        h << "<tr>" << text_cell(a["results"][i]["model"].get<std::string>()) << cell(doc, p + "/rows");
+        for (size_t b = 0; b < a["results"][i][key].size(); ++b)
+          h << cell(doc, p + "/" + key + "/" + std::to_string(b));
         h << "</tr>\n";
-        (r["method"] == "none" ? plain : scaled).push_back(s);
       }
       h << "</table>\n";
-      ChartOptions co;
-      co.x_label = "context length (tokens)";
-      co.y_label = "perplexity";
-      co.log_x = co.log_y = true;
-      co.title = "perplexity vs context length, no scaling";
-      h << svg_line_chart(plain, co);
-      if (!scaled.empty()) {
-        co.title = "perplexity vs context length, with long-context scaling (factor = multiple)";
-        h << svg_line_chart(scaled, co);
-      }
-      h << "<details><summary>every window "
-           "setting</summary><table><tr><th>row</th><th>multiple</th><th>ctx</th>"
-           "<th>factor</th><th>windows</th><th>tokens</th><th>ppl</th><th></th></tr>\n";
-      for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
-        const json& r = doc["length"]["results"][i];
-        for (size_t j = 0; j < r["points"].size(); ++j) {
-          const std::string p = "/length/results/" + std::to_string(i) + "/points/" + std::to_string(j);
-          h << "<tr>" << text_cell(r["label"].get<std::string>()) << cell(doc, p + "/multiple")
-            << cell(doc, p + "/ctx") << cell(doc, p + "/factor") << cell(doc, p + "/windows")
-            << cell(doc, p + "/tokens") << cell(doc, p + "/ppl") << err_cell(r["points"][j]) << "</tr>\n";
-        }
-      }
-      h << "</table></details>\n";
     }
-    if (doc.contains("attention")) {
-      const json& a = doc["attention"];
-      h << "<h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained length, "
-           "over all "
-           "layers, heads and queries, grouped by query−key distance. Mean weight: average probability of "
-           "one key at "
-           "that distance; mass: average share of a query's attention that falls in the bucket.</p>\n";
-      for (const char* key : {"mean_weight", "mass"}) {
-        h << "<table><tr><th>" << key << "</th><th>rows</th>";
-        for (size_t b = 0; b < a["buckets"].size(); ++b) {
-          const std::string p = "/attention/buckets/" + std::to_string(b);
-          h << "<th>" << cell(doc, p + "/lo", "span") << "–" << cell(doc, p + "/hi", "span") << "</th>";
-        }
-        h << "</tr>\n";
-        for (size_t i = 0; i < a["results"].size(); ++i) {
-          const std::string p = "/attention/results/" + std::to_string(i);
-          h << "<tr>" << text_cell(a["results"][i]["model"].get<std::string>()) << cell(doc, p + "/rows");
-          for (size_t b = 0; b < a["results"][i][key].size(); ++b)
-            h << cell(doc, p + "/" + key + "/" + std::to_string(b));
-          h << "</tr>\n";
-        }
-        h << "</table>\n";
+    std::vector<Series> series;
+    for (const json& r : a["results"]) {
+      Series s;
+      s.name = r["model"].get<std::string>();
+      for (size_t b = 0; b < a["buckets"].size(); ++b) {
+        s.x.push_back(a["buckets"][b]["lo"].get<double>() + 1.0);
+        s.y.push_back(r["mean_weight"][b].is_null() ? NAN : r["mean_weight"][b].get<double>());
       }
-      std::vector<Series> series;
-      for (const json& r : a["results"]) {
-        Series s;
-        s.name = r["model"].get<std::string>();
-        for (size_t b = 0; b < a["buckets"].size(); ++b) {
-          s.x.push_back(a["buckets"][b]["lo"].get<double>() + 1.0);
-          s.y.push_back(r["mean_weight"][b].is_null() ? NAN : r["mean_weight"][b].get<double>());
-        }
-        series.push_back(s);
-      }
-      ChartOptions co;
-      co.title = "mean attention weight vs query-key distance";
-      co.x_label = "distance + 1 (bucket start)";
-      co.y_label = "mean attention weight";
-      co.log_x = co.log_y = true;
-      h << svg_line_chart(series, co);
+      series.push_back(s);
     }
+    ChartOptions co;
+    co.title = "mean attention weight vs query-key distance";
+    co.x_label = "distance + 1 (bucket start)";
+    co.y_label = "mean attention weight";
+    co.log_x = co.log_y = true;
+    h << svg_line_chart(series, co);
+  }
+
+  // One self-contained page: each section rendered from the results document, which is embedded.
+  static std::string render_html(const json& doc) {
+    std::ostringstream h;
+    html_head(doc, h);
+    if (doc.contains("word_order")) html_word_order(doc, h);
+    if (doc.contains("permutation")) html_permutation(doc, h);
+    if (doc.contains("length")) html_length(doc, h);
+    if (doc.contains("attention")) html_attention(doc, h);
     std::string embedded = doc.dump();
     for (size_t at = 0; (at = embedded.find("</", at)) != std::string::npos; at += 3)
       embedded.replace(at, 2, "<\\/");

@@ -68,6 +68,113 @@ int64_t original_length(const PositionConfig& cfg, const char* what) {
 
 }  // namespace
 
+namespace {
+
+// Each scaling type's frequencies for rotary dim d at sequence length seq_len; s = cfg.scaling.factor.
+
+void dynamic_ntk(const PositionConfig& cfg, int64_t d, int64_t seq_len, RopeFrequencies& out) {
+  const double s = cfg.scaling.factor;
+  if (d <= 2) throw Error("rope: dynamic scaling needs a rotary dim > 2");
+  const int64_t L0 = original_length(cfg, "dynamic");
+  if (seq_len <= L0) {
+    out.inv_freq = default_inv(static_cast<float>(cfg.rope_theta), d);
+    return;
+  }
+  // base * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2)), with the Python
+  // scalars in double and the result rounded to float32 (bit-exact with the HF fixture).
+  const double grow = s * static_cast<double>(seq_len) / static_cast<double>(L0) - (s - 1.0);
+  const float b = static_cast<float>(cfg.rope_theta * std::pow(grow, static_cast<double>(d) / static_cast<double>(d - 2)));
+  if (!(b > 0.0f) || !std::isfinite(b))
+    throw Error("rope: dynamic scaling produced base " + num_str(b) + " for length " + std::to_string(seq_len));
+  out.inv_freq = default_inv(b, d);
+}
+
+void yarn(const PositionConfig& cfg, int64_t d, RopeFrequencies& out) {
+  const Scaling& sc = cfg.scaling;
+  const double s = sc.factor;
+  const int64_t L0 = original_length(cfg, "yarn");
+  auto corr_dim = [&](double rot) {
+    return static_cast<double>(d) * std::log(static_cast<double>(L0) / (rot * 2.0 * kPi)) /
+           (2.0 * std::log(cfg.rope_theta));
+  };
+  double low = corr_dim(sc.beta_fast), high = corr_dim(sc.beta_slow);
+  if (sc.truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(d - 1));
+  if (low == high) high += 0.001;  // HF: prevent singularity
+  const std::vector<float> pf = pos_freqs(static_cast<float>(cfg.rope_theta), d);
+  const float fs = static_cast<float>(s), flow = static_cast<float>(low), frange = static_cast<float>(high - low);
+  const int64_t half = d / 2;
+  out.inv_freq.resize(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const float extrap = 1.0f / pf[i];
+    const float interp = 1.0f / (fs * pf[i]);
+    const float ramp = std::clamp((static_cast<float>(i) - flow) / frange, 0.0f, 1.0f);
+    const float e = 1.0f - ramp;
+    out.inv_freq[i] = rounded(interp * (1.0f - e)) + rounded(extrap * e);
+  }
+  if (sc.attention_factor)
+    out.attention_scaling = *sc.attention_factor;
+  else if (sc.mscale && sc.mscale_all_dim && *sc.mscale != 0.0 && *sc.mscale_all_dim != 0.0)
+    out.attention_scaling = yarn_mscale(s, *sc.mscale) / yarn_mscale(s, *sc.mscale_all_dim);
+  else
+    out.attention_scaling = yarn_mscale(s, 1.0);
+}
+
+void llama3(const PositionConfig& cfg, int64_t d, RopeFrequencies& out) {
+  const Scaling& sc = cfg.scaling;
+  const int64_t L0 = original_length(cfg, "llama3");
+  const double lff = sc.low_freq_factor, hff = sc.high_freq_factor;
+  if (!(lff > 0.0 && hff > lff))
+    throw Error("rope: llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got " + num_str(lff) + " and " +
+                num_str(hff));
+  const float lo_wavelen = static_cast<float>(static_cast<double>(L0) / lff);
+  const float hi_wavelen = static_cast<float>(static_cast<double>(L0) / hff);
+  const float fs = static_cast<float>(sc.factor);
+  out.inv_freq = default_inv(static_cast<float>(cfg.rope_theta), d);
+  for (float& inv : out.inv_freq) {
+    const float wavelen = static_cast<float>(2.0 * kPi) / inv;
+    if (wavelen < hi_wavelen) continue;
+    if (wavelen > lo_wavelen) {
+      inv = inv / fs;
+      continue;
+    }
+    const float sm = (static_cast<float>(L0) / wavelen - static_cast<float>(lff)) / static_cast<float>(hff - lff);
+    inv = rounded((1.0f - sm) * inv / fs) + rounded(sm * inv);
+  }
+}
+
+void longrope(const PositionConfig& cfg, int64_t d, int64_t seq_len, RopeFrequencies& out) {
+  const Scaling& sc = cfg.scaling;
+  const int64_t L0 = original_length(cfg, "longrope");
+  const int64_t half = d / 2;
+  if (static_cast<int64_t>(sc.short_factor.size()) != half || static_cast<int64_t>(sc.long_factor.size()) != half)
+    throw Error("rope: longrope needs short_factor and long_factor with rotary_dim/2 = " + std::to_string(half) +
+                " values each, got " + std::to_string(sc.short_factor.size()) + " and " +
+                std::to_string(sc.long_factor.size()));
+  const bool use_long = seq_len > L0;
+  const std::vector<double>& f = use_long ? sc.long_factor : sc.short_factor;
+  const std::vector<float> pf = pos_freqs(static_cast<float>(cfg.rope_theta), d);
+  out.inv_freq.resize(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    if (!(f[i] > 0.0)) throw Error("rope: longrope factors must be > 0, got " + num_str(f[i]));
+    out.inv_freq[i] = 1.0f / (static_cast<float>(f[i]) * pf[i]);
+  }
+  const std::optional<double>& regime = use_long ? sc.long_mscale : sc.short_mscale;
+  if (regime) {
+    out.attention_scaling = *regime;
+  } else if (sc.attention_factor) {
+    out.attention_scaling = *sc.attention_factor;
+  } else {
+    // A floating ratio: integer division would turn 80 / 32 into 2 and understate the magnitude.
+    const double r =
+        sc.original_max_positions > 0 ? static_cast<double>(cfg.max_positions) / static_cast<double>(L0) : sc.factor;
+    out.attention_scaling = r <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(r) / std::log(static_cast<double>(L0)));
+  }
+}
+
+}  // namespace
+
 RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t seq_len) {
   const Scaling& sc = cfg.scaling;
   if (d <= 0 || d % 2 != 0) throw Error("rope: rotary dim must be even and > 0, got " + std::to_string(d));
@@ -75,127 +182,26 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
     throw Error("rope: rope_theta must be > 1, got " + num_str(cfg.rope_theta));
   position_detail::require_scaling(position_scheme_info("rope"), sc);
   if (seq_len <= 0) seq_len = cfg.max_positions;
-  const int64_t half = d / 2;
   const float base = static_cast<float>(cfg.rope_theta);
-  const double s = sc.factor;
   RopeFrequencies out;
-
   switch (sc.type) {
     case ScalingType::None:
       out.inv_freq = default_inv(base, d);
       break;
-
     case ScalingType::Linear:
       out.inv_freq = default_inv(base, d);
-      for (float& v : out.inv_freq) v /= static_cast<float>(s);
+      for (float& v : out.inv_freq) v /= static_cast<float>(sc.factor);
       break;
-
     case ScalingType::NTK: {
       if (d <= 2) throw Error("rope: ntk scaling needs a rotary dim > 2");
-      const double b = cfg.rope_theta * std::pow(s, static_cast<double>(d) / static_cast<double>(d - 2));
+      const double b = cfg.rope_theta * std::pow(sc.factor, static_cast<double>(d) / static_cast<double>(d - 2));
       out.inv_freq = default_inv(static_cast<float>(b), d);
       break;
     }
-
-    case ScalingType::Dynamic: {
-      if (d <= 2) throw Error("rope: dynamic scaling needs a rotary dim > 2");
-      const int64_t L0 = original_length(cfg, "dynamic");
-      if (seq_len <= L0) {
-        out.inv_freq = default_inv(base, d);
-        break;
-      }
-      // base * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2)), with the Python
-      // scalars in double and the result rounded to float32 (bit-exact with the HF fixture).
-      const double grow = s * static_cast<double>(seq_len) / static_cast<double>(L0) - (s - 1.0);
-      const float b = static_cast<float>(cfg.rope_theta *
-                                         std::pow(grow, static_cast<double>(d) / static_cast<double>(d - 2)));
-      if (!(b > 0.0f) || !std::isfinite(b))
-        throw Error("rope: dynamic scaling produced base " + num_str(b) + " for length " + std::to_string(seq_len));
-      out.inv_freq = default_inv(b, d);
-      break;
-    }
-
-    case ScalingType::YaRN: {
-      const int64_t L0 = original_length(cfg, "yarn");
-      auto corr_dim = [&](double rot) {
-        return static_cast<double>(d) * std::log(static_cast<double>(L0) / (rot * 2.0 * kPi)) /
-               (2.0 * std::log(cfg.rope_theta));
-      };
-      double low = corr_dim(sc.beta_fast), high = corr_dim(sc.beta_slow);
-      if (sc.truncate) low = std::floor(low), high = std::ceil(high);
-      low = std::max(low, 0.0);
-      high = std::min(high, static_cast<double>(d - 1));
-      if (low == high) high += 0.001;  // HF: prevent singularity
-      const std::vector<float> pf = pos_freqs(base, d);
-      const float fs = static_cast<float>(s), flow = static_cast<float>(low), frange = static_cast<float>(high - low);
-      out.inv_freq.resize(static_cast<size_t>(half));
-      for (int64_t i = 0; i < half; ++i) {
-        const float extrap = 1.0f / pf[i];
-        const float interp = 1.0f / (fs * pf[i]);
-        const float ramp = std::clamp((static_cast<float>(i) - flow) / frange, 0.0f, 1.0f);
-        const float e = 1.0f - ramp;
-        out.inv_freq[i] = rounded(interp * (1.0f - e)) + rounded(extrap * e);
-      }
-      if (sc.attention_factor)
-        out.attention_scaling = *sc.attention_factor;
-      else if (sc.mscale && sc.mscale_all_dim && *sc.mscale != 0.0 && *sc.mscale_all_dim != 0.0)
-        out.attention_scaling = yarn_mscale(s, *sc.mscale) / yarn_mscale(s, *sc.mscale_all_dim);
-      else
-        out.attention_scaling = yarn_mscale(s, 1.0);
-      break;
-    }
-
-    case ScalingType::Llama3: {
-      const int64_t L0 = original_length(cfg, "llama3");
-      const double lff = sc.low_freq_factor, hff = sc.high_freq_factor;
-      if (!(lff > 0.0 && hff > lff))
-        throw Error("rope: llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got " + num_str(lff) + " and " +
-                    num_str(hff));
-      const float lo_wavelen = static_cast<float>(static_cast<double>(L0) / lff);
-      const float hi_wavelen = static_cast<float>(static_cast<double>(L0) / hff);
-      const float fs = static_cast<float>(s);
-      out.inv_freq = default_inv(base, d);
-      for (float& inv : out.inv_freq) {
-        const float wavelen = static_cast<float>(2.0 * kPi) / inv;
-        if (wavelen < hi_wavelen) continue;
-        if (wavelen > lo_wavelen) {
-          inv = inv / fs;
-          continue;
-        }
-        const float sm = (static_cast<float>(L0) / wavelen - static_cast<float>(lff)) / static_cast<float>(hff - lff);
-        inv = rounded((1.0f - sm) * inv / fs) + rounded(sm * inv);
-      }
-      break;
-    }
-
-    case ScalingType::LongRoPE: {
-      const int64_t L0 = original_length(cfg, "longrope");
-      if (static_cast<int64_t>(sc.short_factor.size()) != half || static_cast<int64_t>(sc.long_factor.size()) != half)
-        throw Error("rope: longrope needs short_factor and long_factor with rotary_dim/2 = " + std::to_string(half) +
-                    " values each, got " + std::to_string(sc.short_factor.size()) + " and " +
-                    std::to_string(sc.long_factor.size()));
-      const bool use_long = seq_len > L0;
-      const std::vector<double>& f = use_long ? sc.long_factor : sc.short_factor;
-      const std::vector<float> pf = pos_freqs(base, d);
-      out.inv_freq.resize(static_cast<size_t>(half));
-      for (int64_t i = 0; i < half; ++i) {
-        if (!(f[i] > 0.0)) throw Error("rope: longrope factors must be > 0, got " + num_str(f[i]));
-        out.inv_freq[i] = 1.0f / (static_cast<float>(f[i]) * pf[i]);
-      }
-      const std::optional<double>& regime = use_long ? sc.long_mscale : sc.short_mscale;
-      if (regime) {
-        out.attention_scaling = *regime;
-      } else if (sc.attention_factor) {
-        out.attention_scaling = *sc.attention_factor;
-      } else {
-        // A floating ratio: integer division would turn 80 / 32 into 2 and understate the magnitude.
-        const double r = sc.original_max_positions > 0
-                             ? static_cast<double>(cfg.max_positions) / static_cast<double>(L0)
-                             : s;
-        out.attention_scaling = r <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(r) / std::log(static_cast<double>(L0)));
-      }
-      break;
-    }
+    case ScalingType::Dynamic: dynamic_ntk(cfg, d, seq_len, out); break;
+    case ScalingType::YaRN: yarn(cfg, d, out); break;
+    case ScalingType::Llama3: llama3(cfg, d, out); break;
+    case ScalingType::LongRoPE: longrope(cfg, d, seq_len, out); break;
   }
   return out;
 }
