@@ -17,10 +17,7 @@
 #include "fixed_point.hpp"
 #include "ordo/ops.hpp"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define ORDO_ATTN_SIMD 1
-#endif
+#include "simd.hpp"
 
 namespace ordo::detail {
 
@@ -36,7 +33,7 @@ inline float row_scale(const float* rs, int64_t j) {
   return 1.0f;
 }
 
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -45,12 +42,6 @@ inline __m256 load8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Decode reads one head's keys (then values) as kKvStreams far-apart streams: rows j, j + n/4, ...
 // A head's rows are one contiguous run, and a single stream per core leaves the hardware
@@ -74,15 +65,15 @@ inline void qk_scores_t(const float* q, const E* K, const float* rs, int64_t n, 
       a2 = _mm256_fmadd_ps(load8(k + 2 * m * hd + 8 * i), qv[i], a2);
       a3 = _mm256_fmadd_ps(load8(k + 3 * m * hd + 8 * i), qv[i], a3);
     }
-    scores[j] = scale * row_scale<E>(rs, j) * hsum8(a0);
-    scores[j + m] = scale * row_scale<E>(rs, j + m) * hsum8(a1);
-    scores[j + 2 * m] = scale * row_scale<E>(rs, j + 2 * m) * hsum8(a2);
-    scores[j + 3 * m] = scale * row_scale<E>(rs, j + 3 * m) * hsum8(a3);
+    scores[j] = scale * row_scale<E>(rs, j) * simd::hsum(a0);
+    scores[j + m] = scale * row_scale<E>(rs, j + m) * simd::hsum(a1);
+    scores[j + 2 * m] = scale * row_scale<E>(rs, j + 2 * m) * simd::hsum(a2);
+    scores[j + 3 * m] = scale * row_scale<E>(rs, j + 3 * m) * simd::hsum(a3);
   }
   for (int64_t j = kKvStreams * m; j < n; ++j) {
     __m256 a = _mm256_setzero_ps();
     for (int i = 0; i < NV; ++i) a = _mm256_fmadd_ps(load8(K + j * hd + 8 * i), qv[i], a);
-    scores[j] = scale * row_scale<E>(rs, j) * hsum8(a);
+    scores[j] = scale * row_scale<E>(rs, j) * simd::hsum(a);
   }
 }
 
@@ -162,7 +153,7 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
 // scores[j] = scale · q·K[j] for j < n (K[j] including its row scale).
 template <class E>
 inline void qk_scores(const float* q, const E* K, const float* rs, int64_t n, int64_t hd, float scale, float* scores) {
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
   if constexpr (std::is_same_v<E, int8_t>) {
     const bool done = (hd == 64 && qk_scores_i8<4>(q, K, rs, n, scale, scores)) ||
                       (hd == 128 && qk_scores_i8<8>(q, K, rs, n, scale, scores)) ||
@@ -190,7 +181,7 @@ inline void qk_scores(const float* q, const E* K, const float* rs, int64_t n, in
 // out[0, hd) += Σ_j p[j] · V[j] (V[j] including its row scale; zero weights skipped).
 template <class E>
 inline void pv_accumulate(const float* p, const E* V, const float* rs, int64_t n, int64_t hd, float* out) {
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
   switch (hd) {
     case 64: return pv_accumulate_t<8>(p, V, rs, n, out);
     case 128: return pv_accumulate_t<16>(p, V, rs, n, out);
@@ -212,7 +203,7 @@ inline void pv_accumulate(const float* p, const E* V, const float* rs, int64_t n
 // dst[0, n) = src as F32 (F16 widened; F32 copied).
 inline void to_f32(const uint16_t* src, int64_t n, float* dst) {
   int64_t i = 0;
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));
 #endif
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
@@ -224,7 +215,7 @@ inline void to_f32(const int8_t* src, const float* rs, int64_t rows, int64_t hd,
     const int8_t* s = src + r * hd;
     float* d = dst + r * hd;
     int64_t i = 0;
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
     const __m256 f = _mm256_set1_ps(rs[r]);
     for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(d + i, _mm256_mul_ps(load8(s + i), f));
 #endif
@@ -243,7 +234,7 @@ inline float to_i8(const float* src, int64_t n, int8_t* dst) {
   }
   const float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
   int64_t i = 0;
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
   // Round to nearest even like lrintf (|v| <= 127: the packs never saturate).
   const __m256 vinv = _mm256_set1_ps(inv);
   for (; i + 8 <= n; i += 8) {
@@ -260,7 +251,7 @@ inline float to_i8(const float* src, int64_t n, int8_t* dst) {
 // dst[0, n) = src rounded to F16 (to nearest even; beyond ±65504 becomes ±inf).
 inline void to_f16(const float* src, int64_t n, uint16_t* dst) {
   int64_t i = 0;
-#ifdef ORDO_ATTN_SIMD
+#ifdef ORDO_SIMD
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));

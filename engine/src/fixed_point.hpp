@@ -7,9 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
+#include "simd.hpp"
 
 namespace ordo::detail {
 
@@ -36,7 +34,7 @@ inline bool to_fixed16(const float* x, int64_t n, int16_t* dst, float& step) {
   step = mx / kFixed16Max;
   const float inv = mx > 0.0f ? kFixed16Max / mx : 0.0f;
   int64_t vec_end = 0;  // the vector loop's end: a multiple of 16
-#if defined(__AVX2__)
+#ifdef ORDO_SIMD
   vec_end = n - n % 16;
   const __m256 vinv = _mm256_set1_ps(inv);
   for (int64_t i = 0; i < vec_end; i += 16) {  // |v| <= 16383: the packs never saturate

@@ -31,10 +31,7 @@
 #include "ordo/ops.hpp"
 #include "team.hpp"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define ORDO_GEMM_SIMD 1
-#endif
+#include "simd.hpp"
 
 namespace ordo {
 
@@ -75,21 +72,21 @@ constexpr int64_t kDequantBlockElems = 1 << 20;
 struct LoadF32 {
   using T = float;
   static float one(const T* p) { return *p; }
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   static __m256 eight(const T* p) { return _mm256_loadu_ps(p); }
 #endif
 };
 struct LoadF16 {
   using T = uint16_t;
   static float one(const T* p) { return f16_to_f32(*p); }
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   static __m256 eight(const T* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 #endif
 };
 struct LoadBF16 {
   using T = uint16_t;
   static float one(const T* p) { return bf16_to_f32(*p); }
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   static __m256 eight(const T* p) {
     __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
@@ -99,7 +96,7 @@ struct LoadBF16 {
 struct LoadI8 {
   using T = int8_t;
   static float one(const T* p) { return static_cast<float>(*p); }
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   static __m256 eight(const T* p) {
     __m128i b;
     std::memcpy(&b, p, 8);  // movq; the upper half is ignored by cvtepi8_epi32
@@ -108,13 +105,8 @@ struct LoadI8 {
 #endif
 };
 
-#ifdef ORDO_GEMM_SIMD
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+#ifdef ORDO_SIMD
+using simd::hsum;
 #endif
 
 // Scalar tails use std::fma: left to the compiler, `v += w * x` is contracted in some loops and not
@@ -131,7 +123,7 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
   using T = typename L::T;
   const int64_t q = (r1 - r0) / kStreams;
   int64_t k_simd = 0;
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   k_simd = K / 8 * 8;
   for (int64_t i = 0; i < q; ++i) {
     const T* w[kStreams];
@@ -155,7 +147,7 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
   for (int64_t r = tail; r < r1; ++r) {
     const T* w = W + r * K;
     float v = 0.0f;
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
     __m256 a = _mm256_setzero_ps();
     for (int64_t k = 0; k < k_simd; k += 8) a = _mm256_fmadd_ps(L::eight(w + k), _mm256_loadu_ps(x + k), a);
     v = hsum(a);
@@ -165,7 +157,7 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
   }
 }
 
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
 // y[j, i] = W[row i] · x[j] for RW weight rows w[i] and MX input rows x + j·K: each (j, i) is one
 // FMA chain over k in steps of 8, then hsum, then the scalar tail, exactly as matvec_rows computes
 // a row, so a sequence's row of a batch gets the same bits as alone. The RW × MX accumulators stay
@@ -193,7 +185,7 @@ void dot_block(const typename L::T* const* w, const float* x, int64_t K, float* 
 }
 #endif
 
-#if defined(ORDO_GEMM_SIMD) && defined(__x86_64__)
+#if defined(ORDO_SIMD) && defined(__x86_64__)
 #define ORDO_AVX512_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl")))
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
@@ -246,7 +238,7 @@ template <class L>
 void matmul_rows(const float* x, int64_t M, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* y,
                  int64_t ldy) {
   if (M == 1) return matvec_rows<L>(x, K, W, r0, r1, y);
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   using T = typename L::T;
   constexpr int kRows = 4;
   const bool wide = has_avx512();
@@ -309,7 +301,7 @@ void matmul_rows(const float* x, int64_t M, int64_t K, const typename L::T* W, i
 #endif
 }
 
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
 // ---- I8 weights at decode: int16 activations, integer multiply-adds -------------------------
 // Converting every int8 weight to float (vpmovsxbd + vcvtdq2ps + FMA: 3 uops per 8 weights) makes
 // the I8 matvec compute-bound well below memory bandwidth. Instead x is quantised once per call to
@@ -516,7 +508,7 @@ void dequant_t(const void* Wv, int64_t K, int64_t r0, int64_t rows, float* dst) 
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t i = c * chunk;
     const int64_t end = std::min(n, i + chunk);
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
     for (; i + 8 <= end; i += 8) _mm256_storeu_ps(dst + i, L::eight(W + i));
 #endif
     for (; i < end; ++i) dst[i] = L::one(W + i);
@@ -554,7 +546,7 @@ void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, s
   sx_buf.assign(static_cast<size_t>(M), 1.0f);
   int_row.assign(static_cast<size_t>(M), 0);
   bool all_int = false;
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
   if (any_i8) {
     if (xq_buf.size() < static_cast<size_t>(M * K)) xq_buf.resize(static_cast<size_t>(M * K));
     all_int = true;
@@ -577,7 +569,7 @@ void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, s
       case DType::BF16: matmul_rows<LoadBF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
       case DType::I8: {
         const auto* W = static_cast<const int8_t*>(jb.W);
-#ifdef ORDO_GEMM_SIMD
+#ifdef ORDO_SIMD
         if (all_int) {
           matmul_i8_rows(xq, M, K, W, r0, r1, y, N);
           break;
@@ -762,9 +754,9 @@ void detail::linear_targets(Backend be, const float* x, int64_t M, int64_t K, co
 }
 
 std::string kernel_isa() {
-#if defined(ORDO_GEMM_SIMD) && defined(__x86_64__)
+#if defined(ORDO_SIMD) && defined(__x86_64__)
   return detail::has_avx512_vnni() ? "avx512-vnni" : detail::has_avx512() ? "avx512" : "avx2";
-#elif defined(ORDO_GEMM_SIMD)
+#elif defined(ORDO_SIMD)
   return "avx2";
 #else
   return "scalar";

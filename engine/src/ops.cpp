@@ -14,10 +14,7 @@
 #include "ordo/ops.hpp"
 #include "team.hpp"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define ORDO_OPS_SIMD 1
-#endif
+#include "simd.hpp"
 
 namespace ordo {
 
@@ -41,20 +38,9 @@ bool go_parallel(int64_t work) { return work >= kParallelMinElems && !omp_in_par
 constexpr float kSqrt1_2 = 0.70710678118654752440f;
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 
-#ifdef ORDO_OPS_SIMD
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float hmax(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+#ifdef ORDO_SIMD
+using simd::hmax;
+using simd::hsum;
 
 // exp(x) for 8 lanes, within ~2 ulp of expf over [-87.33, 88.72] (Cephes polynomial);
 // below that 0 (no denormals), above +inf, NaN stays NaN.
@@ -123,7 +109,7 @@ inline float act1(Activation a, float v) {
 // activations are the same bits alone and inside a batch).
 void act_span(Activation a, float* x, const float* up, int64_t n) {
   int64_t i = 0;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   if (a != Activation::GeluErf) {
     for (; i + 8 <= n; i += 8) {
       __m256 v = act8(a, _mm256_loadu_ps(x + i));
@@ -160,7 +146,7 @@ void act_any(Activation a, float* x, const float* up, int64_t n) {
 float sum_sq(const float* x, int64_t n) {
   int64_t i = 0;
   double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   __m256 a = _mm256_setzero_ps(), b = a;
   for (; i + 16 <= n; i += 16) {
     const __m256 u = _mm256_loadu_ps(x + i), v = _mm256_loadu_ps(x + i + 8);
@@ -180,7 +166,7 @@ float sum_sq(const float* x, int64_t n) {
 float sum(const float* x, int64_t n) {
   int64_t i = 0;
   double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   __m256 a = _mm256_setzero_ps(), b = a;
   for (; i + 16 <= n; i += 16) {
     a = _mm256_add_ps(a, _mm256_loadu_ps(x + i));
@@ -197,7 +183,7 @@ float sum(const float* x, int64_t n) {
 float sum_sq_dev(const float* x, float mean, int64_t n) {
   int64_t i = 0;
   double s = 0.0;  // scalar part (tail, or all of a non-AVX2 build) in double
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   const __m256 m = _mm256_set1_ps(mean);
   __m256 a = _mm256_setzero_ps(), b = a;
   for (; i + 16 <= n; i += 16) {
@@ -228,7 +214,7 @@ void rmsnorm(const float* x, const float* w, float eps, int64_t M, int64_t D, fl
     // As in HF: x · rsqrt(mean(x²) + eps), then · w.
     const float inv = 1.0f / std::sqrt(sum_sq(xr, D) / static_cast<float>(D) + eps);
     int64_t i = 0;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
     const __m256 vi = _mm256_set1_ps(inv);
     for (; i + 8 <= D; i += 8)
       _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vi), _mm256_loadu_ps(w + i)));
@@ -249,7 +235,7 @@ void layernorm(const float* x, const float* w, const float* b, float eps, int64_
     const float var = sum_sq_dev(xr, mean, D) / static_cast<float>(D);  // biased, as torch
     const float inv = 1.0f / std::sqrt(var + eps);
     int64_t i = 0;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
     const __m256 vm = _mm256_set1_ps(mean), vi = _mm256_set1_ps(inv);
     for (; i + 8 <= D; i += 8) {
       __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm), vi);
@@ -276,7 +262,7 @@ float softmax_unnormalized(float* x, int64_t n) {
   constexpr float ninf = -std::numeric_limits<float>::infinity();
   int64_t i = 0;
   float mx = ninf;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   // The last n % 8 entries go through one masked vector: causal prompt rows have every length,
   // and the scalar tail cost up to seven std::exp calls per row.
   const int64_t full = n / 8 * 8, rest = n - full;
@@ -295,7 +281,7 @@ float softmax_unnormalized(float* x, int64_t n) {
     return 0.0f;
   }
   float s = 0.0f;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   const __m256 vm = _mm256_set1_ps(mx);
   __m256 vs = _mm256_setzero_ps();
   for (i = 0; i < full; i += 8) {
@@ -323,7 +309,7 @@ void softmax(float* x, int64_t n) {
   if (s == 0.0f) return;  // fully masked: already zeros
   const float inv = 1.0f / s;
   int64_t i = 0;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   const __m256 vi = _mm256_set1_ps(inv);
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vi));
 #endif
@@ -339,7 +325,7 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t i = c * kChunk;
     const int64_t end = std::min(n, i + kChunk);
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
     for (; i + 8 <= end; i += 8)
       _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
 #endif
@@ -350,7 +336,7 @@ void add_inplace(float* y, const float* x, int64_t n) {
 float dot(const float* a, const float* b, int64_t n) {
   int64_t i = 0;
   float s = 0.0f;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   for (; i + 32 <= n; i += 32) {
     s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
@@ -367,7 +353,7 @@ float dot(const float* a, const float* b, int64_t n) {
 
 void axpy(float a, const float* x, float* y, int64_t n) {
   int64_t i = 0;
-#ifdef ORDO_OPS_SIMD
+#ifdef ORDO_SIMD
   const __m256 va = _mm256_set1_ps(a);
   for (; i + 16 <= n; i += 16) {
     _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
