@@ -226,6 +226,159 @@ struct BenchCommand : Command {
     return c;
   }
 
+  // The machine's limits: read bandwidth and the best backend's peak sgemm, measured before and after
+  // the model runs (the best of both is the roofline: on a shared machine one measurement can catch
+  // a busy moment), plus probes run beside each timed repetition.
+  struct Machine {
+    ReadProbe read_probe;  // 256 MiB: well beyond the caches, small enough to probe every rep
+    int64_t sgemm_n;
+    bool quick;
+    std::vector<Backend> backends;
+    double read_gb_s = 0, peak = 0;
+    nlohmann::json sgemm_by = nlohmann::json::object();
+
+    Machine(bool q, std::vector<Backend> bes)
+        : read_probe(q ? (size_t(64) << 20) : (size_t(256) << 20)), sgemm_n(q ? 256 : 2048), quick(q),
+          backends(std::move(bes)) {}
+    void measure() {
+      read_gb_s = std::max(read_gb_s, read_probe.gb_s(quick ? 2 : 8));
+      for (Backend b : backends) {
+        const double g = measure_sgemm_gflop_s(b, sgemm_n, quick ? 1 : 3);
+        sgemm_by[backend_name(b)] = std::max(g, sgemm_by.value(backend_name(b), 0.0));
+        peak = std::max(peak, g);
+      }
+    }
+    // The peak beside one repetition: the best backend's sgemm, whichever runs the model.
+    double peak_now() {
+      double lim = 0;
+      for (Backend pb : backends) lim = std::max(lim, measure_sgemm_gflop_s(pb, sgemm_n, 1));
+      return lim;
+    }
+  };
+
+  // The model under test, as loaded for one weight dtype.
+  struct Subject {
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Transformer> owned;
+    Transformer& tf() { return owned ? *owned : model->engine(); }
+  };
+
+  Subject load(DType dt, const std::vector<Backend>& bes, const std::vector<int64_t>& prompt_lens,
+               const std::vector<int64_t>& ctx_lens) const {
+    Subject m;
+    if (dir.empty()) {
+      SyntheticShape shape = parse_synthetic_shape(synthetic.empty() ? "110m" : synthetic);
+      int64_t longest = 2048;
+      for (int64_t T : prompt_lens) longest = std::max(longest, T);
+      for (int64_t C : ctx_lens) longest = std::max(longest, C + steps + 1);
+      shape.max_positions = longest;
+      ModelSpec spec = synthetic_llama(shape, dt, seed);
+      if (prepack) prepack_weights(spec);
+      m.owned = std::make_unique<Transformer>(std::move(spec), bes[0]);
+    } else {
+      ModelOptions o;
+      o.backend = bes[0];
+      o.threads = threads;
+      o.dtype = dt;
+      o.load_tokenizer = false;
+      o.prepack = prepack;
+      m.model = std::make_unique<Model>(Model::load(dir, o));
+    }
+    return m;
+  }
+
+  // A result row from per-repetition times and the limits probed beside them; `work` is in GFLOP
+  // (prefill) or GB (decode), the unit of the limit.
+  static Row timed_row(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens, double work,
+                       const std::vector<double>& times, const std::vector<double>& limits, const Machine& mach) {
+    Row row;
+    row.phase = phase;
+    row.ctx = ctx;
+    row.batch = batch;
+    row.backend = backend_name(be);
+    row.dtype = weight_dtype_name(dt);
+    row.seconds_median = median(times);
+    row.seconds_min = *std::min_element(times.begin(), times.end());
+    row.tokens_per_s = tokens / row.seconds_median;
+    row.tokens_per_s_best = tokens / row.seconds_min;
+    row.limit = median(limits);
+    row.roofline_fraction = paired_fraction(work, times, limits);
+    row.tokens_per_limit = paired_fraction(tokens, times, limits);
+    row.peak_rss_mib = peak_rss_mib() - mach.read_probe.mib();  // the probe buffer is not the model's
+    return row;
+  }
+
+  static std::vector<int32_t> ids_of_len(int64_t n, int64_t vocab) {
+    std::vector<int32_t> ids(n);
+    for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
+    return ids;
+  }
+
+  // B prompts of T tokens in one forward.
+  Row prefill(Transformer& tf, Backend be, DType dt, int64_t B, int64_t T, Machine& mach) const {
+    const ModelSpec& s = tf.spec();
+    const std::vector<int32_t> ids = ids_of_len(T, s.vocab_size);
+    std::vector<double> times, limits;
+    for (int r = 0; r < warmup + reps; ++r) {
+      // The peak probe runs right before each timed rep: on a shared machine the two then see the
+      // same conditions, and the row's fraction is the median of the paired ratios.
+      const double lim = r >= warmup ? mach.peak_now() : 0.0;
+      std::vector<Sequence> seqs;
+      std::vector<DecodeRequest> reqs;
+      for (int64_t b = 0; b < B; ++b) seqs.push_back(tf.new_sequence(T));
+      for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, ids, {}, LogitsFor::Last});
+      const auto t0 = Clock::now();
+      tf.decode_batch(reqs);
+      const double t = seconds_since(t0);
+      if (r >= warmup) {
+        times.push_back(t);
+        limits.push_back(lim);
+      }
+    }
+    const double L = static_cast<double>(s.decoder.layers.size());
+    const double flops = B * (2.0 * static_cast<double>(decoder_linear_params(s)) * T + 2.0 * s.d_model * s.vocab_size +
+                              2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1));
+    Row row = timed_row("prefill", T, B, be, dt, double(B * T), flops / 1e9, times, limits, mach);
+    row.ttft_ms = row.seconds_median * 1e3;
+    row.gflop_s = flops / row.seconds_median / 1e9;
+    return row;
+  }
+
+  // B sequences at context C, one token each per step.
+  Row decode(Transformer& tf, Backend be, DType dt, int64_t B, int64_t C, Machine& mach) const {
+    const double weight_bytes = static_cast<double>(decode_weight_bytes(tf.spec()));
+    const std::vector<int32_t> ids = ids_of_len(C + steps, tf.spec().vocab_size);
+    std::vector<Sequence> seqs;
+    for (int64_t b = 0; b < B; ++b) {
+      seqs.push_back(tf.new_sequence(C + steps + 1));
+      tf.decode(seqs.back(), std::vector<int32_t>(ids.begin(), ids.begin() + C), {}, LogitsFor::Last);
+    }
+    std::vector<DecodeRequest> reqs;
+    for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, {0}, {}, LogitsFor::Last});
+    std::vector<double> times, limits;
+    for (int r = 0; r < warmup + reps; ++r) {
+      const double lim = r >= warmup ? mach.read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
+      for (Sequence& q : seqs) q.truncate(C);                          // back to the prefilled context
+      const auto t0 = Clock::now();
+      for (int k = 0; k < steps; ++k) {
+        if (B == 1) {
+          tf.decode(seqs[0], {ids[C + k]}, {}, LogitsFor::Last);
+        } else {
+          for (DecodeRequest& q : reqs) q.ids[0] = ids[C + k];
+          tf.decode_batch(reqs);
+        }
+      }
+      const double t = seconds_since(t0);
+      if (r >= warmup) {
+        times.push_back(t);
+        limits.push_back(lim);
+      }
+    }
+    Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * weight_bytes / 1e9, times, limits, mach);
+    row.gb_s = row.tokens_per_s / B * weight_bytes / 1e9;
+    return row;
+  }
+
   int run() override {
     set_num_threads(threads);
     if (quick) {
@@ -245,223 +398,106 @@ struct BenchCommand : Command {
     if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
     const DType kv = parse_weight_dtype(kv_dtype);
 
-    // ---- machine limits ---------------------------------------------------------------------
-    const int nt = num_threads();
-    std::cerr << "[bench] measuring machine limits (" << nt << " threads)...\n";
-    // Measured before and after the model runs; the best of both is the roofline (on a shared
-    // machine a single measurement can catch a busy moment and understate the limits).
-    double read_gb_s = 0, peak = 0;
-    nlohmann::json sgemm_by = nlohmann::json::object();
-    // 256 MiB: well beyond the caches (L3 here is ~105 MiB), small enough to probe every rep.
-    ReadProbe read_probe(quick ? (size_t(64) << 20) : (size_t(256) << 20));
-    const int64_t sgemm_n = quick ? 256 : 2048;
-    auto measure_machine = [&]() {
-      read_gb_s = std::max(read_gb_s, read_probe.gb_s(quick ? 2 : 8));
-      for (Backend b : bes) {
-        const double g = measure_sgemm_gflop_s(b, sgemm_n, quick ? 1 : 3);
-        sgemm_by[backend_name(b)] = std::max(g, sgemm_by.value(backend_name(b), 0.0));
-        peak = std::max(peak, g);
-      }
-    };
-    measure_machine();
-    std::cerr << "[bench] read bandwidth " << fixed(read_gb_s, 1) << " GB/s, peak sgemm " << fixed(peak, 1)
+    std::cerr << "[bench] measuring machine limits (" << num_threads() << " threads)...\n";
+    Machine mach(quick, bes);
+    mach.measure();
+    std::cerr << "[bench] read bandwidth " << fixed(mach.read_gb_s, 1) << " GB/s, peak sgemm " << fixed(mach.peak, 1)
               << " GFLOP/s (first measurement)\n";
 
-    // ---- model --------------------------------------------------------------------------------
-    SyntheticShape shape;
-    const bool synth = dir.empty();
-    if (synth) shape = parse_synthetic_shape(synthetic.empty() ? "110m" : synthetic);
     nlohmann::json model_json;
     std::vector<Row> rows;
     for (DType dt : dts) {
       reset_peak_rss();
-      std::unique_ptr<Model> model;
-      std::unique_ptr<Transformer> owned;
       const auto tl = Clock::now();
-      if (synth) {
-        int64_t longest = 2048;
-        for (int64_t T : prompt_lens) longest = std::max(longest, T);
-        for (int64_t C : ctx_lens) longest = std::max(longest, C + steps + 1);
-        shape.max_positions = longest;
-        ModelSpec spec = synthetic_llama(shape, dt, seed);
-        if (prepack) prepack_weights(spec);
-        owned = std::make_unique<Transformer>(std::move(spec), bes[0]);
-      } else {
-        ModelOptions o;
-        o.backend = bes[0];
-        o.threads = threads;
-        o.dtype = dt;
-        o.load_tokenizer = false;
-        o.prepack = prepack;
-        model = std::make_unique<Model>(Model::load(dir, o));
-      }
-      Transformer& tf = synth ? *owned : model->engine();
+      Subject subject = load(dt, bes, prompt_lens, ctx_lens);
+      Transformer& tf = subject.tf();
       tf.set_kv_dtype(kv);
       const ModelSpec& s = tf.spec();
       if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
-      const double weight_bytes = static_cast<double>(decode_weight_bytes(s));
-      const double lin_params = static_cast<double>(decoder_linear_params(s));
-      const int64_t L = static_cast<int64_t>(s.decoder.layers.size());
       std::cerr << "[bench] " << weight_dtype_name(dt) << " model ready in " << fixed(seconds_since(tl), 1) << " s ("
-                << fixed(weight_bytes / 1e6, 1) << " MB of weights per decode token)\n";
-      model_json = {{"name", synth ? (synthetic.empty() ? "110m" : synthetic) : dir},
-                    {"synthetic", synth},
+                << fixed(static_cast<double>(decode_weight_bytes(s)) / 1e6, 1) << " MB of weights per decode token)\n";
+      model_json = {{"name", dir.empty() ? (synthetic.empty() ? "110m" : synthetic) : dir},
+                    {"synthetic", dir.empty()},
                     {"parameters", s.parameter_count()},
                     {"d_model", s.d_model},
-                    {"layers", L},
+                    {"layers", s.decoder.layers.size()},
                     {"heads", s.n_heads},
                     {"kv_heads", s.n_kv_heads},
                     {"vocab", s.vocab_size}};
       const int64_t max_pos = s.position.max_positions > 0 ? s.position.max_positions : INT64_MAX;
-      auto ids_of_len = [&](int64_t n) {
-        std::vector<int32_t> ids(n);
-        for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % s.vocab_size);
-        return ids;
-      };
-      // A result row from per-repetition times and the limits probed beside them; `work` is in
-      // GFLOP (prefill) or GB (decode), the unit of the limit.
-      auto timed_row = [&](const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens,
-                           double work, const std::vector<double>& times, const std::vector<double>& limits) {
-        Row row;
-        row.phase = phase;
-        row.ctx = ctx;
-        row.batch = batch;
-        row.backend = backend_name(be);
-        row.dtype = weight_dtype_name(dt);
-        row.seconds_median = median(times);
-        row.seconds_min = *std::min_element(times.begin(), times.end());
-        row.tokens_per_s = tokens / row.seconds_median;
-        row.tokens_per_s_best = tokens / row.seconds_min;
-        row.limit = median(limits);
-        row.roofline_fraction = paired_fraction(work, times, limits);
-        row.tokens_per_limit = paired_fraction(tokens, times, limits);
-        row.peak_rss_mib = peak_rss_mib() - read_probe.mib();  // the probe buffer is not the model's
-        return row;
-      };
       for (Backend be : bes) {
         tf.set_backend(be);
         for (int64_t B : batch_sizes) {
-          // prefill: B prompts of T tokens in one forward
           for (int64_t T : prompt_lens) {
             if (T > max_pos) {
               std::cerr << "[bench] skipping prompt " << T << ": model max positions " << max_pos << "\n";
               continue;
             }
-            const std::vector<int32_t> ids = ids_of_len(T);
-            std::vector<double> times, limits;
-            for (int r = 0; r < warmup + reps; ++r) {
-              // The peak probe runs right before each timed rep: on a shared machine the two then
-              // see the same conditions, and the row's fraction is the median of the paired ratios.
-              double lim = 0;  // the machine's peak: the best backend's sgemm, whichever runs the model
-              if (r >= warmup)
-                for (Backend pb : bes) lim = std::max(lim, measure_sgemm_gflop_s(pb, sgemm_n, 1));
-              std::vector<Sequence> seqs;
-              std::vector<DecodeRequest> reqs;
-              for (int64_t b = 0; b < B; ++b) seqs.push_back(tf.new_sequence(T));
-              for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, ids, {}, LogitsFor::Last});
-              const auto t0 = Clock::now();
-              tf.decode_batch(reqs);
-              const double t = seconds_since(t0);
-              if (r >= warmup) {
-                times.push_back(t);
-                limits.push_back(lim);
-              }
-            }
-            const double flops = B * (2.0 * lin_params * T + 2.0 * s.d_model * s.vocab_size +
-                                      2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1));
-            Row row = timed_row("prefill", T, B, be, dt, double(B * T), flops / 1e9, times, limits);
-            row.ttft_ms = row.seconds_median * 1e3;
-            row.gflop_s = flops / row.seconds_median / 1e9;
-            rows.push_back(row);
-            progress(row);
+            rows.push_back(prefill(tf, be, dt, B, T, mach));
+            progress(rows.back());
           }
-          // decode: B sequences at context C, one token each per step
           for (int64_t C : ctx_lens) {
             if (C + steps > max_pos) {
               std::cerr << "[bench] skipping decode at ctx " << C << ": model max positions " << max_pos << "\n";
               continue;
             }
-            const std::vector<int32_t> ids = ids_of_len(C + steps);
-            std::vector<Sequence> seqs;
-            for (int64_t b = 0; b < B; ++b) {
-              seqs.push_back(tf.new_sequence(C + steps + 1));
-              tf.decode(seqs.back(), std::vector<int32_t>(ids.begin(), ids.begin() + C), {}, LogitsFor::Last);
-            }
-            std::vector<DecodeRequest> reqs;
-            for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, {0}, {}, LogitsFor::Last});
-            std::vector<double> times, limits;
-            for (int r = 0; r < warmup + reps; ++r) {
-              const double lim = r >= warmup ? read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
-              for (Sequence& q : seqs) q.truncate(C);  // back to the prefilled context
-              const auto t0 = Clock::now();
-              for (int k = 0; k < steps; ++k) {
-                if (B == 1) {
-                  tf.decode(seqs[0], {ids[C + k]}, {}, LogitsFor::Last);
-                } else {
-                  for (DecodeRequest& q : reqs) q.ids[0] = ids[C + k];
-                  tf.decode_batch(reqs);
-                }
-              }
-              const double t = seconds_since(t0);
-              if (r >= warmup) {
-                times.push_back(t);
-                limits.push_back(lim);
-              }
-            }
-            Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * weight_bytes / 1e9, times, limits);
-            row.gb_s = row.tokens_per_s / B * weight_bytes / 1e9;
-            rows.push_back(row);
-            progress(row);
+            rows.push_back(decode(tf, be, dt, B, C, mach));
+            progress(rows.back());
           }
         }
       }
     }
-    measure_machine();
-    std::cout << "machine: read bandwidth " << fixed(read_gb_s, 1) << " GB/s, peak sgemm " << fixed(peak, 1)
+    mach.measure();
+    print_machine(mach, kv);
+    for (const Row& r : rows) print_row(r);
+    print_summary(rows, ctx_lens);
+    if (!json_path.empty()) write_json(mach, kv, model_json, rows);
+    return 0;
+  }
+
+  void print_machine(const Machine& mach, DType kv) const {
+    std::cout << "machine: read bandwidth " << fixed(mach.read_gb_s, 1) << " GB/s, peak sgemm " << fixed(mach.peak, 1)
               << " GFLOP/s (";
-    for (auto it = sgemm_by.begin(); it != sgemm_by.end(); ++it)
-      std::cout << (it == sgemm_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
-    std::cout << "), " << nt << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
-              << ", OpenMP wait policy " << wait_policy()
-              << ", KV cache " << weight_dtype_name(kv) << (prepack ? ", F32 weights prepacked for oneDNN" : "")
+    for (auto it = mach.sgemm_by.begin(); it != mach.sgemm_by.end(); ++it)
+      std::cout << (it == mach.sgemm_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
+    std::cout << "), " << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
+              << ", OpenMP wait policy " << wait_policy() << ", KV cache " << weight_dtype_name(kv)
+              << (prepack ? ", F32 weights prepacked for oneDNN" : "")
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
               << std::flush;
-    for (const Row& r : rows) print_row(r);
-    print_summary(rows, ctx_lens);
+  }
 
-    if (!json_path.empty()) {
-      nlohmann::json j;
-      j["machine"] = {{"read_gb_s", read_gb_s}, {"sgemm_gflop_s", peak}, {"threads", nt}, {"sgemm_gflop_s_by_backend", sgemm_by},
-                      {"kernel_isa", kernel_isa()}, {"onednn_isa", onednn_isa()},
-                      {"wait_policy", wait_policy()}};
-      j["model"] = model_json;
-      j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
-                       {"kv_dtype", weight_dtype_name(kv)}, {"prepack", prepack}};
-      j["results"] = nlohmann::json::array();
-      for (const Row& r : rows)
-        j["results"].push_back({{"phase", r.phase},
-                                {"ctx", r.ctx},
-                                {"batch", r.batch},
-                                {"step_ms", r.phase == "decode" ? nlohmann::json(r.seconds_median / steps * 1e3)
-                                                                : nlohmann::json(nullptr)},
-                                {"backend", r.backend},
-                                {"dtype", r.dtype},
-                                {"tokens_per_s", r.tokens_per_s},
-                                {"tokens_per_s_best", r.tokens_per_s_best},
-                                {"roofline_fraction", r.roofline_fraction},
-                                {"seconds_median", r.seconds_median},
-                                {"seconds_min", r.seconds_min},
-                                {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
-                                {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
-                                {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
-                                {"limit", r.limit},
-                                {"peak_rss_mib", r.peak_rss_mib}});
-      std::ofstream f(json_path);
-      f << j.dump(2) << "\n";
-      if (!f) throw Error(json_path + ": write failed");
-    }
-    return 0;
+  void write_json(const Machine& mach, DType kv, const nlohmann::json& model_json, const std::vector<Row>& rows) const {
+    nlohmann::json j;
+    j["machine"] = {{"read_gb_s", mach.read_gb_s}, {"sgemm_gflop_s", mach.peak},     {"threads", num_threads()},
+                    {"sgemm_gflop_s_by_backend", mach.sgemm_by}, {"kernel_isa", kernel_isa()},
+                    {"onednn_isa", onednn_isa()},                 {"wait_policy", wait_policy()}};
+    j["model"] = model_json;
+    j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
+                     {"kv_dtype", weight_dtype_name(kv)}, {"prepack", prepack}};
+    j["results"] = nlohmann::json::array();
+    for (const Row& r : rows)
+      j["results"].push_back({{"phase", r.phase},
+                              {"ctx", r.ctx},
+                              {"batch", r.batch},
+                              {"step_ms", r.phase == "decode" ? nlohmann::json(r.seconds_median / steps * 1e3)
+                                                              : nlohmann::json(nullptr)},
+                              {"backend", r.backend},
+                              {"dtype", r.dtype},
+                              {"tokens_per_s", r.tokens_per_s},
+                              {"tokens_per_s_best", r.tokens_per_s_best},
+                              {"roofline_fraction", r.roofline_fraction},
+                              {"seconds_median", r.seconds_median},
+                              {"seconds_min", r.seconds_min},
+                              {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
+                              {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
+                              {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
+                              {"limit", r.limit},
+                              {"peak_rss_mib", r.peak_rss_mib}});
+    std::ofstream f(json_path);
+    f << j.dump(2) << "\n";
+    if (!f) throw Error(json_path + ": write failed");
   }
 
   // Idle OpenMP threads sleep (passive, the CLI's default) or spin. A decode step keeps its threads
