@@ -5,6 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ordo/input.hpp"
+
 #include "family.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
@@ -156,6 +158,10 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 Model Model::load(const std::string& dir, const ModelOptions& opts) {
+  return with_ordo_errors(dir, [&] { return load_impl(dir, opts); });
+}
+
+Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   set_num_threads(opts.threads);
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
@@ -169,6 +175,7 @@ Model Model::load(const std::string& dir, const ModelOptions& opts) {
   if (opts.prepack) prepack_weights(spec);
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
+  impl->engine->set_context_limit(opts.context_limit);
   if (!opts.position.empty() || opts.scaling) {
     PositionConfig pc = impl->engine->spec().position;
     if (!opts.position.empty()) pc.scheme = opts.position;

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
+#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -164,11 +165,15 @@ ByteLevelBPE::ByteLevelBPE(BpeSetup setup, const TokenizerOptions& opts, const t
       splits_(std::move(setup.splits)),
       normalizers_(std::move(setup.normalizers)) {
   int32_t max_id = -1;
+  const size_t listed = setup.vocab.size() + setup.added.size();
   for (const auto& [tok, id] : setup.vocab) {
-    if (id < 0) throw Error("bpe tokenizer: " + source_ + ": token '" + tok + "' has negative id " + std::to_string(id));
+    td::check_id_limit(id, listed, "bpe tokenizer: " + source_ + ": token '" + tok + "'");
     max_id = std::max(max_id, id);
   }
-  for (const auto& t : setup.added) max_id = std::max(max_id, t.id);
+  for (const auto& t : setup.added) {
+    td::check_id_limit(t.id, listed, "bpe tokenizer: " + source_ + ": added token '" + t.content + "'");
+    max_id = std::max(max_id, t.id);
+  }
   id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
   has_token_.assign(static_cast<size_t>(max_id + 1), false);
   for (auto& [tok, id] : setup.vocab) {
@@ -184,6 +189,15 @@ ByteLevelBPE::ByteLevelBPE(BpeSetup setup, const TokenizerOptions& opts, const t
   for (int b = 0; b < 256; ++b) intern(byte_str_[b]);
   int32_t rank = 0;
   for (const auto& [a, b] : setup.merges) {
+    // As HF tokenizers: a merge whose parts or result are not tokens could only produce symbols
+    // that encode() cannot give an id.
+    for (const std::string* part : {&a, &b})
+      if (!token_to_id_.count(*part))
+        throw Error("bpe tokenizer: " + source_ + ": merge '" + a + " " + b + "' names '" + *part +
+                    "', which is not in the vocabulary");
+    if (!token_to_id_.count(a + b))
+      throw Error("bpe tokenizer: " + source_ + ": merge '" + a + " " + b + "' makes '" + a + b +
+                  "', which is not in the vocabulary");
     const int32_t l = intern(a), r = intern(b), m = intern(a + b);
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
     merges_[key] = std::make_pair(rank++, m);  // a repeated merge keeps its last rank, as dict(zip(...))
@@ -229,6 +243,10 @@ ByteLevelBPE::ByteLevelBPE(BpeSetup setup, const TokenizerOptions& opts, const t
     prefix_ = *setup.prefix;
     suffix_ = setup.suffix.value_or(std::vector<int32_t>{});
   }
+  auto known = [&](int32_t id) { return id >= 0 && id < vocab_size() && has_token_[id]; };
+  for (int32_t id : prefix_) td::check_emitted_id(id, known(id), "bpe tokenizer: " + source_ + ": the id added before the text");
+  for (int32_t id : suffix_) td::check_emitted_id(id, known(id), "bpe tokenizer: " + source_ + ": the id added after the text");
+  if (unk_ >= 0) td::check_emitted_id(unk_, known(unk_), "bpe tokenizer: " + source_ + ": the unknown-token id");
 }
 
 int32_t ByteLevelBPE::token_id(const std::string& tok) const {
@@ -390,22 +408,13 @@ std::string ByteLevelBPE::decode(const std::vector<int32_t>& ids, bool skip_spec
 
 // ---- loading -----------------------------------------------------------------------------------
 
-json parse_json(const std::string& path) {
-  const std::string text = td::read_file(path);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error("bpe tokenizer: " + path + " is not valid JSON: " + e.what());
-  }
-}
-
 std::unordered_map<std::string, int32_t> read_vocab(const json& j, const std::string& where) {
   if (!j.is_object()) throw Error("bpe tokenizer: " + where + " must be a JSON object of token -> id");
   std::unordered_map<std::string, int32_t> vocab;
   vocab.reserve(j.size());
   for (const auto& [tok, id] : j.items()) {
     if (!id.is_number_integer()) throw Error("bpe tokenizer: " + where + ": token '" + tok + "' has a non-integer id");
-    vocab.emplace(tok, id.get<int32_t>());
+    vocab.emplace(tok, td::json_token_id(id, where + ": token '" + tok + "'"));
   }
   return vocab;
 }
@@ -438,7 +447,7 @@ std::unique_ptr<Tokenizer> td::make_bpe(const std::string& vocab_json, const std
                                         const TokenizerOptions& opts, const DirConfig& cfg) {
   BpeSetup s;
   s.source = vocab_json + " + " + merges_txt;
-  s.vocab = read_vocab(parse_json(vocab_json), vocab_json);
+  s.vocab = read_vocab(td::read_json_file(vocab_json), vocab_json);
   const std::string merges = td::read_file(merges_txt);
   size_t pos = 0;
   bool first = true;
@@ -511,7 +520,11 @@ std::vector<int32_t> special_ids_of(const json& special_tokens, const std::strin
   auto it = special_tokens.find(name);
   if (it == special_tokens.end() || !it->contains("ids"))
     throw Error("bpe tokenizer: " + where + ": post_processor special token '" + name + "' is not defined");
-  return (*it)["ids"].get<std::vector<int32_t>>();
+  const json& ids = (*it)["ids"];
+  if (!ids.is_array()) throw Error("bpe tokenizer: " + where + ": special token '" + name + "' ids must be an array");
+  std::vector<int32_t> out;
+  for (const auto& id : ids) out.push_back(td::json_token_id(id, where + ": special token '" + name + "'"));
+  return out;
 }
 
 void add_post_processor(BpeSetup& s, const json& p, const std::string& where) {
@@ -538,8 +551,8 @@ void add_post_processor(BpeSetup& s, const json& p, const std::string& where) {
     s.prefix = pre;
     s.suffix = post;
   } else if (type == "RobertaProcessing" || type == "BertProcessing") {
-    s.prefix = std::vector<int32_t>{p.at("cls").at(1).get<int32_t>()};
-    s.suffix = std::vector<int32_t>{p.at("sep").at(1).get<int32_t>()};
+    s.prefix = std::vector<int32_t>{td::json_token_id(p.at("cls").at(1), where + ".cls")};
+    s.suffix = std::vector<int32_t>{td::json_token_id(p.at("sep").at(1), where + ".sep")};
   } else {
     throw Error("bpe tokenizer: " + where + ": unsupported post_processor type '" + type + "'");
   }
@@ -549,7 +562,7 @@ void add_post_processor(BpeSetup& s, const json& p, const std::string& where) {
 
 std::unique_ptr<Tokenizer> td::make_bpe_json(const std::string& path, const TokenizerOptions& opts,
                                              const DirConfig& cfg) {
-  const json j = parse_json(path);
+  const json j = td::read_json_file(path);
   BpeSetup s;
   s.source = path;
   try {
@@ -582,7 +595,7 @@ std::unique_ptr<Tokenizer> td::make_bpe_json(const std::string& path, const Toke
       throw Error("bpe tokenizer: " + path + ": decoder type '" + dec.value("type", "") + "' is not supported");
     for (const auto& a : j.value("added_tokens", json::array())) {
       td::AddedToken t;
-      t.id = a.at("id").get<int32_t>();
+      t.id = td::json_token_id(a.at("id"), path + ": added_tokens id");
       t.content = a.at("content").get<std::string>();
       t.special = a.value("special", false);
       t.lstrip = a.value("lstrip", false);
@@ -600,11 +613,15 @@ std::unique_ptr<Tokenizer> td::make_bpe_json(const std::string& path, const Toke
 
 std::unique_ptr<Tokenizer> load_bpe(const std::string& vocab_json, const std::string& merges_txt,
                                     const TokenizerOptions& opts) {
-  return tokenizer_detail::make_bpe(vocab_json, merges_txt, opts, tokenizer_detail::DirConfig{});
+  return with_ordo_errors("bpe tokenizer: " + vocab_json, [&] {
+    return tokenizer_detail::make_bpe(vocab_json, merges_txt, opts, tokenizer_detail::DirConfig{});
+  });
 }
 
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& tokenizer_json, const TokenizerOptions& opts) {
-  return tokenizer_detail::make_bpe_json(tokenizer_json, opts, tokenizer_detail::DirConfig{});
+  return with_ordo_errors("bpe tokenizer: " + tokenizer_json, [&] {
+    return tokenizer_detail::make_bpe_json(tokenizer_json, opts, tokenizer_detail::DirConfig{});
+  });
 }
 
 }  // namespace ordo

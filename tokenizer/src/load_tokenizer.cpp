@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
+#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -10,17 +11,17 @@ namespace td = tokenizer_detail;
 namespace {
 // model.type of a tokenizer.json ("BPE", "WordPiece", "Unigram", ...), "" if absent/unreadable.
 std::string tokenizer_json_model_type(const std::string& path) {
-  try {
-    const auto j = nlohmann::json::parse(td::read_file(path));
-    if (j.is_object() && j.contains("model") && j["model"].is_object()) return j["model"].value("type", "BPE");
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("tokenizer: " + path + " is not valid JSON: " + e.what());
+  const auto j = td::read_json_file(path);
+  if (j.is_object() && j.contains("model") && j["model"].is_object()) {
+    const auto& m = j["model"];
+    if (!m.contains("type")) return "BPE";
+    if (!m["type"].is_string()) throw Error("tokenizer: " + path + ": model.type must be a string");
+    return m["type"].get<std::string>();
   }
   return "";
 }
-}  // namespace
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts) {
+std::unique_ptr<Tokenizer> load_from_dir(const std::string& dir, const TokenizerOptions& opts) {
   const td::DirConfig cfg = td::read_dir_config(dir);
   for (const char* name : {"tokenizer.model", "spiece.model"}) {
     const std::string path = td::join_path(dir, name);
@@ -38,6 +39,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const Tokenize
   if (has_vocab_txt) return td::make_wordpiece(vt, opts, cfg);
   throw Error("tokenizer: no tokenizer files in " + dir +
               " (expected tokenizer.model, spiece.model, tokenizer.json, vocab.json + merges.txt or vocab.txt)");
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts) {
+  return with_ordo_errors("tokenizer: " + dir, [&] { return load_from_dir(dir, opts); });
 }
 
 }  // namespace ordo

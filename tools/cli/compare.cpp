@@ -52,11 +52,6 @@ double r6(double v) {
 }
 json num_or_null(double v) { return std::isfinite(v) ? json(r6(v)) : json(nullptr); }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open");
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 // ---- word-order pairs ----------------------------------------------------------------------------
 
@@ -143,8 +138,7 @@ std::vector<Pair> default_pairs(const std::string& text, size_t max_pairs) {
 }
 
 std::vector<Pair> read_pairs(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(path + ": cannot open");
+  std::istringstream f(read_input_text(path));
   std::vector<Pair> out;
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {
@@ -339,7 +333,10 @@ struct CompareCommand : Command {
     return ("," + tasks + ",").find("," + task + ",") != std::string::npos;
   }
 
+  void validate() const override { check_flag_range("--threads", threads, 0, kMaxThreads); }
+
   int run() override {
+    validate();
     for (std::stringstream ss(tasks); ss.good();) {
       std::string t;
       std::getline(ss, t, ',');
@@ -397,7 +394,7 @@ struct CompareCommand : Command {
     // Text and pairs.
     if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
       text_file = (fs::path(zdir) / "heldout.txt").string();
-    const std::string text = text_file.empty() ? std::string() : read_text(text_file);
+    const std::string text = text_file.empty() ? std::string() : read_input_text(text_file);
     std::vector<Pair> pairs;
     std::string pairs_source;
     if (!pairs_file.empty()) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common.hpp"
 
@@ -160,8 +161,7 @@ struct EmbedCommand : Command {
 
   // The file's inputs; texts are encoded once the model is loaded.
   std::vector<Input> read_inputs() const {
-    std::ifstream f(file);
-    if (!f) throw Error(file + ": cannot open");
+    std::istringstream f(read_input_text(file));
     const bool jsonl = ends_with(file, ".jsonl");
     std::vector<Input> inputs;
     std::string line;

@@ -22,7 +22,7 @@ std::unique_ptr<PositionScheme> make_rope(const PositionConfig&, const PositionC
 std::unique_ptr<PositionScheme> make_alibi(const PositionConfig&, const PositionContext&, const PositionWeights&);
 
 // Throws "<scheme> does not support <type> scaling; supported: a, b" unless cfg.scaling.type is listed,
-// and "<scheme>: <type> scaling needs a factor > 0" for a non-positive or non-finite factor.
+// and "<scheme>: <type> scaling needs a factor in (0, kMaxScalingFactor]" for any other factor.
 void require_scaling(const char* scheme, const Scaling& s, std::initializer_list<ScalingType> supported);
 
 // A weight as an owned-or-shared F32 tensor (converts F16/BF16; throws for I8).

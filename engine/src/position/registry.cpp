@@ -56,9 +56,9 @@ void require_scaling(const char* scheme, const Scaling& s, std::initializer_list
     throw Error(std::string(scheme) + " does not support " + scaling_name(s.type) +
                 " scaling; supported: " + list);
   }
-  if (s.type != ScalingType::None && !(std::isfinite(s.factor) && s.factor > 0.0))
-    throw Error(std::string(scheme) + ": " + scaling_name(s.type) + " scaling needs a factor > 0, got " +
-                fmt(s.factor));
+  if (s.type != ScalingType::None && !(s.factor > 0.0 && s.factor <= kMaxScalingFactor))
+    throw Error(std::string(scheme) + ": " + scaling_name(s.type) + " scaling needs a factor in (0, " +
+                fmt(kMaxScalingFactor) + "], got " + fmt(s.factor));
 }
 
 Tensor as_f32(const Tensor& t, const char* what) {
