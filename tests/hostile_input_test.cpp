@@ -215,20 +215,26 @@ TEST_F(HostileDir, EpsilonsMustBePositiveAndFinite) {
 TEST_F(HostileDir, OutOfRangeFieldsAreNamed) {
   model("llama");
   const std::string good = read("config.json");
-  edit_config("\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"partial_rotary_factor\": 1e300");
-  expect_has(load_error(), {"config.json: field 'partial_rotary_factor' must be in (0, 1]"});
-  write(path("config.json"), good);
-  edit_config("\"eos_token_id\": 2", "\"eos_token_id\": 2147483648");
-  expect_has(load_error(), {"field 'eos_token_id' must be a token id in [-1, 2147483647], got 2147483648"});
-  write(path("config.json"), good);
-  edit_config("\"hidden_size\": 64", "\"hidden_size\": 1e400");
-  expect_has(load_error(), {"config.json: field 'hidden_size': number overflow parsing '1e400'"});
-  write(path("config.json"), good);
-  edit_config("\"hidden_size\": 64", "\"hidden_size\": 99999999999");
-  expect_has(load_error(), {"field 'hidden_size' must be an integer in [1, 2147483647], got 99999999999"});
-  write(path("config.json"), good);
-  edit_config("\"rope_scaling\": null", "\"rope_scaling\": " + nested(200000));
-  expect_has(load_error(), {"config.json: JSON nests arrays/objects more than 128 levels deep"});
+  struct Case {
+    std::string from, to, message;
+  };
+  const std::vector<Case> cases = {
+      {"\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"partial_rotary_factor\": 1e300",
+       "config.json: field 'partial_rotary_factor' must be in (0, 1]"},
+      {"\"eos_token_id\": 2", "\"eos_token_id\": 2147483648",
+       "field 'eos_token_id' must be a token id in [-1, 2147483647], got 2147483648"},
+      {"\"hidden_size\": 64", "\"hidden_size\": 1e400", "config.json: field 'hidden_size': number overflow parsing '1e400'"},
+      {"\"hidden_size\": 64", "\"hidden_size\": 99999999999",
+       "field 'hidden_size' must be an integer in [1, 2147483647], got 99999999999"},
+      {"\"rope_scaling\": null", "\"rope_scaling\": " + nested(200000),
+       "config.json: JSON nests arrays/objects more than 128 levels deep"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.to.substr(0, 60));
+    write(path("config.json"), good);
+    edit_config(c.from, c.to);
+    expect_has(load_error(), {c.message});
+  }
 }
 
 TEST_F(HostileDir, SafetensorsHeaderNumbersAndNestingAreNamed) {
