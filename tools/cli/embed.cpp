@@ -72,9 +72,16 @@ struct EmbedCommand : Command {
     return c;
   }
 
-  int run() override {
-    if (text.empty() && ids_text.empty() && file.empty()) throw CLI::RequiredError("text, --ids or --file");
+  void validate() const override {
+    model.validate();
     if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    parse_ids(ids_text);
+    parse_ids(types_text);
+  }
+
+  int run() override {
+    validate();
+    if (text.empty() && ids_text.empty() && file.empty()) throw CLI::RequiredError("text, --ids or --file");
     if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy") &&
         !(ends_with(out, ".jsonl") && !file.empty()))
       throw Error("--output must end in .json or .npy (.jsonl with --file), got " + out);
