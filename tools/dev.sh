@@ -77,7 +77,7 @@ fuzz() {
   done
   # Two at a time (two cores); each one's log is printed if it fails.
   printf '%s\n' $targets | xargs -P 2 -I{} sh -c \
-    "'$dir/fuzz/fuzz_{}' -max_total_time=$seconds -timeout=20 -rss_limit_mb=4096 -max_len=65536 \
+    "'$dir/fuzz/fuzz_{}' -max_total_time=$seconds -timeout=60 -rss_limit_mb=4096 -max_len=65536 \
        -artifact_prefix='$dir/artifacts/{}/' '$dir/corpus/{}' >'$dir/logs/{}.log' 2>&1 \
      && echo 'fuzz {}: ok' \$(grep -o 'Done [0-9]* runs in [0-9]* second(s)' '$dir/logs/{}.log') \
      || { echo 'fuzz {}: FAILED'; tail -n 60 '$dir/logs/{}.log'; exit 1; }" || failed=1
