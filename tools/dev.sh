@@ -4,6 +4,9 @@
 #   tools/dev.sh test    install what is missing, build everything, run the whole test suite
 #   tools/dev.sh setup   only install (and check) the Debian packages
 #   tools/dev.sh build   setup, then build everything
+#   tools/dev.sh fuzz [SECONDS]  build the libFuzzer fuzzers (clang, ASan + UBSan) in build-fuzz/
+#                        and run each for SECONDS (default 30), two at a time; fails on any crash,
+#                        leak or timeout. `test` runs this too when CI=true (ORDO_FUZZ_SECONDS, default 20).
 # Environment: ORDO_SANITIZE=1 (or address) builds with ASan/UBSan in build-asan/, ORDO_SANITIZE=thread
 # with TSan in build-tsan/; BUILD_DIR overrides the build directory; JOBS the build parallelism
 # (default: all cores).
@@ -56,8 +59,34 @@ configure() {
   cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >/dev/null
 }
 
+# The fuzzers of tests/fuzz/CMakeLists.txt, each run for $1 seconds on a working copy of its
+# committed seed corpus (new inputs stay in build-fuzz/, crashes go to build-fuzz/artifacts/).
+fuzz() {
+  local seconds=${1:-30} dir=build-fuzz
+  setup
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_FUZZ=ON >/dev/null
+  local targets
+  targets=$(sed -n '/^set(ORDO_FUZZ_TARGETS/,/)/p' tests/fuzz/CMakeLists.txt | tr -d '()' | sed 's/^setORDO_FUZZ_TARGETS//')
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j "$JOBS" --target $(printf 'fuzz_%s ' $targets)
+  mkdir -p "$dir/logs"
+  local failed=0 t
+  for t in $targets; do
+    mkdir -p "$dir/corpus/$t" "$dir/artifacts/$t"
+    cp -n tests/fuzz/corpus/"$t"/* "$dir/corpus/$t/"
+  done
+  # Two at a time (two cores); each one's log is printed if it fails.
+  printf '%s\n' $targets | xargs -P 2 -I{} sh -c \
+    "'$dir/fuzz/fuzz_{}' -max_total_time=$seconds -timeout=60 -rss_limit_mb=4096 -max_len=65536 \
+       -artifact_prefix='$dir/artifacts/{}/' '$dir/corpus/{}' >'$dir/logs/{}.log' 2>&1 \
+     && echo 'fuzz {}: ok' \$(grep -o 'Done [0-9]* runs in [0-9]* second(s)' '$dir/logs/{}.log') \
+     || { echo 'fuzz {}: FAILED'; tail -n 60 '$dir/logs/{}.log'; exit 1; }" || failed=1
+  [[ $failed -eq 0 ]] || fail "a fuzzer failed: the input is under $dir/artifacts/ (add it to tests/data/fuzz-regressions/)"
+}
+
 case "${1:-}" in
   setup) setup ;;
+  fuzz) fuzz "${2:-30}" ;;
   build)
     configure
     cmake --build "$BUILD_DIR" -j "$JOBS"
@@ -77,9 +106,12 @@ case "${1:-}" in
     [[ ${ORDO_SANITIZE:-0} == thread ]] && TESTS=(-R 'Shared|Batch|Fixture|Generate|KvCache|Zoo')
     # Tests run one at a time on purpose: each forward pass already uses every core.
     ctest --test-dir "$BUILD_DIR" --output-on-failure "${TESTS[@]}"
+    # CI: every fuzzer for a bounded time after the suite: ~10 min for the clang build on 2 cores,
+    # ~2 min for 9 fuzzers x 20 s two at a time.
+    if [[ ${CI:-} == true && ${ORDO_SANITIZE:-0} == 0 ]]; then fuzz "${ORDO_FUZZ_SECONDS:-20}"; fi
     ;;
   *)
-    echo "usage: tools/dev.sh demo|test|setup|build" >&2
+    echo "usage: tools/dev.sh demo|test|setup|build|fuzz [seconds]" >&2
     exit 2
     ;;
 esac

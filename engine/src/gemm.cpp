@@ -188,7 +188,9 @@ void dot_block(const typename L::T* const* w, const float* x, int64_t K, float* 
 #if defined(ORDO_SIMD) && defined(__x86_64__)
 #define ORDO_AVX512_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl")))
 #pragma GCC diagnostic push
+#ifndef __clang__  // GCC's warning only (the fuzz build uses clang)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
+#endif
 // dot_block for 2·RP weight rows with AVX-512: rows 2p and 2p + 1 share one 512-bit register,
 // row 2p in the low 8 lanes and 2p + 1 in the high 8, each against the same 8 inputs, so every
 // lane runs exactly the FMA chain of its AVX2 lane (and hsum of each half is the AVX2 hsum): the
@@ -403,7 +405,9 @@ void dot_block_i8(const int8_t* const* w, const int16_t* xq, int64_t K, float* y
 #define ORDO_VNNI_TARGET __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
 // GCC 12 flags the undefined-value placeholders inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <int RW, int MX>
 ORDO_VNNI_TARGET void dot_block_i8_vnni(const int8_t* const* w, const int16_t* xq, int64_t K, float* y, int64_t ldy) {
   const int64_t k16 = K / 16 * 16;

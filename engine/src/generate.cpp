@@ -8,11 +8,13 @@
 namespace ordo {
 
 Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {
-  if (p.temperature < 0) throw Error("temperature must be >= 0, got " + std::to_string(p.temperature));
-  if (p.top_p <= 0 || p.top_p > 1) throw Error("top_p must be in (0, 1], got " + std::to_string(p.top_p));
+  // Written so that NaN fails every check.
+  if (!(p.temperature >= 0 && std::isfinite(p.temperature)))
+    throw Error("temperature must be a finite number >= 0, got " + std::to_string(p.temperature));
+  if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("top_p must be in (0, 1], got " + std::to_string(p.top_p));
   if (p.top_k < 0) throw Error("top_k must be >= 0, got " + std::to_string(p.top_k));
-  if (p.repetition_penalty <= 0)
-    throw Error("repetition_penalty must be > 0, got " + std::to_string(p.repetition_penalty));
+  if (!(p.repetition_penalty > 0 && std::isfinite(p.repetition_penalty)))
+    throw Error("repetition_penalty must be a finite number > 0, got " + std::to_string(p.repetition_penalty));
 }
 
 int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& history) {
@@ -97,6 +99,9 @@ Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
                 std::to_string(r.prompt.size()) + " prompt tokens");
   const int64_t capacity = r.params.capacity > 0 ? r.params.capacity
                                                  : static_cast<int64_t>(r.prompt.size()) + r.params.max_new_tokens + 1;
+  model.check_context(static_cast<int64_t>(r.prompt.size()) + r.params.max_new_tokens,
+                      "generate: the prompt (" + std::to_string(r.prompt.size()) + " tokens) + max_new_tokens (" +
+                          std::to_string(r.params.max_new_tokens) + ")");
   Live l{i, &r, fresh_sequence(model, capacity, r.encoder_out, r.encoder_mask), Sampler(r.params.sampling), {},
          r.prompt, r.params.prompt_mask, r.prompt, r.params.prompt_mask};
   l.res.prompt_tokens = static_cast<int64_t>(r.prompt.size());

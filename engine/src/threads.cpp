@@ -37,6 +37,9 @@ constexpr bool kOneThreadPerCaller = false;
 }  // namespace
 
 void set_num_threads(int n) {
+  if (n < 0 || n > kMaxThreads)
+    throw Error("threads must be between 0 (all cores) and " + std::to_string(kMaxThreads) + ", got " +
+                std::to_string(n));
   std::lock_guard<std::mutex> lock(g_mu);
   if (n <= 0) n = all_cores();
   if (kOneThreadPerCaller) n = 1;

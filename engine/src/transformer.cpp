@@ -174,8 +174,34 @@ KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity, DType dtype)
   return c;
 }
 
+int64_t Transformer::context_limit() const {
+  if (context_limit_ > 0) return context_limit_;
+  const int64_t trained = spec_.position.max_positions;
+  if (trained <= 0) return kDefaultContextLimit;
+  const double factor = spec_.position.scaling.type != ScalingType::None ? spec_.position.scaling.factor : 1.0;
+  return static_cast<int64_t>(static_cast<double>(trained) * kContextLimitFactor * std::max(1.0, factor));
+}
+
+void Transformer::set_context_limit(int64_t n) {
+  if (n < 0) throw Error("context limit must be >= 0 (0: the default), got " + std::to_string(n));
+  context_limit_ = n;
+}
+
+void Transformer::check_context(int64_t positions, const std::string& what) const {
+  const int64_t limit = context_limit();
+  if (positions <= limit) return;
+  const std::string why = context_limit_ > 0 ? "as set" : spec_.position.max_positions > 0
+      ? std::to_string(kContextLimitFactor) + " x the trained length " + std::to_string(spec_.position.max_positions) +
+            (spec_.position.scaling.type != ScalingType::None ? " x the scaling factor" : "")
+      : "the default for a model without a trained length";
+  throw Error(what + " needs " + std::to_string(positions) + " positions, more than the context limit of " +
+              std::to_string(limit) + " (" + why + "); use fewer tokens or raise the limit " +
+              "(ordo --max-context N, ModelOptions::context_limit)");
+}
+
 Sequence Transformer::new_sequence(int64_t capacity) const {
   if (capacity <= 0) capacity = spec_.position.max_positions > 0 ? spec_.position.max_positions : 512;
+  check_context(capacity, "a sequence");
   Sequence s;
   s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_);
   return s;

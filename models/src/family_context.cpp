@@ -1,5 +1,6 @@
 #include "family_context.hpp"
 
+#include <climits>
 #include <cstring>
 
 namespace ordo {
@@ -90,10 +91,10 @@ Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, in
 
 void FamilyContext::read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
                                         std::initializer_list<std::string> head_keys) const {
-  s.d_model = config_.get_int_any(d_model_keys);
-  s.n_heads = config_.get_int_any(head_keys);
+  s.d_model = config_.get_count_any(d_model_keys);
+  s.n_heads = config_.get_count_any(head_keys);
   s.n_kv_heads = s.n_heads;
-  if (s.n_heads <= 0 || s.d_model % s.n_heads != 0)
+  if (s.d_model % s.n_heads != 0)
     throw Error(config_.origin() + ": " + *config_.first_present(d_model_keys) + " (" +
                 std::to_string(s.d_model) + ") is not a multiple of " + *config_.first_present(head_keys) +
                 " (" + std::to_string(s.n_heads) + ")");
@@ -110,12 +111,12 @@ int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {
   for (const JsonConfig* c : {&generation_, &config_}) {
     if (!c->has(key)) continue;
     // Some configs list several ids (e.g. eos_token_id: [1, 2]); the first is the canonical one.
-    if (c->raw().at(key).is_array()) {
-      const auto& a = c->raw().at(key);
-      if (!a.empty() && a[0].is_number_integer()) return a[0].get<int32_t>();
-      continue;
-    }
-    return static_cast<int32_t>(c->get_int(key));
+    const std::vector<int64_t> ids = c->get_int_array(key);
+    if (ids.empty()) continue;
+    if (ids[0] < -1 || ids[0] > INT32_MAX)
+      throw Error(c->origin() + ": field '" + key + "' must be a token id in [-1, 2147483647], got " +
+                  std::to_string(ids[0]));
+    return static_cast<int32_t>(ids[0]);
   }
   return def;
 }

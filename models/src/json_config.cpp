@@ -1,13 +1,10 @@
 #include "json_config.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <climits>
 #include <cmath>
-#include <cstring>
 #include <utility>
+
+#include "ordo/input.hpp"
 
 namespace ordo {
 namespace {
@@ -18,36 +15,6 @@ std::string describe_value(const nlohmann::json& v) {
   std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return std::string(v.type_name()) + " " + s;  // "string", "number", "boolean", "array", "object"
-}
-
-std::string read_text_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw Error(path + ": cannot open: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": cannot open: " + (S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file"));
-  }
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw Error(path + ": read failed: " + std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
 }
 
 }  // namespace
@@ -77,16 +44,34 @@ JsonConfig::JsonConfig(nlohmann::json value, std::string origin) : json_(std::mo
   if (!json_.is_object()) fail("expected a JSON object, got " + describe_value(json_));
 }
 
-JsonConfig JsonConfig::load(const std::string& path) { return parse(read_text_file(path), path); }
+nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin,
+                                   const std::string& failure, const JsonKeyCallback& on_key) {
+  check_json_limits(text, size, origin);
+  std::string key;  // the last key read: a value that fails to convert (1e400) belongs to it
+  try {
+    return nlohmann::json::parse(text, text + size, [&](int depth, nlohmann::json::parse_event_t event,
+                                                       nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
+        key = parsed.get<std::string>();
+        if (on_key) on_key(depth, key);
+      }
+      return true;
+    });
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(origin + ": " + failure + " " + describe_json_parse_error(e, text, size));
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large for a double
+    std::string detail = e.what();
+    if (size_t at = detail.find("] "); at != std::string::npos) detail = detail.substr(at + 2);
+    throw Error(origin + ": " + (key.empty() ? std::string() : "field '" + key + "': ") + detail);
+  }
+}
+
+JsonConfig JsonConfig::load(const std::string& path) {
+  return parse(read_input_file(path, kMaxJsonBytes, "a JSON file"), path);
+}
 
 JsonConfig JsonConfig::parse(const std::string& text, const std::string& origin) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(origin + ": malformed JSON " + describe_json_parse_error(e, text.data(), text.size()));
-  }
-  return JsonConfig(std::move(j), origin);
+  return JsonConfig(parse_json_document(text.data(), text.size(), origin, "malformed JSON"), origin);
 }
 
 void JsonConfig::fail(const std::string& msg) const { throw Error(origin_ + ": " + msg); }
@@ -133,6 +118,38 @@ int64_t JsonConfig::to_int(const std::string& what, const nlohmann::json& v) con
 double JsonConfig::to_double(const std::string& what, const nlohmann::json& v) const {
   if (!v.is_number()) wrong_type(what, "a number", v);
   return v.get<double>();
+}
+
+int64_t JsonConfig::to_count(const std::string& what, const nlohmann::json& v) const {
+  const int64_t n = to_int(what, v);
+  if (n < 1 || n > INT32_MAX) fail(what + " must be an integer in [1, 2147483647], got " + std::to_string(n));
+  return n;
+}
+
+int64_t JsonConfig::get_count(const std::string& key) const { return to_count(field(key), require(key)); }
+
+int64_t JsonConfig::get_count(const std::string& key, int64_t def) const {
+  return has(key) ? to_count(field(key), json_.at(key)) : def;
+}
+
+int64_t JsonConfig::get_count_any(std::initializer_list<std::string> keys) const {
+  auto k = first_present(keys);
+  if (!k) fail(none_present(keys));
+  return get_count(*k);
+}
+
+float JsonConfig::get_eps(const std::string& key, double def) const {
+  const double d = get_double(key, def);
+  const auto f = static_cast<float>(d);
+  if (!(std::isfinite(d) && f > 0.0f && std::isfinite(f)))
+    fail(field(key) + " must be a finite number > 0 (as a float), got " + json_.at(key).dump());
+  return f;
+}
+
+double JsonConfig::get_fraction(const std::string& key, double def) const {
+  const double d = get_double(key, def);
+  if (!(d > 0.0 && d <= 1.0)) fail(field(key) + " must be in (0, 1], got " + json_.at(key).dump());
+  return d;
 }
 
 int64_t JsonConfig::get_int(const std::string& key) const { return to_int(field(key), require(key)); }

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -52,6 +53,17 @@ class JsonConfig {
   // (HF uses both forms, e.g. "eos_token_id": 2 or [1, 2]).
   std::vector<int64_t> get_int_array(const std::string& key) const;
 
+  // Validated reads, where a bad value would crash, hang or silently mislead later. Errors name the
+  // file and field and say the accepted range.
+  // A count or size (heads, layers, dimensions): an integer in [1, 2^31 - 1].
+  int64_t get_count(const std::string& key) const;
+  int64_t get_count(const std::string& key, int64_t def) const;
+  int64_t get_count_any(std::initializer_list<std::string> keys) const;
+  // A normalization epsilon: finite and > 0 as a float.
+  float get_eps(const std::string& key, double def) const;
+  // A fraction in (0, 1] (partial_rotary_factor).
+  double get_fraction(const std::string& key, double def) const;
+
   // The same quantity under family-specific names: the first present key wins, e.g.
   // get_int_any({"n_embd", "hidden_size", "d_model"}). Without a default, none present is an error
   // "<origin>: none of the fields 'n_embd', 'hidden_size', 'd_model' is present".
@@ -76,12 +88,21 @@ class JsonConfig {
   [[noreturn]] void wrong_type(const std::string& what, const char* expected, const nlohmann::json& got) const;
   int64_t to_int(const std::string& what, const nlohmann::json& v) const;
   double to_double(const std::string& what, const nlohmann::json& v) const;
+  int64_t to_count(const std::string& what, const nlohmann::json& v) const;
   std::string none_present(std::initializer_list<std::string> keys) const;
 
   nlohmann::json json_ = nlohmann::json::object();
   std::string origin_;
   bool nested_ = false;  // origin_ already contains a key path
 };
+
+// Parses a JSON document after ordo's depth and size limits (ordo/input.hpp). Errors start with
+// `origin`: "<origin>: <failure> at line L, column C: <detail>" for a syntax error, "<origin>:
+// field 'k': number overflow parsing '1e400'" for a number no double holds. on_key, when given,
+// sees every object key with its depth (1: the top level).
+using JsonKeyCallback = std::function<void(int depth, const std::string& key)>;
+nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin,
+                                   const std::string& failure, const JsonKeyCallback& on_key = nullptr);
 
 // "at line L, column C: <detail>" for a parse error in `text` (line/column computed from e.byte;
 // the detail is nlohmann's message without its "[json.exception...] parse error at ..." prefix).

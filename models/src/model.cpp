@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_dir.hpp"
+#include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
 
@@ -25,6 +26,10 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 Model Model::load(const std::string& dir, const ModelOptions& opts) {
+  return with_ordo_errors(dir, [&] { return load_impl(dir, opts); });
+}
+
+Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   set_num_threads(opts.threads);
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
@@ -38,6 +43,7 @@ Model Model::load(const std::string& dir, const ModelOptions& opts) {
   if (opts.prepack) prepack_weights(spec);
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
+  impl->engine->set_context_limit(opts.context_limit);
   if (!opts.position.empty() || opts.scaling) {
     PositionConfig pc = impl->engine->spec().position;
     if (!opts.position.empty()) pc.scheme = opts.position;

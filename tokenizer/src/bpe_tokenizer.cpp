@@ -14,13 +14,7 @@ std::unique_ptr<Tokenizer> td::make_bpe(const std::string& vocab_json, const std
                                         const TokenizerOptions& opts, const DirConfig& cfg) {
   hf::BpeConfig c;
   c.where = vocab_json + " + " + merges_txt;
-  nlohmann::json vocab;
-  try {
-    vocab = nlohmann::json::parse(read_file(vocab_json));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("bpe tokenizer: " + vocab_json + " is not valid JSON: " + e.what());
-  }
-  c.vocab = hf::read_vocab_object(vocab, vocab_json);
+  c.vocab = hf::read_vocab_object(td::read_json_file(vocab_json), vocab_json);  // size and nesting limits checked
   const std::string merges = read_file(merges_txt);
   size_t pos = 0;
   bool first = true;

@@ -1,26 +1,39 @@
 #include "internal.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <climits>
+#include <limits>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
+#include "ordo/input.hpp"
+
 namespace ordo::tokenizer_detail {
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("tokenizer: cannot open " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw Error("tokenizer: cannot read " + path);
-  return ss.str();
+  try {
+    return read_input_file(path, kMaxTokenizerFileBytes, "a tokenizer file");
+  } catch (const Error& e) {
+    throw Error(std::string("tokenizer: ") + e.what());
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  const std::string text = read_file(path);
+  check_json_limits(text, "tokenizer: " + path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("tokenizer: " + path + " is not valid JSON: " + e.what());
+  }
 }
 
 bool file_exists(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  // Anything but a directory counts: read_file() then refuses a FIFO or device with an Error
+  // instead of the file being skipped in silence.
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 std::string join_path(const std::string& dir, const std::string& name) {
@@ -45,26 +58,6 @@ void append_utf8(std::string& out, char32_t cp) {
     out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
-}
-
-char32_t next_cp(const std::string& s, size_t& i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  auto cont = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
-  char32_t cp;
-  if (b0 < 0x80) {
-    cp = b0;
-    i += 1;
-  } else if (b0 < 0xE0) {
-    cp = ((b0 & 0x1F) << 6) | cont(1);
-    i += 2;
-  } else if (b0 < 0xF0) {
-    cp = ((b0 & 0x0F) << 12) | (cont(1) << 6) | cont(2);
-    i += 3;
-  } else {
-    cp = ((b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
-    i += 4;
-  }
-  return cp;
 }
 
 namespace {
@@ -101,6 +94,25 @@ int utf8_seq(const std::string& s, size_t i) {
   return need + 1;
 }
 }  // namespace
+
+char32_t next_cp(const std::string& s, size_t& i) {
+  const int n = utf8_seq(s, i);
+  if (n < 0) {  // ill-formed (or cut off by the end of s): one U+FFFD for the maximal subpart
+    i += static_cast<size_t>(-n);
+    return 0xFFFD;
+  }
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](int k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
+  char32_t cp;
+  switch (n) {
+    case 1: cp = b0; break;
+    case 2: cp = ((b0 & 0x1F) << 6) | cont(1); break;
+    case 3: cp = ((b0 & 0x0F) << 12) | (cont(1) << 6) | cont(2); break;
+    default: cp = ((b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3); break;
+  }
+  i += static_cast<size_t>(n);
+  return cp;
+}
 
 std::string utf8_lossy(const std::string& bytes) {
   std::string out;
@@ -267,15 +279,6 @@ std::vector<AddedTokens::Chunk> AddedTokens::split(const std::string& text) cons
 namespace {
 using nlohmann::json;
 
-json read_json_file(const std::string& path) {
-  const std::string text = read_file(path);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error("tokenizer: " + path + " is not valid JSON: " + e.what());
-  }
-}
-
 std::optional<bool> opt_bool(const json& j, const char* key, const std::string& file) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
@@ -295,12 +298,13 @@ std::optional<std::string> opt_token(const json& j, const char* key, const std::
 std::optional<int32_t> opt_id(const json& j, const char* key, const std::string& file) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (it->is_number_integer()) return it->get<int32_t>();
+  const std::string where = file + ": field '" + key + "'";
+  if (it->is_number_integer()) return json_token_id(*it, where, true);
   if (it->is_array()) {
     if (it->empty()) return std::nullopt;
-    if ((*it)[0].is_number_integer()) return (*it)[0].get<int32_t>();
+    if ((*it)[0].is_number_integer()) return json_token_id((*it)[0], where, true);
   }
-  throw Error("tokenizer: " + file + ": field '" + key + "' must be an integer or a list of integers");
+  throw Error("tokenizer: " + where + " must be an integer or a list of integers");
 }
 }  // namespace
 
@@ -318,8 +322,9 @@ DirConfig read_dir_config(const std::string& dir) {
     c.strip_accents = opt_bool(j, "strip_accents", tc);
     c.tokenize_chinese_chars = opt_bool(j, "tokenize_chinese_chars", tc);
     if (auto it = j.find("extra_ids"); it != j.end() && !it->is_null()) {
-      if (!it->is_number_integer() || it->get<int>() < 0)
-        throw Error("tokenizer: " + tc + ": field 'extra_ids' must be a non-negative integer");
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxIdGap)
+        throw Error("tokenizer: " + tc + ": field 'extra_ids' must be an integer in [0, " +
+                    std::to_string(kMaxIdGap) + "]");
       c.extra_ids = it->get<int>();
     }
     if (auto it = j.find("tokenizer_class"); it != j.end() && it->is_string())
@@ -334,11 +339,7 @@ DirConfig read_dir_config(const std::string& dir) {
     if (auto it = j.find("added_tokens_decoder"); it != j.end() && it->is_object()) {
       for (const auto& [key, v] : it->items()) {
         AddedToken t;
-        try {
-          t.id = std::stoi(key);
-        } catch (const std::exception&) {
-          throw Error("tokenizer: " + tc + ": added_tokens_decoder key '" + key + "' is not an id");
-        }
+        t.id = parse_token_id(key, tc + ": added_tokens_decoder key '" + key + "'");
         if (!v.is_object() || !v.contains("content") || !v["content"].is_string())
           throw Error("tokenizer: " + tc + ": added_tokens_decoder['" + key + "'] has no string 'content'");
         t.content = v["content"].get<std::string>();
@@ -361,6 +362,41 @@ DirConfig read_dir_config(const std::string& dir) {
     if (auto v = opt_id(j, "pad_token_id", path)) c.pad_id = v;
   }
   return c;
+}
+
+int32_t json_token_id(const nlohmann::json& v, const std::string& where, bool allow_negative) {
+  const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
+                                           : v.is_number_integer() && v.get<int64_t>() >= INT32_MIN &&
+                                                 v.get<int64_t>() <= INT32_MAX;
+  if (!fits || (!allow_negative && v.get<int64_t>() < 0))
+    throw Error("tokenizer: " + where + " must be " + (allow_negative ? "an integer" : "a non-negative integer") +
+                " below 2^31, got " + v.dump());
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
+int32_t parse_token_id(const std::string& text, const std::string& where) {
+  int64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 10;
+  for (char ch : text) {
+    ok = ok && ch >= '0' && ch <= '9';
+    if (ok) v = v * 10 + (ch - '0');
+  }
+  if (!ok || v > INT32_MAX) throw Error("tokenizer: " + where + " is not a token id (a non-negative integer below 2^31)");
+  return static_cast<int32_t>(v);
+}
+
+void check_id_limit(int64_t id, size_t listed, const std::string& where) {
+  const int64_t limit = static_cast<int64_t>(listed) + kMaxIdGap;
+  if (id < 0 || id >= limit)
+    throw Error(where + ": token id " + std::to_string(id) + " is out of range: with " +
+                std::to_string(listed) + " tokens listed, ids must be below " + std::to_string(limit) +
+                " (the listed count + " + std::to_string(kMaxIdGap) + ")");
+}
+
+void check_emitted_id(int32_t id, bool known, const std::string& where) {
+  if (!known)
+    throw Error(where + " is token id " + std::to_string(id) +
+                ", which is not in the vocabulary (decode would reject it)");
 }
 
 void throw_bad_id(const char* kind, int32_t id, int32_t vocab) {

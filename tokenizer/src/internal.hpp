@@ -8,20 +8,27 @@
 #include <unordered_set>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
 
 namespace ordo::tokenizer_detail {
 
 // ---- files -------------------------------------------------------------------------------------
-std::string read_file(const std::string& path);  // throws Error naming the path
-bool file_exists(const std::string& path);
+// Largest tokenizer file ordo reads (tokenizer.json of the biggest vocabularies is ~20 MB).
+constexpr uint64_t kMaxTokenizerFileBytes = uint64_t{1} << 30;
+std::string read_file(const std::string& path);  // regular files only; throws Error naming the path
+// read_file + the JSON depth/size limits of ordo/input.hpp + parse; Error naming the path.
+nlohmann::json read_json_file(const std::string& path);
+bool file_exists(const std::string& path);  // present and not a directory
 std::string join_path(const std::string& dir, const std::string& name);
 
 // ---- UTF-8 -------------------------------------------------------------------------------------
 // Appends the UTF-8 encoding of cp.
 void append_utf8(std::string& out, char32_t cp);
-// Decodes the code point at s[i] (s must be valid UTF-8) and advances i.
+// Decodes the code point at s[i] and advances i; an ill-formed or truncated sequence gives U+FFFD
+// and advances past its maximal subpart (as utf8_lossy), never past the end of s.
 char32_t next_cp(const std::string& s, size_t& i);
 // Replaces every ill-formed subsequence with U+FFFD the way Python's bytes.decode("utf-8",
 // errors="replace") does (one U+FFFD per maximal subpart).
@@ -96,6 +103,21 @@ std::unique_ptr<Tokenizer> make_tokenizer_json(const std::string& tokenizer_json
 std::unique_ptr<Tokenizer> make_marian(const std::string& dir, const TokenizerOptions& opts, const DirConfig& cfg);
 std::unique_ptr<Tokenizer> make_wordpiece(const std::string& vocab_txt, const TokenizerOptions& opts,
                                           const DirConfig& cfg);
+
+// ---- token ids from files ---------------------------------------------------------------------
+// How far ids may run past the number of tokens a file lists: the id table is sized by the largest
+// id, so this bounds what a crafted id (10^8, 2^31-1) makes ordo allocate.
+constexpr int64_t kMaxIdGap = 65536;
+// A JSON integer that fits int32_t (and is >= 0 unless allow_negative); Error naming `where`.
+int32_t json_token_id(const nlohmann::json& v, const std::string& where, bool allow_negative = false);
+// A decimal token id written as text (added_tokens_decoder keys); Error naming `where`.
+int32_t parse_token_id(const std::string& text, const std::string& where);
+// Error "<where>: token id N is out of range ..." unless 0 <= id < listed + kMaxIdGap (`where`
+// starts with the tokenizer kind and file).
+void check_id_limit(int64_t id, size_t listed, const std::string& where);
+// Error unless `known`: an id encode() would emit (a BOS/EOS/unk/template id) must be one decode()
+// accepts. `where` names its origin, e.g. "eos_token_id from config.json".
+void check_emitted_id(int32_t id, bool known, const std::string& where);
 
 // Helper: error for an id outside [0, vocab).
 [[noreturn]] void throw_bad_id(const char* kind, int32_t id, int32_t vocab);

@@ -1,11 +1,14 @@
 // load_tokenizer(): pick the tokenizer kind from the files a model directory holds and apply the
 // directory's tokenizer_config.json / config.json / generation_config.json settings.
 #include "internal.hpp"
+#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts) {
+namespace {
+
+std::unique_ptr<Tokenizer> load_from_dir(const std::string& dir, const TokenizerOptions& opts) {
   const td::DirConfig cfg = td::read_dir_config(dir);
   for (const char* name : {"tokenizer.model", "spiece.model"}) {
     const std::string path = td::join_path(dir, name);
@@ -23,6 +26,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const Tokenize
   throw Error("tokenizer: no tokenizer files in " + dir +
               " (expected tokenizer.model, spiece.model, source.spm + target.spm + vocab.json, tokenizer.json, "
               "vocab.json + merges.txt or vocab.txt)");
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts) {
+  return with_ordo_errors("tokenizer: " + dir, [&] { return load_from_dir(dir, opts); });
 }
 
 }  // namespace ordo

@@ -65,12 +65,7 @@ MarianTokenizer::MarianTokenizer(const std::string& dir, const TokenizerOptions&
   target_path_ = td::join_path(dir, "target.spm");
   load_spm(target_, target_path_);
   const std::string vpath = td::join_path(dir, "vocab.json");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(td::read_file(vpath));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("marian tokenizer: " + vpath + " is not valid JSON: " + e.what());
-  }
+  const nlohmann::json j = td::read_json_file(vpath);  // size and nesting limits checked
   if (!j.is_object() || j.empty()) throw Error("marian tokenizer: " + vpath + " must be a non-empty object of piece -> id");
   int64_t max_id = -1;
   for (const auto& [piece, id] : j.items()) {

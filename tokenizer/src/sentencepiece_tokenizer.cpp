@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "internal.hpp"
+#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -56,6 +57,9 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const To
     : path_(path) {
   // Style: explicit option, else what the directory says, else T5 when extra ids are asked for.
   const int extra_opt = opts.extra_ids.value_or(cfg.extra_ids.value_or(-1));
+  if (extra_opt > td::kMaxIdGap)
+    throw Error("sentencepiece tokenizer: extra_ids " + std::to_string(extra_opt) + " is more than the limit of " +
+                std::to_string(td::kMaxIdGap));
   if (opts.sp_style) {
     if (*opts.sp_style == "llama") style_ = Style::Llama;
     else if (*opts.sp_style == "t5") style_ = Style::T5;
@@ -118,7 +122,9 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const To
     additional.push_back(t.content);
   }
   if (extra_ids > 0) vocab_ = sp_size_ + extra_ids;
+  const size_t listed = static_cast<size_t>(vocab_) + cfg.added_tokens.size();
   for (const auto& t : cfg.added_tokens) {
+    td::check_id_limit(t.id, listed, "sentencepiece tokenizer: " + path + ": added token '" + t.content + "'");
     added_.add(t);
     vocab_ = std::max(vocab_, t.id + 1);
     if (t.special && t.content != bos && t.content != eos && t.content != unk && t.content != pad)
@@ -158,6 +164,9 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const To
   add_eos_ = opts.add_eos.value_or(cfg.add_eos.value_or(style_ == Style::T5));
   if (add_bos_ && bos_ < 0) add_bos_ = false;
   if (add_eos_ && eos_ < 0) add_eos_ = false;
+  auto known = [&](int32_t id) { return id >= 0 && id < vocab_ && (id < sp_size_ || added_.by_id(id)); };
+  if (add_bos_) td::check_emitted_id(bos_, known(bos_), "sentencepiece tokenizer: " + path + ": the BOS id");
+  if (add_eos_) td::check_emitted_id(eos_, known(eos_), "sentencepiece tokenizer: " + path + ": the EOS id");
 
   unk_token_ = unk.empty() ? "<unk>" : unk;
   unk_token_length_ = sp_pieces(unk_token_).size();
@@ -324,7 +333,8 @@ std::unique_ptr<Tokenizer> td::make_sentencepiece(const std::string& model_file,
 }
 
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file, const TokenizerOptions& opts) {
-  return td::make_sentencepiece(model_file, opts, td::DirConfig{});
+  return with_ordo_errors("sentencepiece tokenizer: " + model_file,
+                          [&] { return td::make_sentencepiece(model_file, opts, td::DirConfig{}); });
 }
 
 }  // namespace ordo

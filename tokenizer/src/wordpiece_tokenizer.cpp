@@ -12,6 +12,7 @@
 
 #include "hf/hf.hpp"
 #include "internal.hpp"
+#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -135,7 +136,9 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& path, const TokenizerO
   unk_token_ = cfg.unk_token.value_or("[UNK]");
   const std::string sep = cfg.sep_token.value_or("[SEP]"), pad = cfg.pad_token.value_or("[PAD]"),
                     cls = cfg.cls_token.value_or("[CLS]"), mask = cfg.mask_token.value_or("[MASK]");
+  const size_t listed = id_to_token_.size() + cfg.added_tokens.size();
   for (const auto& t : cfg.added_tokens) {
+    td::check_id_limit(t.id, listed, "wordpiece tokenizer: " + path + ": added token '" + t.content + "'");
     added_.add(t);
     if (t.id >= vocab_size()) id_to_token_.resize(static_cast<size_t>(t.id) + 1);
     id_to_token_[t.id] = t.content;
@@ -151,6 +154,10 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& path, const TokenizerO
   eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(sep_tok));
   if (opts.add_bos.value_or(cfg.add_bos.value_or(true)) && bos_ >= 0) prefix_ = {bos_};
   if (opts.add_eos.value_or(cfg.add_eos.value_or(true)) && eos_ >= 0) suffix_ = {eos_};
+  auto known = [&](int32_t id) { return id >= 0 && id < vocab_size(); };
+  for (int32_t id : prefix_) td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added before the text");
+  for (int32_t id : suffix_) td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added after the text");
+  td::check_emitted_id(unk_, known(unk_), "wordpiece tokenizer: " + path + ": the unknown-token id");
 }
 
 int32_t WordPieceTokenizer::resolve(const std::string& token) {
@@ -349,7 +356,7 @@ std::unique_ptr<Tokenizer> td::make_wordpiece(const std::string& vocab_txt, cons
 }
 
 std::unique_ptr<Tokenizer> load_wordpiece(const std::string& vocab_txt, const TokenizerOptions& opts) {
-  return td::make_wordpiece(vocab_txt, opts, td::DirConfig{});
+  return with_ordo_errors("wordpiece tokenizer: " + vocab_txt, [&] { return td::make_wordpiece(vocab_txt, opts, td::DirConfig{}); });
 }
 
 }  // namespace ordo

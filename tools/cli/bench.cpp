@@ -379,7 +379,10 @@ struct BenchCommand : Command {
     return row;
   }
 
+  void validate() const override { check_flag_range("--threads", threads, 0, kMaxThreads); }
+
   int run() override {
+    validate();
     set_num_threads(threads);
     if (quick) {
       if (prompts == "128,512") prompts = "16,32";

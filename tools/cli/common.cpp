@@ -1,9 +1,13 @@
 #include "common.hpp"
 
+#include "ordo/input.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/version.hpp"
 
 #include <unistd.h>
 
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +23,8 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
       ->capture_default_str()
       ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
   app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
+  app->add_option("--max-context", max_context,
+                  "Most positions a sequence may hold (default: 16x the trained length)");
   app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16 or int8 (converted at load)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
   app->add_option("--kv-dtype", kv_dtype,
@@ -33,7 +39,7 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
       ->check(CLI::IsMember(position_scheme_names()));
   app->add_option("--scaling", scaling,
                   "Long-context scaling: none, linear, ntk, dynamic, yarn, llama3, longrope (replaces config.json's)");
-  app->add_option("--factor", factor, "Scaling factor (e.g. 4 for 4x the trained length)");
+  factor_opt = app->add_option("--factor", factor, "Scaling factor (e.g. 4 for 4x the trained length)");
   app->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
 }
 
@@ -50,8 +56,22 @@ std::string ModelArgs::resolved_dir() const {
   return ORDO_DEFAULT_MODEL_DIR;
 }
 
+void ModelArgs::validate() const {
+  check_flag_range("--threads", threads, 0, kMaxThreads);
+  check_flag_range("--max-context", static_cast<double>(max_context), 0, 9.0e15);
+  if (original_max < 0) throw Error("--original-max must be >= 0, got " + std::to_string(original_max));
+  if (factor_opt && factor_opt->count() > 0) {
+    if (!(factor > 0 && factor <= kMaxScalingFactor))
+      throw Error("--factor must be in (0, " + std::to_string(static_cast<int>(kMaxScalingFactor)) + "], got " +
+                  std::to_string(factor));
+    if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
+  }
+}
+
 ModelOptions ModelArgs::options() const {
+  validate();
   ModelOptions o;
+  o.context_limit = max_context;
   o.backend = parse_backend(backend);
   o.threads = threads;
   o.position = position;
@@ -60,11 +80,11 @@ ModelOptions ModelArgs::options() const {
   o.prepack = prepack;
   if (prepack && o.backend != Backend::OneDNN)
     throw Error("--prepack prepares weights for the oneDNN backend; it does nothing for --backend " + backend);
-  if (!scaling.empty() || factor != 0 || original_max != 0) {
+  if (!scaling.empty() || (factor_opt && factor_opt->count() > 0) || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
     Scaling s;
     s.type = parse_scaling(scaling);
-    s.factor = factor != 0 ? factor : 1.0;
+    s.factor = factor_opt && factor_opt->count() > 0 ? factor : 1.0;
     s.original_max_positions = original_max;
     if (s.type != ScalingType::None && s.factor < 1.0 && s.type != ScalingType::Linear)
       throw Error("--factor must be >= 1 for " + scaling + " scaling, got " + std::to_string(s.factor));
@@ -82,26 +102,60 @@ Model ModelArgs::load(bool tokenizer) const {
 
 std::vector<int32_t> parse_ids(const std::string& text) {
   std::vector<int32_t> ids;
-  std::string item;
-  std::istringstream in(text);
-  auto flush = [&]() {
-    if (item.empty()) return;
-    char* end = nullptr;
-    errno = 0;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (*end != '\0' || errno != 0 || v < INT32_MIN || v > INT32_MAX)
-      throw Error("token id '" + item + "' is not an integer");
-    ids.push_back(static_cast<int32_t>(v));
-    item.clear();
-  };
-  for (char ch : text) {
-    if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\t')
-      flush();
-    else
-      item += ch;
+  const bool has_comma = text.find(',') != std::string::npos;
+  std::istringstream fields(text);
+  std::string field;
+  // getline drops a trailing empty field: "1," is caught by the check after the loop.
+  while (std::getline(fields, field, ',')) {
+    std::istringstream words(field);
+    std::string item;
+    size_t n = 0;
+    for (; words >> item; ++n) {
+      char* end = nullptr;
+      errno = 0;
+      const long v = std::strtol(item.c_str(), &end, 10);
+      if (*end != '\0' || errno != 0 || v < INT32_MIN || v > INT32_MAX)
+        throw Error("token id '" + item + "' is not an integer");
+      ids.push_back(static_cast<int32_t>(v));
+    }
+    // "1,,2" or ",1": an empty entry is a typo, not a shorter list.
+    if (n == 0 && has_comma) throw Error("id list '" + text + "' has an empty entry");
   }
-  flush();
+  if (has_comma && text.find_last_not_of(" \t\n") != std::string::npos && text[text.find_last_not_of(" \t\n")] == ',')
+    throw Error("id list '" + text + "' has an empty entry");
   return ids;
+}
+
+std::string read_input_text(const std::string& path) { return read_input_file(path, kMaxInputTextBytes, "an input file"); }
+
+void check_flag_range(const char* flag, double v, double lo, double hi) {
+  if (!(v >= lo && v <= hi)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s must be in [%g, %g], got %g", flag, lo, hi, v);
+    throw Error(buf);
+  }
+}
+
+CliApp::CliApp() {
+  app.set_version_flag("--version", ordo::version());
+  app.require_subcommand(1);
+  commands.push_back(make_run());
+  commands.push_back(make_tokenize());
+  commands.push_back(make_inspect());
+  commands.push_back(make_forward());
+  commands.push_back(make_ppl());
+  commands.push_back(make_embed());
+  commands.push_back(make_compare());
+  commands.push_back(make_bench());
+  commands.push_back(make_quantize());
+  for (auto& c : commands) subs.push_back(c->add(app));
+}
+
+Command* CliApp::parse(int argc, const char* const* argv) {
+  app.parse(argc, argv);
+  for (size_t i = 0; i < commands.size(); ++i)
+    if (subs[i]->parsed()) return commands[i].get();
+  return nullptr;
 }
 
 std::string join_ids(const std::vector<int32_t>& ids, const char* sep) {

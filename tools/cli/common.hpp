@@ -21,15 +21,25 @@ struct ModelArgs {
   std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
   std::string kv_dtype = "f32";
   bool prepack = false;
+  int64_t max_context = 0;  // --max-context (0: the model's default limit)
+  CLI::Option* factor_opt = nullptr;  // --factor was given (any value, even 0, must be checked)
 
   void add(CLI::App* app, bool with_position = true);
+  // Checks every flag's value (Error naming the flag); options() and load() call it.
+  void validate() const;
   std::string resolved_dir() const;  // -m, else the bundled default model
   ModelOptions options() const;
   Model load(bool tokenizer = true) const;
 };
 
-// "1,5,9" or "1 5 9" → ids; Error naming the bad entry.
+// "1,5,9" or "1 5 9" → ids; Error naming the bad entry ("1,,2" has an empty one).
 std::vector<int32_t> parse_ids(const std::string& text);
+// The content of a file named on the command line: regular files only (a FIFO is refused, not
+// waited on), at most kMaxInputTextBytes.
+constexpr uint64_t kMaxInputTextBytes = uint64_t{1} << 30;
+std::string read_input_text(const std::string& path);
+// Error "<flag> must be ..." unless lo <= v <= hi (NaN fails).
+void check_flag_range(const char* flag, double v, double lo, double hi);
 std::string join_ids(const std::vector<int32_t>& ids, const char* sep = ",");
 
 // Writes a float32 array as .npy (NumPy format 1.0).
@@ -39,7 +49,21 @@ void write_npy(const std::string& path, const Tensor& t);
 struct Command {
   virtual ~Command() = default;
   virtual CLI::App* add(CLI::App& app) = 0;
+  // Checks the parsed flags without loading a model or reading input files (Error naming the
+  // flag); run() calls it first. The fuzzer calls it on its own.
+  virtual void validate() const {}
   virtual int run() = 0;
+};
+
+// The `ordo` command line: every subcommand registered on one CLI11 app.
+struct CliApp {
+  CLI::App app{"ordo: a small transformer inference engine with pluggable position schemes"};
+  std::vector<std::unique_ptr<Command>> commands;
+  std::vector<CLI::App*> subs;
+  CliApp();
+  // Parses argv (argv[0] is the program name); throws CLI::ParseError (incl. help/version requests).
+  // Returns the selected command, nullptr if none.
+  Command* parse(int argc, const char* const* argv);
 };
 
 std::unique_ptr<Command> make_run();

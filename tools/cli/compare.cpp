@@ -43,11 +43,6 @@ double r6(double v) {
 }
 json num_or_null(double v) { return std::isfinite(v) ? json(r6(v)) : json(nullptr); }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open");
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 // ---- the command ---------------------------------------------------------------------------------
 
@@ -153,6 +148,8 @@ struct CompareCommand : Command {
   bool want(const std::string& task) const {
     return ("," + tasks + ",").find("," + task + ",") != std::string::npos;
   }
+
+  void validate() const override { check_flag_range("--threads", threads, 0, kMaxThreads); }
 
   // The zoo's models (one per registered scheme that has one), then every -m DIR and its ablations.
   std::vector<Entry> collect_entries(std::string& zdir) const {
@@ -355,6 +352,7 @@ struct CompareCommand : Command {
   }
 
   int run() override {
+    validate();
     for (std::stringstream ss(tasks); ss.good();) {
       std::string t;
       std::getline(ss, t, ',');
@@ -374,11 +372,11 @@ struct CompareCommand : Command {
     // Text and pairs.
     if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
       text_file = (fs::path(zdir) / "heldout.txt").string();
-    const std::string text = text_file.empty() ? std::string() : read_text(text_file);
+    const std::string text = text_file.empty() ? std::string() : read_input_text(text_file);
     std::vector<probes::WordPair> pairs;
     std::string pairs_source;
     if (!pairs_file.empty()) {
-      pairs = probes::parse_pairs(read_text(pairs_file), pairs_file);
+      pairs = probes::parse_pairs(read_input_text(pairs_file), pairs_file);
       pairs_source = pairs_file;
     } else if (!text.empty()) {
       pairs = probes::default_pairs(text, static_cast<size_t>(max_pairs));

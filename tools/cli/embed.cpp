@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common.hpp"
 
@@ -71,9 +72,16 @@ struct EmbedCommand : Command {
     return c;
   }
 
-  int run() override {
-    if (text.empty() && ids_text.empty() && file.empty()) throw CLI::RequiredError("text, --ids or --file");
+  void validate() const override {
+    model.validate();
     if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    parse_ids(ids_text);
+    parse_ids(types_text);
+  }
+
+  int run() override {
+    validate();
+    if (text.empty() && ids_text.empty() && file.empty()) throw CLI::RequiredError("text, --ids or --file");
     if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy") &&
         !(ends_with(out, ".jsonl") && !file.empty()))
       throw Error("--output must end in .json or .npy (.jsonl with --file), got " + out);
@@ -160,8 +168,7 @@ struct EmbedCommand : Command {
 
   // The file's inputs; texts are encoded once the model is loaded.
   std::vector<Input> read_inputs() const {
-    std::ifstream f(file);
-    if (!f) throw Error(file + ": cannot open");
+    std::istringstream f(read_input_text(file));
     const bool jsonl = ends_with(file, ".jsonl");
     std::vector<Input> inputs;
     std::string line;

@@ -27,7 +27,14 @@ struct ForwardCommand : Command {
     return c;
   }
 
+  void validate() const override {
+    model.validate();
+    parse_ids(ids_text);
+    parse_ids(decoder_ids_text);
+  }
+
   int run() override {
+    validate();
     const bool npy = ends_with(out, ".npy");
     if (!npy && !ends_with(out, ".safetensors")) throw Error("--output must end in .npy or .safetensors, got " + out);
     Model m = model.load(false);

@@ -19,7 +19,12 @@ struct InspectCommand : Command {
     return c;
   }
 
+  void validate() const override {
+    model.validate();
+  }
+
   int run() override {
+    validate();
     const std::string dir = model.resolved_dir();
     Model m = model.load(false);
     const ModelSpec& s = m.spec();

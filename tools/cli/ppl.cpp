@@ -41,8 +41,9 @@ std::vector<Setting> parse_settings(const std::string& list) {
       const std::string f = item.substr(colon + 1);
       char* end = nullptr;
       s.factor = std::strtod(f.c_str(), &end);
-      if (*end || s.factor <= 0)
-        throw Error("--scaling: factor '" + f + "' in '" + item + "' is not a positive number");
+      if (*end || !(s.factor > 0 && s.factor <= kMaxScalingFactor))
+        throw Error("--scaling: factor '" + f + "' in '" + item + "' is not a number in (0, " +
+                    std::to_string(static_cast<int>(kMaxScalingFactor)) + "]");
     }
     out.push_back(s);
   }
@@ -81,19 +82,43 @@ struct PplCommand : Command {
     return c;
   }
 
-  int run() override {
-    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+  std::vector<int64_t> contexts() const {
     std::vector<int64_t> ctxs;
     for (int32_t v : parse_ids(ctx_list)) {
       if (v < 2) throw Error("--ctx: context length " + std::to_string(v) + " must be at least 2");
+      if (stride > v)
+        throw Error("--stride " + std::to_string(stride) + " is longer than the context length " + std::to_string(v));
       ctxs.push_back(v);
     }
-    const std::vector<Setting> settings = parse_settings(scaling_list);
+    if (ctxs.empty()) throw Error("--ctx: no context length given");
+    return ctxs;
+  }
+
+  void validate() const override {
+    model.validate();
+    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    if (stride < 0) throw Error("--stride must be >= 0 (0: non-overlapping windows), got " + std::to_string(stride));
+    if (original_max < 0) throw Error("--original-max must be >= 0, got " + std::to_string(original_max));
+    if (factor != 0) check_flag_range("--factor", factor, 1e-30, kMaxScalingFactor);
+    contexts();
+    parse_settings(scaling_list);
     if (!plot_out.empty() && plot_out.size() < 4) throw Error("--plot needs a file name ending in .svg");
+  }
+
+  int run() override {
+    validate();
+    const std::vector<int64_t> ctxs = contexts();
+    const std::vector<Setting> settings = parse_settings(scaling_list);
+    const std::string text = read_input_text(text_file);
     Model m = model.load(true);
-    std::ifstream in(text_file, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::vector<int32_t> ids = m.encode(text, false);
+    // Before any row is printed: a window longer than the text or than the model allows scores nothing.
+    for (int64_t ctx : ctxs) {
+      if (ctx > static_cast<int64_t>(ids.size()))
+        throw Error("--ctx " + std::to_string(ctx) + " is longer than " + text_file + " (" +
+                    std::to_string(ids.size()) + " tokens); give a longer text or a shorter --ctx");
+      m.engine().check_context(ctx, "--ctx " + std::to_string(ctx));
+    }
     const PositionConfig base = m.spec().position;
     const int64_t trained = original_max > 0                          ? original_max
                             : base.scaling.original_max_positions > 0 ? base.scaling.original_max_positions

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "common.hpp"
 
@@ -54,10 +55,25 @@ struct RunCommand : Command {
     return c;
   }
 
+  void validate() const override {
+    model.validate();
+    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    check_flag_range("--temp", temp, 0, 1e30);
+    check_flag_range("--top-p", top_p, 1e-30, 1);
+    check_flag_range("--repeat-penalty", repeat_penalty, 1e-30, 1e30);
+    if (!ids_text.empty()) {
+      try {
+        if (parse_ids(ids_text).empty()) throw Error("no token ids");
+      } catch (const Error& e) {
+        throw Error(std::string("--ids: ") + e.what());
+      }
+    }
+  }
+
   int run() override {
     if (prompt.empty() && ids_text.empty() && file.empty())
       throw CLI::RequiredError("--prompt, --ids or --file");
-    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    validate();
     Model m = model.load(ids_text.empty());
     const TextGenerateParams p = params();
     if (!file.empty()) return run_file(m, p);
@@ -102,8 +118,7 @@ struct RunCommand : Command {
 
   // The prompts of `file`: its non-empty lines, or for .jsonl each line's "prompt".
   std::vector<std::string> read_prompts() const {
-    std::ifstream in(file);
-    if (!in) throw Error(file + ": cannot open");
+    std::istringstream in(read_input_text(file));
     const bool jsonl = file.size() >= 6 && file.compare(file.size() - 6, 6, ".jsonl") == 0;
     std::vector<std::string> prompts;
     std::string line;
@@ -121,7 +136,6 @@ struct RunCommand : Command {
       if (!j.at("prompt").is_string()) throw Error(where + ": \"prompt\" is not a string");
       prompts.push_back(j.at("prompt").get<std::string>());
     }
-    if (in.bad()) throw Error(file + ": read failed");
     if (prompts.empty()) throw Error(file + ": no prompts (the file has no non-empty line)");
     return prompts;
   }

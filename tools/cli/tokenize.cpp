@@ -21,7 +21,13 @@ struct TokenizeCommand : Command {
     return c;
   }
 
+  void validate() const override {
+    model.validate();
+    if (decode) parse_ids(input);
+  }
+
   int run() override {
+    validate();
     std::unique_ptr<Tokenizer> tok = load_tokenizer(model.resolved_dir());
     if (decode) {
       std::cout << tok->decode(parse_ids(input)) << "\n";

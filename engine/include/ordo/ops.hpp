@@ -84,7 +84,9 @@ std::string onednn_isa();
 
 // Sets the one thread count used by OpenMP kernels, OpenBLAS and oneDNN (0 = all cores).
 // All three share the OpenMP pool: OpenBLAS itself is kept single-threaded and its GEMMs are
-// split over the OpenMP threads. Default on first use: all cores.
+// split over the OpenMP threads. Default on first use: all cores. Error for n outside
+// [0, kMaxThreads]: libgomp cannot start tens of thousands of threads.
+constexpr int kMaxThreads = 1024;
 void set_num_threads(int n);
 int num_threads();
 

@@ -35,6 +35,10 @@ const char* scaling_name(ScalingType t);
 // Throws Error naming the value and listing the known ones.
 ScalingType parse_scaling(const std::string& name);
 
+// Largest long-context scaling factor accepted: far beyond any published checkpoint (up to 64x), and
+// small enough that the scaled lengths and frequency tables stay finite and bounded.
+constexpr double kMaxScalingFactor = 1024.0;
+
 struct Scaling {
   ScalingType type = ScalingType::None;
   double factor = 1.0;

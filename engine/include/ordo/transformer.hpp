@@ -117,7 +117,19 @@ class Transformer {
   void set_kv_dtype(DType dtype);
   DType kv_dtype() const { return kv_dtype_; }
 
-  // A fresh decoding state with room for `capacity` tokens (0: the model's trained length).
+  // The most positions one sequence may hold, checked before its KV cache is allocated. Default:
+  // kContextLimitFactor x the trained length (position.max_positions x the scaling factor, when
+  // above 1), enough to study extrapolation; kDefaultContextLimit when the length is unknown.
+  // set_context_limit(n > 0) replaces it, 0 restores the default.
+  static constexpr int64_t kContextLimitFactor = 16;
+  static constexpr int64_t kDefaultContextLimit = int64_t{1} << 20;
+  int64_t context_limit() const;
+  void set_context_limit(int64_t n);
+  // Error saying the limit and how to raise it unless `positions` <= context_limit().
+  void check_context(int64_t positions, const std::string& what) const;
+
+  // A fresh decoding state with room for `capacity` tokens (0: the model's trained length);
+  // Error beyond context_limit().
   Sequence new_sequence(int64_t capacity = 0) const;
 
   // Encoder forward (Encoder / EncoderDecoder). mask: 1 real, 0 padding (empty: all real);
@@ -207,6 +219,7 @@ class Transformer {
   std::unique_ptr<PositionScheme> enc_scheme_, dec_scheme_;
   bool causal_ = true;
   DType kv_dtype_ = DType::F32;
+  int64_t context_limit_ = 0;  // 0: the default
   AttentionObserver observer_;
 };
 

@@ -10,7 +10,7 @@
 namespace ordo::position_detail {
 
 // Throws "<scheme> does not support <type> scaling; supported: a, b" unless the scheme's entry lists
-// s.type, and "<scheme>: <type> scaling needs a factor > 0" for a non-positive or non-finite factor.
+// s.type, and "<scheme>: <type> scaling needs a factor in (0, kMaxScalingFactor]" for any other factor.
 void require_scaling(const PositionSchemeInfo& scheme, const Scaling& s);
 
 // A weight as an owned-or-shared F32 tensor (converts F16/BF16; throws for I8).

@@ -54,9 +54,9 @@ void require_scaling(const PositionSchemeInfo& scheme, const Scaling& s) {
     throw Error(std::string(scheme.name) + " does not support " + scaling_name(s.type) +
                 " scaling; supported: " + list);
   }
-  if (s.type != ScalingType::None && !(std::isfinite(s.factor) && s.factor > 0.0))
-    throw Error(std::string(scheme.name) + ": " + scaling_name(s.type) + " scaling needs a factor > 0, got " +
-                num_str(s.factor));
+  if (s.type != ScalingType::None && !(s.factor > 0.0 && s.factor <= kMaxScalingFactor))
+    throw Error(std::string(scheme.name) + ": " + scaling_name(s.type) + " scaling needs a factor in (0, " +
+                num_str(kMaxScalingFactor) + "], got " + num_str(s.factor));
 }
 
 Tensor as_f32(const Tensor& t, const char* what) {

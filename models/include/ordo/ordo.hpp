@@ -39,6 +39,9 @@ struct ModelOptions {
   // prompt GEMMs on the OneDNN backend ~5% faster. Decode keeps reading the plain weights, so a
   // decoder model then holds its F32 linear weights twice; off by default for that reason.
   bool prepack = false;
+  // Most positions one sequence may hold (prompt + generated), checked before allocating; 0: the
+  // default (Transformer::context_limit).
+  int64_t context_limit = 0;
 };
 
 struct TextGenerateParams : GenerateParams {
@@ -108,6 +111,7 @@ class Model {
  private:
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
+  static Model load_impl(const std::string& dir, const ModelOptions& opts);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -26,11 +26,11 @@ ModelSpec build_bert(const FamilyContext& c) {
   s.graph = GraphKind::Encoder;
   s.pre_norm = false;
   c.read_attention_dims(s, {"hidden_size"}, {"num_attention_heads"});
-  s.vocab_size = cfg.get_int("vocab_size");
-  const int64_t ffn = cfg.get_int("intermediate_size");
+  s.vocab_size = cfg.get_count("vocab_size");
+  const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t n_types = cfg.get_int("type_vocab_size", 2);
-  const float eps = static_cast<float>(cfg.get_double("layer_norm_eps", 1e-12));
+  const float eps = cfg.get_eps("layer_norm_eps", 1e-12);
   const Activation act = bert_activation(cfg);
   const std::string pos_type = cfg.get_string("position_embedding_type", "absolute");
   if (pos_type != "absolute")

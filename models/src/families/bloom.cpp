@@ -11,10 +11,10 @@ ModelSpec build_bloom(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
   c.read_attention_dims(s, {"hidden_size", "n_embed"}, {"n_head", "num_attention_heads"});
-  s.vocab_size = cfg.get_int("vocab_size");
+  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
-  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-5));
+  const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
   if (cfg.get_bool("apply_residual_connection_post_layernorm", false))
     throw Error(cfg.origin() + ": apply_residual_connection_post_layernorm is not supported");
   s.pre_norm = true;

@@ -14,11 +14,11 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
   c.read_attention_dims(s, {"hidden_size"}, {"num_attention_heads"});
-  s.vocab_size = cfg.get_int("vocab_size");
+  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
-  const int64_t ffn = cfg.get_int("intermediate_size");
-  const float eps = static_cast<float>(cfg.get_double("layer_norm_eps", 1e-5));
+  const int64_t ffn = cfg.get_count("intermediate_size");
+  const float eps = cfg.get_eps("layer_norm_eps", 1e-5);
   const std::string act_name = cfg.get_string("hidden_act", "gelu");
   Activation act;
   if (act_name == "gelu")
@@ -38,7 +38,7 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
 
   // HF's GPTNeoXConfig takes rotary_pct / rotary_emb_base (newer spellings: partial_rotary_factor,
   // rope_theta).
-  const double pct = cfg.get_double_any({"rotary_pct", "partial_rotary_factor"}, 1.0);
+  const double pct = cfg.get_fraction(cfg.first_present({"rotary_pct", "partial_rotary_factor"}).value_or("rotary_pct"), 1.0);
   s.position.scheme = "rope";
   s.position.max_positions = cfg.get_int_any({"max_position_embeddings", "n_positions"});
   s.position.rope_theta = cfg.get_double_any({"rotary_emb_base", "rope_theta"}, 10000.0);

@@ -11,11 +11,11 @@ ModelSpec build_gptj(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
   c.read_attention_dims(s, {"n_embd", "hidden_size"}, {"n_head", "num_attention_heads"});
-  s.vocab_size = cfg.get_int("vocab_size");
+  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t d = s.d_model;
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * d;
-  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-5));
+  const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
   const std::string act_name = cfg.get_string("activation_function", "gelu_new");
   Activation act;
   if (act_name == "gelu_new" || act_name == "gelu_fast" || act_name == "gelu_pytorch_tanh")

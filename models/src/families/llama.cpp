@@ -9,14 +9,14 @@ ModelSpec build_llama(const FamilyContext& c) {
   ModelSpec s;
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_int("hidden_size");
-  s.n_heads = cfg.get_int("num_attention_heads");
-  s.n_kv_heads = cfg.get_int("num_key_value_heads", s.n_heads);
-  s.head_dim = cfg.has("head_dim") ? cfg.get_int("head_dim") : s.d_model / s.n_heads;
-  s.vocab_size = cfg.get_int("vocab_size");
-  const int64_t ffn = cfg.get_int("intermediate_size");
+  s.d_model = cfg.get_count("hidden_size");
+  s.n_heads = cfg.get_count("num_attention_heads");
+  s.n_kv_heads = cfg.get_count("num_key_value_heads", s.n_heads);
+  s.head_dim = cfg.has("head_dim") ? cfg.get_count("head_dim") : s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_count("vocab_size");
+  const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
-  const float eps = static_cast<float>(cfg.get_double("rms_norm_eps", 1e-6));
+  const float eps = cfg.get_eps("rms_norm_eps", 1e-6);
   const bool attn_bias = cfg.get_bool("attention_bias", s.architecture == "qwen2");
   const bool mlp_bias = cfg.get_bool("mlp_bias", false);
 
@@ -24,7 +24,7 @@ ModelSpec build_llama(const FamilyContext& c) {
   s.position.max_positions = cfg.get_int("max_position_embeddings", 2048);
   s.position.rope_theta = cfg.get_double("rope_theta", 10000.0);
   s.position.rope_layout = RopeLayout::HalfSplit;
-  s.position.rotary_dim = s.head_dim * cfg.get_double("partial_rotary_factor", 1.0);
+  s.position.rotary_dim = s.head_dim * cfg.get_fraction("partial_rotary_factor", 1.0);
   s.position.scaling = parse_rope_scaling(cfg);
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});

@@ -29,10 +29,10 @@ ModelSpec build_marian(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::EncoderDecoder;
   s.pre_norm = false;
-  s.d_model = cfg.get_int("d_model");
-  s.vocab_size = cfg.get_int("vocab_size");
-  const int64_t enc_heads = cfg.get_int("encoder_attention_heads");
-  const int64_t dec_heads = cfg.get_int("decoder_attention_heads");
+  s.d_model = cfg.get_count("d_model");
+  s.vocab_size = cfg.get_count("vocab_size");
+  const int64_t enc_heads = cfg.get_count("encoder_attention_heads");
+  const int64_t dec_heads = cfg.get_count("decoder_attention_heads");
   if (enc_heads != dec_heads)
     throw Error(cfg.origin() + ": encoder_attention_heads (" + std::to_string(enc_heads) +
                 ") and decoder_attention_heads (" + std::to_string(dec_heads) +

@@ -11,11 +11,11 @@ ModelSpec build_mpt(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
   c.read_attention_dims(s, {"d_model", "hidden_size"}, {"n_heads", "num_attention_heads"});
-  s.vocab_size = cfg.get_int("vocab_size");
+  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t d = s.d_model;
   const int64_t n_layers = cfg.get_int_any({"n_layers", "num_hidden_layers"});
   const int64_t ffn = cfg.get_int("expansion_ratio", 4) * d;
-  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-5));
+  const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
   s.pre_norm = true;
 
   double alibi_max = 8.0;

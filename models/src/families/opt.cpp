@@ -12,7 +12,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.graph = GraphKind::Decoder;
   c.read_attention_dims(s, {"hidden_size"}, {"num_attention_heads"});
-  s.vocab_size = cfg.get_int("vocab_size");
+  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t d = s.d_model;
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t ffn = cfg.get_int("ffn_dim");

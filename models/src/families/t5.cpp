@@ -30,15 +30,15 @@ ModelSpec build_t5(const FamilyContext& c) {
   s.architecture = cfg.get_string("model_type");
   s.pre_norm = true;
   s.attn_scale = 1.0f;  // T5 folds the 1/sqrt(d) into its initialisation
-  s.d_model = cfg.get_int("d_model");
-  s.n_heads = cfg.get_int("num_heads");
+  s.d_model = cfg.get_count("d_model");
+  s.n_heads = cfg.get_count("num_heads");
   s.n_kv_heads = s.n_heads;
-  s.head_dim = cfg.get_int("d_kv");
-  s.vocab_size = cfg.get_int("vocab_size");
-  const int64_t d_ff = cfg.get_int("d_ff");
+  s.head_dim = cfg.get_count("d_kv");
+  s.vocab_size = cfg.get_count("vocab_size");
+  const int64_t d_ff = cfg.get_count("d_ff");
   const int64_t n_enc = cfg.get_int("num_layers");
   const int64_t n_dec = cfg.get_int("num_decoder_layers", n_enc);
-  const float eps = static_cast<float>(cfg.get_double("layer_norm_epsilon", 1e-6));
+  const float eps = cfg.get_eps("layer_norm_epsilon", 1e-6);
   const int64_t inner = s.n_heads * s.head_dim;
 
   // feed_forward_proj: "relu", "gated-gelu", "gated-silu", ... HF maps "gated-gelu" to gelu_new.

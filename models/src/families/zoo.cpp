@@ -13,15 +13,15 @@ ModelSpec build_zoo(const FamilyContext& c) {
   ModelSpec s;
   s.architecture = "ordo-zoo";
   s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_int("hidden_size");
-  s.n_heads = cfg.get_int("num_attention_heads");
+  s.d_model = cfg.get_count("hidden_size");
+  s.n_heads = cfg.get_count("num_attention_heads");
   s.n_kv_heads = s.n_heads;
-  s.head_dim = cfg.has("head_dim") ? cfg.get_int("head_dim") : s.d_model / s.n_heads;
-  s.vocab_size = cfg.get_int("vocab_size");
+  s.head_dim = cfg.has("head_dim") ? cfg.get_count("head_dim") : s.d_model / s.n_heads;
+  s.vocab_size = cfg.get_count("vocab_size");
   s.attn_scale = 0.0f;  // 1/sqrt(head_dim) for every scheme
-  const int64_t ffn = cfg.get_int("intermediate_size");
+  const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
-  const float eps = static_cast<float>(cfg.get_double("rms_norm_eps", 1e-5));
+  const float eps = cfg.get_eps("rms_norm_eps", 1e-5);
 
   // Every scheme's settings are read (a scheme ignores the others'); the weights are those the
   // scheme's registry entry declares, under the zoo trainer's tensor names.
@@ -54,7 +54,7 @@ ModelSpec build_zoo(const FamilyContext& c) {
   }
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
-  s.embed_scale = static_cast<float>(cfg.get_double("embed_scale", 1.0));  // sqrt(d_model); head unscaled
+  s.embed_scale = cfg.get_eps("embed_scale", 1.0);  // sqrt(d_model); head unscaled
   const int64_t qd = s.n_heads * s.head_dim;
   for (int64_t l = 0; l < n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";

@@ -190,12 +190,7 @@ namespace ordo::tokenizer_detail {
 std::unique_ptr<Tokenizer> make_tokenizer_json(const std::string& path, const TokenizerOptions& opts,
                                                const DirConfig& cfg) {
   using namespace hf;
-  json j;
-  try {
-    j = json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error("tokenizer: " + path + " is not valid JSON: " + e.what());
-  }
+  const json j = read_json_file(path);  // size and nesting limits checked
   if (!j.is_object() || !j.contains("model")) fail(path, "no 'model' field");
   PipelineParts p;
   p.source = path;

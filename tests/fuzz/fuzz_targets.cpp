@@ -1,0 +1,263 @@
+#include "fuzz_targets.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"  // the CLI's parsing (tools/cli)
+#include "ordo/ordo.hpp"
+#include "ordo/safetensors.hpp"
+#include "ordo/tokenizer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ordo::fuzz {
+namespace {
+
+[[noreturn]] void broken(const std::string& what) {
+  std::fprintf(stderr, "fuzz property broken: %s\n", what.c_str());
+  std::abort();
+}
+
+// A scratch directory of this process, emptied for each input.
+const std::string& scratch() {
+  static const std::string dir = [] {
+    std::string tmpl = (fs::temp_directory_path() / "ordo-fuzz-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) broken("cannot create a scratch directory");
+    return tmpl;
+  }();
+  return dir;
+}
+
+std::string fresh_dir() {
+  const std::string d = scratch() + "/in";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write_file(const std::string& path, const uint8_t* data, size_t size) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+}
+void write_file(const std::string& path, const std::string& text) {
+  write_file(path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+// Runs f; an ordo::Error is a correct answer, anything else escapes (a crash for libFuzzer).
+template <class F>
+void expect_ordo_errors(F&& f) {
+  try {
+    f();
+  } catch (const Error&) {
+  }
+}
+
+std::string data_path(const std::string& rel) { return std::string(ORDO_TEST_DATA) + "/" + rel; }
+
+// Text from the input, for encode: the bytes as they are (invalid UTF-8 included).
+std::string as_text(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+
+// The properties every loaded tokenizer must keep for `text`: decode accepts every id encode
+// makes, and streaming decode gives what whole decode gives.
+void check_tokenizer(const Tokenizer& tok, const std::string& text) {
+  for (bool special : {true, false}) {
+    const std::vector<int32_t> ids = tok.encode(text, special);
+    for (int32_t id : ids)
+      if (id < 0 || id >= tok.vocab_size()) broken("encode made id " + std::to_string(id) + " outside the vocabulary");
+    std::string whole;
+    try {
+      whole = tok.decode(ids, true);
+    } catch (const Error& e) {
+      broken(std::string("decode rejected ids that encode made: ") + e.what());
+    }
+    StreamDecoder stream(tok, {}, true);
+    std::string streamed;
+    for (int32_t id : ids) streamed += stream.push(id);
+    streamed += stream.flush();
+    if (streamed != whole) broken("streaming decode '" + streamed + "' differs from decode '" + whole + "'");
+    tok.decode(ids, false);
+    tok.tokenize(text);
+  }
+}
+
+const char* kSampleText = "Hello world! <s> Once upon a time, 12 caf\xC3\xA9s \xE4\xBD\xA0\xE5\xA5\xBD.\n";
+
+void after_load(const std::unique_ptr<Tokenizer>& tok, const uint8_t* data, size_t size) {
+  check_tokenizer(*tok, kSampleText);
+  check_tokenizer(*tok, as_text(data, std::min<size_t>(size, 256)));
+  // Ids from the input bytes: decode either answers or says which id is bad.
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i + 2 <= std::min<size_t>(size, 64); i += 2)
+    ids.push_back(static_cast<int32_t>(data[i] | (data[i + 1] << 8)) - 1024);
+  expect_ordo_errors([&] { tok->decode(ids); });
+}
+
+// Splits the input at its first NUL byte (two files in one input).
+std::pair<std::string, std::string> split_nul(const uint8_t* data, size_t size) {
+  const std::string s = as_text(data, size);
+  const size_t at = s.find('\0');
+  if (at == std::string::npos) return {s, std::string()};
+  return {s.substr(0, at), s.substr(at + 1)};
+}
+
+int fuzz_safetensors(const uint8_t* data, size_t size) {
+  const std::string path = fresh_dir() + "/model.safetensors";
+  write_file(path, data, size);
+  expect_ordo_errors([&] {
+    const SafeTensors st = SafeTensors::open(path);
+    for (const auto& name : st.names()) {
+      const Tensor& t = st.get(name);
+      if (t.numel() > 0 && t.numel() < (1 << 16) && t.dtype != DType::I8) (void)t.to_f32();
+    }
+  });
+  return 0;
+}
+
+// config.json -> spec: the config sits beside the weights of the fixture of its model_type.
+int fuzz_config(const uint8_t* data, size_t size) {
+  static const std::map<std::string, std::string> weights = {
+      {"llama", "fixtures/llama"},   {"mistral", "fixtures/llama"}, {"qwen2", "fixtures/llama"},
+      {"gpt2", "fixtures/gpt2"},     {"bert", "fixtures/bert"},     {"bloom", "fixtures/bloom"},
+      {"gptj", "fixtures/gptj"},     {"gpt_neox", "fixtures/gpt-neox"}, {"marian", "fixtures/marian"},
+      {"mpt", "fixtures/mpt"},       {"opt", "fixtures/opt"},       {"t5", "fixtures/t5"}};
+  const std::string dir = fresh_dir();
+  const std::string text = as_text(data, size);
+  write_file(dir + "/config.json", text);
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  std::string type = j.is_object() && j.contains("model_type") && j["model_type"].is_string()
+                         ? j["model_type"].get<std::string>()
+                         : "";
+  const auto it = weights.find(type);
+  const std::string source = it != weights.end() ? data_path(it->second)
+                                                 : std::string(ORDO_SOURCE_DIR) + "/models/zoo/rope";
+  fs::create_symlink(source + "/model.safetensors", dir + "/model.safetensors");
+  expect_ordo_errors([&] {
+    ModelOptions o;
+    o.load_tokenizer = false;
+    o.threads = 1;
+    const Model m = Model::load(dir, o);
+    if (m.spec().graph == GraphKind::Decoder) (void)m.forward({0, 1});
+  });
+  return 0;
+}
+
+int fuzz_sentencepiece(const uint8_t* data, size_t size) {
+  const std::string path = fresh_dir() + "/tokenizer.model";
+  write_file(path, data, size);
+  expect_ordo_errors([&] { after_load(load_sentencepiece(path), data, size); });
+  return 0;
+}
+
+int fuzz_wordpiece(const uint8_t* data, size_t size) {
+  const std::string path = fresh_dir() + "/vocab.txt";
+  write_file(path, data, size);
+  expect_ordo_errors([&] { after_load(load_wordpiece(path), data, size); });
+  return 0;
+}
+
+// vocab.json, a NUL byte, merges.txt.
+int fuzz_bpe_files(const uint8_t* data, size_t size) {
+  const std::string dir = fresh_dir();
+  const auto [vocab, merges] = split_nul(data, size);
+  write_file(dir + "/vocab.json", vocab);
+  write_file(dir + "/merges.txt", merges);
+  expect_ordo_errors([&] { after_load(load_bpe(dir + "/vocab.json", dir + "/merges.txt"), data, size); });
+  return 0;
+}
+
+int fuzz_tokenizer_json(const uint8_t* data, size_t size) {
+  const std::string dir = fresh_dir();
+  write_file(dir + "/tokenizer.json", data, size);
+  expect_ordo_errors([&] { after_load(load_tokenizer(dir), data, size); });
+  return 0;
+}
+
+// tokenizer_config.json beside one of the fixture tokenizers (chosen by the first byte).
+int fuzz_tokenizer_config(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string dir = fresh_dir();
+  switch (data[0] % 3) {
+    case 0: fs::create_symlink(data_path("fixtures/tokenizers/bert/vocab.txt"), dir + "/vocab.txt"); break;
+    case 1:  // GPT-2's first 300 merges: the whole vocabulary takes seconds to load under ASan
+      fs::create_symlink(std::string(ORDO_SOURCE_DIR) + "/tests/fuzz/data/gpt2-small/vocab.json", dir + "/vocab.json");
+      fs::create_symlink(std::string(ORDO_SOURCE_DIR) + "/tests/fuzz/data/gpt2-small/merges.txt", dir + "/merges.txt");
+      break;
+    default: fs::create_symlink(data_path("fixtures/tokenizers/llama2/tokenizer.model"), dir + "/tokenizer.model");
+  }
+  write_file(dir + "/tokenizer_config.json", data + 1, size - 1);
+  expect_ordo_errors([&] { after_load(load_tokenizer(dir), data + 1, size - 1); });
+  return 0;
+}
+
+// Text through every fixture tokenizer.
+int fuzz_roundtrip(const uint8_t* data, size_t size) {
+  static const std::vector<std::unique_ptr<Tokenizer>> toks = [] {
+    std::vector<std::unique_ptr<Tokenizer>> v;
+    v.push_back(load_wordpiece(data_path("fixtures/tokenizers/bert/vocab.txt")));
+    v.push_back(load_bpe(data_path("fixtures/tokenizers/gpt2/vocab.json"), data_path("fixtures/tokenizers/gpt2/merges.txt")));
+    v.push_back(load_sentencepiece(data_path("fixtures/tokenizers/llama2/tokenizer.model")));
+    TokenizerOptions t5;
+    t5.extra_ids = 100;
+    v.push_back(load_sentencepiece(data_path("fixtures/tokenizers/t5/spiece.model"), t5));
+    return v;
+  }();
+  const std::string text = as_text(data, size);
+  for (const auto& tok : toks) check_tokenizer(*tok, text);
+  return 0;
+}
+
+// The CLI's argument parsing and flag checks: NUL-separated arguments.
+int fuzz_cli_args(const uint8_t* data, size_t size) {
+  std::vector<std::string> args{"ordo"};
+  std::string cur;
+  for (size_t i = 0; i < size; ++i) {
+    if (data[i] == 0) {
+      args.push_back(cur);
+      cur.clear();
+    } else {
+      cur += static_cast<char>(data[i]);
+    }
+  }
+  if (!cur.empty()) args.push_back(cur);
+  if (args.size() > 64) return 0;
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  cli::CliApp app;
+  cli::Command* command = nullptr;
+  try {
+    command = app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError&) {
+    return 0;
+  }
+  if (command) expect_ordo_errors([&] { command->validate(); });
+  return 0;
+}
+
+}  // namespace
+
+const std::vector<TargetInfo>& targets() {
+  static const std::vector<TargetInfo> all = {
+      {"safetensors", fuzz_safetensors},       {"config", fuzz_config},
+      {"sentencepiece", fuzz_sentencepiece},   {"wordpiece", fuzz_wordpiece},
+      {"bpe_files", fuzz_bpe_files},           {"tokenizer_json", fuzz_tokenizer_json},
+      {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
+      {"cli_args", fuzz_cli_args}};
+  return all;
+}
+
+Target find_target(const std::string& name) {
+  for (const auto& t : targets())
+    if (name == t.name) return t.run;
+  return nullptr;
+}
+
+}  // namespace ordo::fuzz
