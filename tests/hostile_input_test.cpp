@@ -131,24 +131,24 @@ TEST_F(HostileDir, AddedTokenIdBeyondTheVocabularyIsNamed) {
 TEST_F(HostileDir, TokenizerJsonIdsOutOfRangeAreNamed) {
   write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 100000000})", "[]"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
-             {"tokenizer.json", "token 'b'", "token id 100000000 is out of range"});
+             {"tokenizer.json: model.vocab: token 'b' has id 100000000", "out of range: 0 <= id < 2^24"});
   write(path("tokenizer.json"),
         tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": -1, "content": "<x>"}])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
-             {"tokenizer.json: added_tokens id must be a non-negative integer below 2^31, got -1"});
+             {"tokenizer.json: added_tokens[0].id: must be an integer with 0 <= id < 2^24, got -1"});
   write(path("tokenizer.json"),
         tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": 2147483647, "content": "<x>"}])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
-             {"added token '<x>'", "token id 2147483647 is out of range"});
+             {"tokenizer.json: added_tokens[0].id", "0 <= id < 2^24, got 2147483647"});
   write(path("tokenizer.json"), tokenizer_json(R"({"a": 4294967296})", "[]"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
-             {"token 'a' must be a non-negative integer below 2^31, got 4294967296"});
+             {"model.vocab: token 'a' has id 4294967296", "out of range"});
 }
 
 TEST_F(HostileDir, MergesNamingUnknownTokensAreRefused) {
   write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 1, "ab": 2})", R"(["a b", "x y"])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
-             {"tokenizer.json", "merge 'x y' names 'x', which is not in the vocabulary"});
+             {"tokenizer.json: model.merges: merge 'x y' uses a token that is not in the vocabulary"});
   write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 1})", R"(["a b"])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"merge 'a b' makes 'ab', which is not in the vocabulary"});
@@ -157,10 +157,10 @@ TEST_F(HostileDir, MergesNamingUnknownTokensAreRefused) {
 TEST_F(HostileDir, EncodeCannotEmitIdsDecodeRejects) {
   // A template whose special token id is not in the vocabulary: encode would emit an id decode refuses.
   const std::string post = R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}},
-      {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"id": "<s>", "ids": [999]}}})";
+      {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"id": "<s>", "ids": [999], "tokens": ["<s>"]}}})";
   write(path("tokenizer.json"), tokenizer_json(R"({"a": 0})", "[]", post));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
-             {"tokenizer.json: the id added before the text is token id 999", "not in the vocabulary"});
+             {"tokenizer.json: the post-processor's special token '<s>' is token id 999", "not in the vocabulary"});
   // An EOS id from the options (config.json's eos_token_id) that the WordPiece vocabulary lacks.
   ordo::TokenizerOptions o;
   o.eos_id = 5000;

@@ -59,6 +59,8 @@ Pipeline::Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfi
   for (const auto& e : p_.added) added_.add(e);
   for (const auto& t : cfg.added_tokens) {
     if (added_.find(t.content)) continue;
+    check_id_limit(t.id, static_cast<size_t>(p_.model->size()),
+                   "tokenizer: " + p_.source + ": tokenizer_config.json added token '" + t.content + "'");
     AddedEntry e{t.content, t.id, t.special, t.single_word, t.lstrip, t.rstrip, !t.special};
     added_.add(e);
   }
@@ -87,6 +89,13 @@ Pipeline::Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfi
     if (!want.value_or(false) || id < 0) continue;
     if (id >= vocab_size_) throw_bad_id(kind(), id, vocab_size_);
     dst->push_back({id, token_of(id)});
+  }
+  // Every id the post-processor adds must be one decode() accepts.
+  std::vector<Token> specials;
+  if (p_.post_processor) p_.post_processor->process(specials);
+  for (const Token& t : specials) {
+    const bool known = t.id >= 0 && t.id < vocab_size_ && (added_.by_id(t.id) || p_.model->id_to_token(t.id));
+    check_emitted_id(t.id, known, "tokenizer: " + p_.source + ": the post-processor's special token '" + t.value + "'");
   }
 }
 
