@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
@@ -175,4 +176,37 @@ TEST(ModelErrors, SequenceLongerThanLearnedTableSuggestsInterpolation) {
   ordo::ForwardOutput out = stretched.forward(ids);
   EXPECT_EQ(out.logits.dim(0), 80);
   for (int64_t i = 0; i < out.logits.numel(); ++i) ASSERT_TRUE(std::isfinite(out.logits.f32()[i]));
+}
+
+// Every family reads its activation through one table of Hugging Face's names: OPT accepts the
+// tanh-form names GPT-NeoX does, and an unknown name is an Error naming the file, field and the
+// known names.
+TEST(ModelErrors, ActivationNamesAreOneTableForEveryFamily) {
+  struct Case {
+    const char* fixture;
+    const char* field;
+  };
+  for (const Case& c : {Case{"opt", "activation_function"}, Case{"gpt-neox", "hidden_act"}, Case{"gpt2", "activation_function"},
+                        Case{"bert", "hidden_act"}, Case{"marian", "activation_function"}}) {
+    SCOPED_TRACE(c.fixture);
+    const std::string dir = ordo::test::make_temp_dir("activation");
+    for (const auto& e : fs::directory_iterator(ordo::test::model_dir(c.fixture))) fs::copy(e.path(), dir + "/" + e.path().filename().string());
+    nlohmann::json cfg = nlohmann::json::parse(ordo::test::read_file(dir + "/config.json"));
+    ordo::ModelOptions o;
+    o.load_tokenizer = false;
+    for (const char* name : {"gelu_pytorch_tanh", "gelu_fast", "gelu_new"}) {
+      cfg[c.field] = name;
+      std::ofstream(dir + "/config.json") << cfg.dump();
+      const Model m = Model::load(dir, o);
+      const auto& layers = m.spec().graph == ordo::GraphKind::Encoder ? m.spec().encoder.layers : m.spec().decoder.layers;
+      EXPECT_EQ(layers.at(0).ffn.act, ordo::Activation::GeluTanh) << name;
+    }
+    cfg[c.field] = "gelu_tanh_typo";
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    const std::string msg = ordo::test::error_of([&] { Model::load(dir, o); });
+    for (const std::string& needle : {std::string("config.json: field '") + c.field + "'", std::string("'gelu_tanh_typo' is not supported"),
+                                      std::string("gelu_pytorch_tanh")})
+      EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+    fs::remove_all(dir);
+  }
 }

@@ -107,6 +107,23 @@ Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name
   return get(name, {s.vocab_size, s.d_model});
 }
 
+Activation activation_from_name(const std::string& name, const std::string& where) {
+  static const std::pair<const char*, Activation> kNames[] = {
+      {"gelu", Activation::GeluErf},         {"gelu_new", Activation::GeluTanh}, {"gelu_pytorch_tanh", Activation::GeluTanh},
+      {"gelu_fast", Activation::GeluTanh},   {"relu", Activation::ReLU},         {"silu", Activation::SiLU},
+      {"swish", Activation::SiLU}};
+  std::string known;
+  for (const auto& [n, a] : kNames) {
+    if (name == n) return a;
+    known += (known.empty() ? "" : ", ") + std::string(n);
+  }
+  throw Error(where + ": activation '" + name + "' is not supported (known: " + known + ")");
+}
+
+Activation FamilyContext::activation(const std::string& key, const std::string& def) const {
+  return activation_from_name(config_.get_string(key, def), config_.origin() + ": field '" + key + "'");
+}
+
 int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {
   for (const JsonConfig* c : {&generation_, &config_}) {
     if (!c->has(key)) continue;

@@ -13,6 +13,11 @@
 
 namespace ordo {
 
+// Hugging Face's activation names (ACT2FN) → the engine's: gelu (exact erf); gelu_new,
+// gelu_pytorch_tanh, gelu_fast (the tanh form); relu; silu, swish. Error naming `where` (the file and
+// field) and the known names otherwise.
+Activation activation_from_name(const std::string& name, const std::string& where);
+
 class FamilyContext {
  public:
   FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation);
@@ -51,6 +56,9 @@ class FamilyContext {
   // tie_word_embeddings (default `tied_by_default`) is true (a stored head is then ignored),
   // else the stored tensor `name` [vocab, d_model].
   Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
+
+  // The activation named by config field `key` (default `def`); see activation_from_name.
+  Activation activation(const std::string& key, const std::string& def) const;
 
   // Special token ids: generation_config.json first, then config.json, else `def`.
   int32_t token_id(const std::string& key, int32_t def = -1) const;

@@ -5,20 +5,6 @@
 
 namespace ordo {
 
-namespace {
-
-Activation bert_activation(const JsonConfig& cfg) {
-  const std::string a = cfg.get_string("hidden_act", "gelu");
-  if (a == "gelu") return Activation::GeluErf;
-  if (a == "gelu_new" || a == "gelu_pytorch_tanh") return Activation::GeluTanh;
-  if (a == "relu") return Activation::ReLU;
-  if (a == "silu" || a == "swish") return Activation::SiLU;
-  throw Error(cfg.origin() + ": hidden_act '" + a +
-              "' is not supported (known: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish)");
-}
-
-}  // namespace
-
 ModelSpec build_bert(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
   ModelSpec s;
@@ -31,7 +17,7 @@ ModelSpec build_bert(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t n_types = cfg.get_int("type_vocab_size", 2);
   const float eps = cfg.get_eps("layer_norm_eps", 1e-12);
-  const Activation act = bert_activation(cfg);
+  const Activation act = c.activation("hidden_act", "gelu");
   const std::string pos_type = cfg.get_string("position_embedding_type", "absolute");
   if (pos_type != "absolute")
     throw Error(cfg.origin() + ": position_embedding_type '" + pos_type +

@@ -7,16 +7,6 @@ namespace ordo {
 
 namespace {
 
-Activation gpt2_activation(const JsonConfig& cfg) {
-  const std::string a = cfg.get_string("activation_function", "gelu_new");
-  if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") return Activation::GeluTanh;
-  if (a == "gelu") return Activation::GeluErf;
-  if (a == "relu") return Activation::ReLU;
-  if (a == "silu" || a == "swish") return Activation::SiLU;
-  throw Error(cfg.origin() + ": activation_function '" + a +
-              "' is not supported (known: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu, relu, silu)");
-}
-
 // A Conv1D layer: weight [in, out] → Linear [out, in]; bias [out] required.
 Linear conv1d(const FamilyContext& c, const std::string& prefix, int64_t in, int64_t out) {
   Linear l;
@@ -37,7 +27,7 @@ ModelSpec build_gpt2(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * s.d_model;
   const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
-  const Activation act = gpt2_activation(cfg);
+  const Activation act = c.activation("activation_function", "gelu_new");
   if (cfg.get_bool("scale_attn_by_inverse_layer_idx", false))
     throw Error(cfg.origin() + ": scale_attn_by_inverse_layer_idx is not supported");
   if (!cfg.get_bool("scale_attn_weights", true)) s.attn_scale = 1.0f;

@@ -19,19 +19,7 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t ffn = cfg.get_count("intermediate_size");
   const float eps = cfg.get_eps("layer_norm_eps", 1e-5);
-  const std::string act_name = cfg.get_string("hidden_act", "gelu");
-  Activation act;
-  if (act_name == "gelu")
-    act = Activation::GeluErf;
-  else if (act_name == "gelu_new" || act_name == "gelu_fast" || act_name == "gelu_pytorch_tanh")
-    act = Activation::GeluTanh;
-  else if (act_name == "relu")
-    act = Activation::ReLU;
-  else if (act_name == "silu" || act_name == "swish")
-    act = Activation::SiLU;
-  else
-    throw Error(cfg.origin() + ": hidden_act '" + act_name +
-                "' is not supported (known: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, silu)");
+  const Activation act = c.activation("hidden_act", "gelu");
   const bool attn_bias = cfg.get_bool("attention_bias", true);
   s.pre_norm = true;
   s.parallel_residual = cfg.get_bool("use_parallel_residual", true);

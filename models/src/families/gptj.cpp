@@ -16,19 +16,7 @@ ModelSpec build_gptj(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * d;
   const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
-  const std::string act_name = cfg.get_string("activation_function", "gelu_new");
-  Activation act;
-  if (act_name == "gelu_new" || act_name == "gelu_fast" || act_name == "gelu_pytorch_tanh")
-    act = Activation::GeluTanh;
-  else if (act_name == "gelu")
-    act = Activation::GeluErf;
-  else if (act_name == "relu")
-    act = Activation::ReLU;
-  else if (act_name == "silu" || act_name == "swish")
-    act = Activation::SiLU;
-  else
-    throw Error(cfg.origin() + ": activation_function '" + act_name +
-                "' is not supported (known: gelu_new, gelu_fast, gelu_pytorch_tanh, gelu, relu, silu)");
+  const Activation act = c.activation("activation_function", "gelu_new");
   s.pre_norm = true;
   s.parallel_residual = true;  // ffn_norm stays absent: the MLP reads ln_1's output too
 

@@ -9,20 +9,6 @@
 
 namespace ordo {
 
-namespace {
-
-Activation marian_activation(const JsonConfig& cfg) {
-  const std::string a = cfg.get_string("activation_function", "swish");
-  if (a == "swish" || a == "silu") return Activation::SiLU;
-  if (a == "gelu") return Activation::GeluErf;
-  if (a == "gelu_new" || a == "gelu_pytorch_tanh") return Activation::GeluTanh;
-  if (a == "relu") return Activation::ReLU;
-  throw Error(cfg.origin() + ": activation_function '" + a +
-              "' is not supported (known: swish, silu, gelu, gelu_new, gelu_pytorch_tanh, relu)");
-}
-
-}  // namespace
-
 ModelSpec build_marian(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
   ModelSpec s;
@@ -54,7 +40,7 @@ ModelSpec build_marian(const FamilyContext& c) {
   const int64_t n_dec = cfg.get_int("decoder_layers");
   const int64_t enc_ffn = cfg.get_int("encoder_ffn_dim");
   const int64_t dec_ffn = cfg.get_int("decoder_ffn_dim");
-  const Activation act = marian_activation(cfg);
+  const Activation act = c.activation("activation_function", "swish");
   const float eps = 1e-5f;  // nn.LayerNorm default
 
   s.position.scheme = "sinusoidal";

@@ -20,19 +20,7 @@ ModelSpec build_opt(const FamilyContext& c) {
     throw Error(cfg.origin() + ": word_embed_proj_dim (" +
                 std::to_string(cfg.get_int("word_embed_proj_dim")) + ") differs from hidden_size (" +
                 std::to_string(d) + "): OPT's project_in/project_out are not supported");
-  const std::string act_name = cfg.get_string("activation_function", "relu");
-  Activation act;
-  if (act_name == "relu")
-    act = Activation::ReLU;
-  else if (act_name == "gelu")
-    act = Activation::GeluErf;
-  else if (act_name == "gelu_new")
-    act = Activation::GeluTanh;
-  else if (act_name == "silu" || act_name == "swish")
-    act = Activation::SiLU;
-  else
-    throw Error(cfg.origin() + ": activation_function '" + act_name +
-                "' is not supported (known: relu, gelu, gelu_new, silu)");
+  const Activation act = c.activation("activation_function", "relu");
   const bool bias = cfg.get_bool("enable_bias", true);
   const bool affine = cfg.get_bool("layer_norm_elementwise_affine", true);
   s.pre_norm = cfg.get_bool("do_layer_norm_before", true);

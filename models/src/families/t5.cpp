@@ -11,19 +11,6 @@
 
 namespace ordo {
 
-namespace {
-
-Activation t5_activation(const std::string& name, const std::string& origin) {
-  if (name == "relu") return Activation::ReLU;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::GeluTanh;
-  if (name == "gelu") return Activation::GeluErf;
-  if (name == "silu" || name == "swish") return Activation::SiLU;
-  throw Error(origin + ": activation '" + name +
-              "' is not supported (known: relu, gelu, gelu_new, silu, swish)");
-}
-
-}  // namespace
-
 ModelSpec build_t5(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
   ModelSpec s;
@@ -47,7 +34,7 @@ ModelSpec build_t5(const FamilyContext& c) {
   std::string act_name = gated ? proj.substr(6) : proj;
   if (act_name == "gelu" && gated) act_name = "gelu_new";
   if (cfg.has("dense_act_fn")) act_name = cfg.get_string("dense_act_fn");
-  const Activation act = t5_activation(act_name, cfg.origin());
+  const Activation act = activation_from_name(act_name, cfg.origin() + ": field 'feed_forward_proj' / 'dense_act_fn'");
 
   // T5EncoderModel checkpoints have no decoder: run them as encoder-only models.
   const bool has_decoder = c.has("decoder.block.0.layer.0.SelfAttention.q.weight");
