@@ -5,10 +5,12 @@
 //   NODE_PATH=/tmp/tokgen/node_modules node tools/tokenizers/make_vectors.js [--sources DIR]
 //
 // tokenizer.json files: encoded and decoded by @anush008/tokenizers, the Node binding of Hugging
-// Face's Rust `tokenizers` crate (the library behind every *TokenizerFast). The real files (BERT)
-// come from --sources (default ../shared/sources); the synthetic ones (one per model type and the
-// rarer components) are written here, from data already in tests/data, before they are encoded.
-// T5 (the real spiece.model from --sources/t5-spiece, and the KJV fixture) is converted to
+// Face's Rust `tokenizers` crate (the library behind every *TokenizerFast). The real files (BERT's
+// tokenizer.json, T5's spiece.model, the opus-mt pair) are read from their committed copies in
+// tests/data/tokenizers; `--sources DIR` first refreshes those copies from a directory laid out
+// as <bert-base-uncased-tokenizer, t5-spiece, opus-mt-en-mg-tokenizer>/. The synthetic ones (one
+// per model type and the rarer components) are written here, from data already in tests/data.
+// T5 (the real spiece.model in tests/data/tokenizers/sources/t5-spiece, and the KJV fixture) is converted to
 // tokenizer.json here the way transformers' T5Converter does, precompiled_charsmap included.
 // Marian (opus-mt): transformers' MarianTokenizer is Python-only and not installable here, so its
 // vectors follow MarianTokenizer's documented rules on top of SentencePiece's own tools
@@ -29,8 +31,23 @@ const { Tokenizer } = require('@anush008/tokenizers');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const OUT = path.join(ROOT, 'tests', 'data', 'tokenizers');
-let SOURCES = path.resolve(ROOT, '..', 'shared', 'sources');
+let SOURCES = null;  // --sources DIR: refresh the committed copies of the real files from DIR
 for (let i = 2; i < process.argv.length; ++i) if (process.argv[i] === '--sources') SOURCES = path.resolve(process.argv[++i]);
+// Committed copy in tests/data/tokenizers ← file under --sources.
+const REAL_FILES = {
+  'bert-base-uncased/tokenizer.json': 'bert-base-uncased-tokenizer/tokenizer.json',
+  'sources/t5-spiece/spiece.model': 't5-spiece/spiece.model',
+  'sources/t5-spiece/tokenizer_config.json': 't5-spiece/tokenizer_config.json',
+};
+for (const f of ['source.spm', 'target.spm', 'vocab.json', 'tokenizer_config.json', 'config.json'])
+  REAL_FILES['opus-mt-en-mg/' + f] = 'opus-mt-en-mg-tokenizer/' + f;
+function refreshRealFiles() {
+  if (!SOURCES) return;
+  for (const [copy, src] of Object.entries(REAL_FILES)) {
+    fs.mkdirSync(path.dirname(path.join(OUT, copy)), { recursive: true });
+    fs.copyFileSync(path.join(SOURCES, src), path.join(OUT, copy));
+  }
+}
 const SP = '\u2581';
 
 // ---- test strings ------------------------------------------------------------------------------
@@ -339,7 +356,7 @@ const added_ = (id, content, o) => added(id, content, { special: o.special, norm
 
 // The real T5 spiece.model, with the added tokens its tokenizer_config.json declares.
 function t5Real() {
-  const dir = path.join(SOURCES, 't5-spiece');
+  const dir = path.join(OUT, 'sources', 't5-spiece');
   const cfg = JSON.parse(read(path.join(dir, 'tokenizer_config.json')));
   const addedTokens = Object.entries(cfg.added_tokens_decoder).map(([id, t]) => Object.assign({ id: Number(id) }, t));
   return t5Json(path.join(dir, 'spiece.model'), cfg.extra_ids, addedTokens);
@@ -367,7 +384,7 @@ const PRECOMPILED_EXTRA = ['ﬁﬂ ﬃ ﬄ ligatures', 'ＦＵＬＬ ｗｉｄ�
   'e\u0301\u0302 and a\u0308\u0304 stacked marks', 'A\u030a vs Å vs Å', '\u1100\u1161\u11a8 jamo', 'x\r\ny\rz\n',
   'soft\u00adhyphen zero\u200bwidth \ufeffbom', 'ⅰⅱⅲ ⑴ ⒜ ¼', 'tab\tand\u000bvertical\u000cfeed'];
 const REAL = [
-  { name: 'bert-base-uncased', files: { 'tokenizer.json': 'bert-base-uncased-tokenizer/tokenizer.json' },
+  { name: 'bert-base-uncased', files: { 'tokenizer.json': 'bert-base-uncased/tokenizer.json' },
     extra: ['Hello [SEP] world', '[CLS] start [MASK] end [SEP]', '[sep] lowercase is not special', 'x[SEP]y', 'unaffable playing'] },
   { name: 't5', build: t5Real, extra: PRECOMPILED_EXTRA.concat(['Translate to German: <extra_id_0> house <extra_id_99>',
     'x</s>y <pad> and <unk>', '<sql_context> SELECT * FROM t', 'a <sql_context>b']) },
@@ -490,6 +507,7 @@ function marianTiny(realDir) {
 }
 
 async function main() {
+  refreshRealFiles();
   fs.mkdirSync(OUT, { recursive: true });
   const golden = { generator: 'tools/tokenizers/make_vectors.js',
     reference: '@anush008/tokenizers ' + require('@anush008/tokenizers/package.json').version +
@@ -512,16 +530,12 @@ async function main() {
     const dir = path.join(OUT, r.name);
     fs.mkdirSync(dir, { recursive: true });
     if (r.build) fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(r.build()));
-    else for (const [name, src] of Object.entries(r.files)) fs.copyFileSync(path.join(SOURCES, src), path.join(dir, name));
     const cases = withExtra(r.extra);
     golden.tokenizers.push({ name: r.name, files: Object.keys(r.files || { 'tokenizer.json': 0 }).map((f) => r.name + '/' + f),
       synthetic: false,
       cases: await hfVectors(Tokenizer.fromFile(path.join(dir, 'tokenizer.json')), cases) });
   }
   const marianDir = path.join(OUT, 'opus-mt-en-mg');
-  fs.mkdirSync(marianDir, { recursive: true });
-  for (const f of ['source.spm', 'target.spm', 'vocab.json', 'tokenizer_config.json', 'config.json'])
-    fs.copyFileSync(path.join(SOURCES, 'opus-mt-en-mg-tokenizer', f), path.join(marianDir, f));
   const marianExtra = ['>>mlg<< Good morning', '>>fr<<no space after the code', 'The end.</s> and <unk> inside',
     'Jehovah is my shepherd', 'a >>fr<< in the middle stays text'].map((text) => ({ text }));
   golden.tokenizers.push({ name: 'opus-mt-en-mg', files: ['opus-mt-en-mg/source.spm', 'opus-mt-en-mg/target.spm',
