@@ -270,11 +270,14 @@ AttentionProfile attention_by_distance(Model& m, const std::vector<std::vector<i
                                        const std::vector<DistanceBucket>& buckets,
                                        const std::function<void(size_t)>& progress) {
   Transformer& eng = m.engine();
-  const auto bucket_of = [&](int64_t distance) {
-    size_t b = 0;
-    while (b + 1 < buckets.size() && distance > buckets[b].hi) ++b;
-    return b;
-  };
+  // Bucket of every distance a window can hold, looked up once per (query, key) pair.
+  size_t longest = 1;
+  for (const auto& w : windows) longest = std::max(longest, w.size());
+  std::vector<size_t> bucket_of(longest);
+  for (size_t d = 0, b = 0; d < longest; ++d) {
+    while (b + 1 < buckets.size() && static_cast<int64_t>(d) > buckets[b].hi) ++b;
+    bucket_of[d] = b;
+  }
   std::vector<double> sum(buckets.size(), 0.0);
   std::vector<int64_t> pairs_n(buckets.size(), 0);
   AttentionProfile r;
@@ -285,7 +288,7 @@ AttentionProfile attention_by_distance(Model& m, const std::vector<std::vector<i
   eng.set_attention_observer([&](int64_t, int64_t, int64_t q, const float* p, int64_t nk) {
     ++r.rows;
     for (int64_t j = 0; j < nk && j <= q; ++j) {
-      const size_t b = bucket_of(q - j);
+      const size_t b = bucket_of[static_cast<size_t>(q - j)];
       sum[b] += p[j];
       ++pairs_n[b];
     }
