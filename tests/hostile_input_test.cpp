@@ -221,6 +221,8 @@ TEST_F(HostileDir, OutOfRangeFieldsAreNamed) {
   const std::vector<Case> cases = {
       {"\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"partial_rotary_factor\": 1e300",
        "config.json: field 'partial_rotary_factor' must be in (0, 1]"},
+      {"\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.01",
+       "config.json: field 'partial_rotary_factor' 0.01 of head_dim 16 leaves no rotary dimensions"},
       {"\"eos_token_id\": 2", "\"eos_token_id\": 2147483648",
        "field 'eos_token_id' must be a token id in [-1, 2147483647], got 2147483648"},
       {"\"hidden_size\": 64", "\"hidden_size\": 1e400", "config.json: field 'hidden_size': number overflow parsing '1e400'"},

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
@@ -209,4 +211,48 @@ TEST(ModelErrors, ActivationNamesAreOneTableForEveryFamily) {
       EXPECT_NE(msg.find(needle), std::string::npos) << msg;
     fs::remove_all(dir);
   }
+}
+
+// ordo's calls throw ordo::Error only, but an exception the caller's own callback throws is the
+// caller's: it must come back as it was thrown, not converted or swallowed.
+TEST(ModelErrors, CallbackExceptionsReachTheCallerUnchanged) {
+  Model m = Model::load(ordo::test::model_dir("stories260K"));
+  ordo::TextGenerateParams p;
+  p.max_new_tokens = 8;
+  struct Mine {
+    int code;
+  };
+  try {
+    m.generate("Once upon a time", p, [](const std::string&) -> bool { throw std::runtime_error("from on_text"); });
+    FAIL() << "generate swallowed the callback's exception";
+  } catch (const Error& e) {
+    FAIL() << "converted to ordo::Error: " << e.what();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "from on_text");
+  }
+  const std::vector<int32_t> prompt = m.encode("Once upon a time");
+  int calls = 0;
+  try {
+    m.generate_ids(prompt, p, [&](int32_t) -> bool {
+      if (++calls == 3) throw Mine{42};
+      return true;
+    });
+    FAIL() << "generate_ids swallowed the callback's exception";
+  } catch (const Mine& mine) {
+    EXPECT_EQ(mine.code, 42);
+    EXPECT_EQ(calls, 3);
+  }
+  try {
+    m.generate_batch({"Once", "Lily"}, p, 2, [](size_t i, const std::string&) -> bool {
+      if (i == 1) throw std::bad_alloc();
+      return true;
+    });
+    FAIL() << "generate_batch swallowed the callback's exception";
+  } catch (const Error& e) {
+    FAIL() << "converted to ordo::Error: " << e.what();
+  } catch (const std::bad_alloc&) {
+  }
+  // ordo's own failures still arrive as ordo::Error, and the model is usable afterwards.
+  EXPECT_THROW(m.generate_ids({}, p), Error);
+  EXPECT_EQ(m.generate_ids(prompt, p).ids.size(), 8u);
 }

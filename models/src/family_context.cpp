@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <sstream>
 
 namespace ordo {
 
@@ -169,6 +170,18 @@ Tensor transpose(const Tensor& w) {
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) d[j * r + i] = s[i * c + j];
   return out;
+}
+
+int64_t rotary_dims(const JsonConfig& config, const std::string& field, int64_t head_dim) {
+  const double fraction = config.get_fraction(field, 1.0);
+  const auto dims = static_cast<int64_t>(static_cast<double>(head_dim) * fraction);
+  if (dims < 2) {
+    std::ostringstream why;
+    why << config.origin() << ": field '" << field << "' " << fraction << " of head_dim " << head_dim
+        << " leaves no rotary dimensions";
+    throw Error(why.str());
+  }
+  return dims;
 }
 
 Scaling parse_rope_scaling(const JsonConfig& config) {

@@ -85,6 +85,10 @@ Tensor transpose(const Tensor& w);
 // "original_max_position_embeddings", beta_fast/beta_slow, low/high_freq_factor, short/long_factor,
 // attention_factor, mscale, mscale_all_dim). Null or absent → ScalingType::None.
 Scaling parse_rope_scaling(const JsonConfig& config);
+// The rotated dimensions of a head: int(head_dim · fraction), as Hugging Face computes them, with
+// the fraction read from `field` (default 1). An Error naming the field when that leaves fewer than
+// two: rotary_dim 0 would otherwise mean "the whole head" to the engine.
+int64_t rotary_dims(const JsonConfig& config, const std::string& field, int64_t head_dim);
 
 using FamilyBuilder = std::function<ModelSpec(const FamilyContext&)>;
 

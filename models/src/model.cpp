@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +20,39 @@ struct Model::Impl {
   std::unique_ptr<Transformer> engine;
   std::unique_ptr<Tokenizer> tokenizer;
 };
+
+namespace {
+
+// An exception thrown by the caller's own callback belongs to the caller: it travels through ordo
+// wrapped in this (not a std::exception, so with_ordo_errors lets it pass) and is rethrown as it was.
+struct CallerException {
+  std::exception_ptr thrown;
+};
+
+template <class... A>
+std::function<bool(A...)> passing_caller_exceptions(const std::function<bool(A...)>& f) {
+  if (!f) return nullptr;
+  return [&f](A... a) {
+    try {
+      return f(a...);
+    } catch (...) {
+      throw CallerException{std::current_exception()};
+    }
+  };
+}
+
+// The per-call methods' promise: ordo::Error (an allocation failure as "<dir>: <call>: out of
+// memory") or whatever the caller's callback threw, nothing else.
+template <class F>
+auto guarded(const std::string& dir, const char* call, F&& f) -> decltype(f()) {
+  try {
+    return with_ordo_errors(dir + ": " + call, std::forward<F>(f));
+  } catch (const CallerException& c) {
+    std::rethrow_exception(c.thrown);
+  }
+}
+
+}  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::Model(Model&&) noexcept = default;
@@ -73,12 +107,18 @@ const Tokenizer& Model::tokenizer() const {
 }
 
 std::vector<int32_t> Model::encode(const std::string& text, bool add_special) const {
-  return tokenizer().encode(text, add_special);
+  return guarded(impl_->dir, "encode", [&] { return tokenizer().encode(text, add_special); });
 }
 
-std::string Model::decode(const std::vector<int32_t>& ids) const { return tokenizer().decode(ids); }
+std::string Model::decode(const std::vector<int32_t>& ids) const {
+  return guarded(impl_->dir, "decode", [&] { return tokenizer().decode(ids); });
+}
 
 ForwardOutput Model::forward(const std::vector<int32_t>& ids, bool want_hidden) const {
+  return guarded(impl_->dir, "forward", [&] { return forward_impl(ids, want_hidden); });
+}
+
+ForwardOutput Model::forward_impl(const std::vector<int32_t>& ids, bool want_hidden) const {
   const Transformer& e = *impl_->engine;
   if (e.spec().graph == GraphKind::Encoder) {
     ForwardOutput out;
@@ -94,18 +134,22 @@ ForwardOutput Model::forward(const std::vector<int32_t>& ids, bool want_hidden) 
 
 ForwardOutput Model::forward_seq2seq(const std::vector<int32_t>& encoder_ids, const std::vector<int32_t>& decoder_ids,
                                      bool want_hidden, std::vector<Tensor>* encoder_hidden) const {
-  const Transformer& e = *impl_->engine;
-  Tensor enc = e.encode(encoder_ids, {}, {}, encoder_hidden);
-  Sequence seq = e.new_sequence(static_cast<int64_t>(decoder_ids.size()));
-  e.attach_encoder(seq, enc, {});
-  return e.decode(seq, decoder_ids, {}, LogitsFor::All, want_hidden);
+  return guarded(impl_->dir, "forward_seq2seq", [&] {
+    const Transformer& e = *impl_->engine;
+    Tensor enc = e.encode(encoder_ids, {}, {}, encoder_hidden);
+    Sequence seq = e.new_sequence(static_cast<int64_t>(decoder_ids.size()));
+    e.attach_encoder(seq, enc, {});
+    return e.decode(seq, decoder_ids, {}, LogitsFor::All, want_hidden);
+  });
 }
 
 GenerateResult Model::generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,
                                    const TokenCallback& on_token, bool keep_logits) const {
   BatchTokenCallback cb;
   if (on_token) cb = [&](size_t, int32_t id) { return on_token(id); };
-  return std::move(generate_ids_batch({prompt}, params, 1, cb, keep_logits)[0]);
+  return guarded(impl_->dir, "generate_ids", [&] {
+    return std::move(generate_ids_batch_impl({prompt}, params, 1, passing_caller_exceptions(cb), keep_logits)[0]);
+  });
 }
 
 namespace {
@@ -179,12 +223,28 @@ TextResult Model::generate(const std::string& prompt, const TextGenerateParams& 
                            const std::function<bool(const std::string&)>& on_text) const {
   std::function<bool(size_t, const std::string&)> cb;
   if (on_text) cb = [&](size_t, const std::string& piece) { return on_text(piece); };
-  return std::move(generate_batch({prompt}, params, 1, cb)[0]);
+  return guarded(impl_->dir, "generate",
+                 [&] { return std::move(generate_batch_impl({prompt}, params, 1, passing_caller_exceptions(cb))[0]); });
 }
 
 std::vector<GenerateResult> Model::generate_ids_batch(const std::vector<std::vector<int32_t>>& prompts,
                                                       const GenerateParams& params, int max_batch,
                                                       const BatchTokenCallback& on_token, bool keep_logits) const {
+  return guarded(impl_->dir, "generate_ids_batch", [&] {
+    return generate_ids_batch_impl(prompts, params, max_batch, passing_caller_exceptions(on_token), keep_logits);
+  });
+}
+
+std::vector<TextResult> Model::generate_batch(const std::vector<std::string>& prompts, const TextGenerateParams& params,
+                                              int max_batch,
+                                              const std::function<bool(size_t, const std::string&)>& on_text) const {
+  return guarded(impl_->dir, "generate_batch",
+                 [&] { return generate_batch_impl(prompts, params, max_batch, passing_caller_exceptions(on_text)); });
+}
+
+std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std::vector<int32_t>>& prompts,
+                                                           const GenerateParams& params, int max_batch,
+                                                           const BatchTokenCallback& on_token, bool keep_logits) const {
   const Transformer& e = *impl_->engine;
   if (e.spec().graph == GraphKind::Encoder) throw Error(e.spec().architecture + " is an encoder-only model: it cannot generate");
   if (max_batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(max_batch));
@@ -220,9 +280,9 @@ std::vector<GenerateResult> Model::generate_ids_batch(const std::vector<std::vec
   return res;
 }
 
-std::vector<TextResult> Model::generate_batch(const std::vector<std::string>& prompts, const TextGenerateParams& params,
-                                              int max_batch,
-                                              const std::function<bool(size_t, const std::string&)>& on_text) const {
+std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string>& prompts,
+                                                   const TextGenerateParams& params, int max_batch,
+                                                   const std::function<bool(size_t, const std::string&)>& on_text) const {
   const Tokenizer& tok = tokenizer();
   const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
   std::vector<std::vector<int32_t>> ids;
@@ -235,7 +295,7 @@ std::vector<TextResult> Model::generate_batch(const std::vector<std::string>& pr
                                                    spec().eos_id, std::move(cb)));
   }
   std::vector<GenerateResult> gen =
-      generate_ids_batch(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); });
+      generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); }, false);
   std::vector<TextResult> out(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     streams[i]->finish();

@@ -61,6 +61,10 @@ struct TextResult {
 // thread, and OpenBLAS runs single-threaded inside each caller's OpenMP threads. The non-const
 // engine() setters (set_position, set_backend, set_kv_dtype, set_causal, set_attention_observer)
 // and set_num_threads() configure the model: call them before sharing it, not while others run.
+//
+// Errors: every call throws ordo::Error and nothing else (an allocation failure as "<dir>: <call>:
+// out of memory"), except that an exception thrown by the caller's own callback reaches the caller
+// as it was thrown.
 class Model {
  public:
   // Reads dir/config.json, dir/model.safetensors (memory-mapped, validated) and the tokenizer files.
@@ -112,6 +116,13 @@ class Model {
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
   static Model load_impl(const std::string& dir, const ModelOptions& opts);
+  ForwardOutput forward_impl(const std::vector<int32_t>& ids, bool want_hidden) const;
+  std::vector<GenerateResult> generate_ids_batch_impl(const std::vector<std::vector<int32_t>>& prompts,
+                                                      const GenerateParams& params, int max_batch,
+                                                      const BatchTokenCallback& on_token, bool keep_logits) const;
+  std::vector<TextResult> generate_batch_impl(const std::vector<std::string>& prompts, const TextGenerateParams& params,
+                                              int max_batch,
+                                              const std::function<bool(size_t, const std::string&)>& on_text) const;
   std::unique_ptr<Impl> impl_;
 };
 

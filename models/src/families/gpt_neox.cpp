@@ -26,14 +26,11 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
 
   // HF's GPTNeoXConfig takes rotary_pct / rotary_emb_base (newer spellings: partial_rotary_factor,
   // rope_theta).
-  const double pct = cfg.get_fraction(cfg.first_present({"rotary_pct", "partial_rotary_factor"}).value_or("rotary_pct"), 1.0);
   s.position.scheme = "rope";
   s.position.max_positions = cfg.get_int_any({"max_position_embeddings", "n_positions"});
   s.position.rope_theta = cfg.get_double_any({"rotary_emb_base", "rope_theta"}, 10000.0);
   s.position.rope_layout = RopeLayout::HalfSplit;
-  s.position.rotary_dim = static_cast<int64_t>(static_cast<double>(hd) * pct);  // int() like HF
-  if (s.position.rotary_dim <= 0)
-    throw Error(cfg.origin() + ": rotary_pct " + std::to_string(pct) + " leaves no rotary dimensions");
+  s.position.rotary_dim = rotary_dims(cfg, cfg.first_present({"rotary_pct", "partial_rotary_factor"}).value_or("rotary_pct"), hd);
   s.position.scaling = parse_rope_scaling(cfg);
 
   s.tok_embed = c.get("gpt_neox.embed_in.weight", {s.vocab_size, d});

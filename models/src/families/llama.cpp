@@ -24,7 +24,7 @@ ModelSpec build_llama(const FamilyContext& c) {
   s.position.max_positions = cfg.get_int("max_position_embeddings", 2048);
   s.position.rope_theta = cfg.get_double("rope_theta", 10000.0);
   s.position.rope_layout = RopeLayout::HalfSplit;
-  s.position.rotary_dim = s.head_dim * cfg.get_fraction("partial_rotary_factor", 1.0);
+  s.position.rotary_dim = rotary_dims(cfg, "partial_rotary_factor", s.head_dim);
   s.position.scaling = parse_rope_scaling(cfg);
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
