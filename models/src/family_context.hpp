@@ -42,19 +42,32 @@ class FamilyContext {
   // Norm "<prefix>.weight" (+ "<prefix>.bias" for LayerNorm when present).
   Norm norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const;
 
+  // A spec with config.json's model_type, `graph`, vocab_size and the attention sizes of
+  // read_attention_dims (same arguments).
+  ModelSpec start_spec(GraphKind graph, std::initializer_list<std::string> d_model_keys,
+                       std::initializer_list<std::string> head_keys, const char* head_dim_key = nullptr) const;
   // Multi-head attention sizes: d_model and n_heads from the first present of each key list,
-  // n_kv_heads = n_heads, head_dim = d_model / n_heads (Error naming both fields unless divisible).
+  // n_kv_heads = n_heads; head_dim from `head_dim_key` when config.json has it (heads need not tile
+  // d_model then), else d_model / n_heads: an Error naming the file and both fields when n_heads
+  // does not divide d_model (a zero count is already an Error naming its field).
   void read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
-                           std::initializer_list<std::string> head_keys) const;
+                           std::initializer_list<std::string> head_keys, const char* head_dim_key = nullptr) const;
+
+  // Layers "<prefix><l>." for l in [0, n), each built by `layer` from its prefix.
+  static std::vector<Layer> layers(const std::string& prefix, int64_t n,
+                                   const std::function<Layer(const std::string&)>& layer);
 
   // "<prefix>.weight" names fetched by linear()/linear_no_bias() so far, with the data pointer of
   // the tensor handed out: a name whose pointer ends up in the built spec's Linear is used as
   // stored, [out, in] (what `ordo quantize` may convert; fused weights that are split are not).
   const std::vector<std::pair<std::string, const void*>>& linear_names() const { return linear_names_; }
 
-  // The LM head weight as Hugging Face ties it: the token embedding when config.json's
-  // tie_word_embeddings (default `tied_by_default`) is true (a stored head is then ignored),
-  // else the stored tensor `name` [vocab, d_model].
+  // Whether the LM head is the token embedding, as Hugging Face ties it: config.json's
+  // tie_word_embeddings, default `tied_by_default` (the family's config class default). HF then
+  // overwrites any stored head with the embedding, so a stored one is not read.
+  bool ties_lm_head(bool tied_by_default) const;
+  // The LM head weight by that rule: the token embedding when tied, else the stored tensor `name`
+  // [vocab, d_model] (an Error naming the file and tensor when the checkpoint has none).
   Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
 
   // The activation named by config field `key` (default `def`); see activation_from_name.
@@ -74,10 +87,11 @@ class FamilyContext {
   Tensor linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
 };
 
-// Copies rows [begin, end) of a 2-D weight into a new tensor (used to split fused projections).
-Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end);
-// Gathers rows of a [heads·3·hd, in] "per head [q|k|v]" fused weight (GPT-NeoX, BLOOM) into q, k, v.
-void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, Tensor* k, Tensor* v);
+// A fused [3·d, in] projection laid out [q | k | v] (GPT-2, MPT) split into a's q, k and v (each
+// bias too when the fused one has a bias).
+void split_qkv(const Linear& qkv, int64_t d, AttentionWeights& a);
+// The same for a [heads·3·hd, in] projection laid out per head as [q | k | v] (GPT-NeoX, BLOOM).
+void split_qkv_per_head(const Linear& qkv, int64_t heads, int64_t hd, AttentionWeights& a);
 // Transposes a 2-D [rows, cols] tensor (GPT-2 Conv1D weights are stored [in, out]).
 Tensor transpose(const Tensor& w);
 

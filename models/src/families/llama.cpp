@@ -6,14 +6,8 @@ namespace ordo {
 
 ModelSpec build_llama(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_count("hidden_size");
-  s.n_heads = cfg.get_count("num_attention_heads");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"hidden_size"}, {"num_attention_heads"}, "head_dim");
   s.n_kv_heads = cfg.get_count("num_key_value_heads", s.n_heads);
-  s.head_dim = cfg.has("head_dim") ? cfg.get_count("head_dim") : s.d_model / s.n_heads;
-  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const float eps = cfg.get_eps("rms_norm_eps", 1e-6);
@@ -29,8 +23,7 @@ ModelSpec build_llama(const FamilyContext& c) {
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
   const int64_t qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers("model.layers.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "input_layernorm", NormKind::RMS, eps, s.d_model);
     auto lin = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
@@ -45,14 +38,11 @@ ModelSpec build_llama(const FamilyContext& c) {
     ly.ffn.up = lin("mlp.up_proj", ffn, s.d_model, mlp_bias);
     ly.ffn.down = lin("mlp.down_proj", s.d_model, ffn, mlp_bias);
     ly.ffn.act = Activation::SiLU;
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   s.decoder.final_norm = c.norm("model.norm", NormKind::RMS, eps, s.d_model);
   s.decoder.causal = true;
-  if (cfg.get_bool("tie_word_embeddings", false) && !c.has("lm_head.weight"))
-    s.lm_head.weight = s.tok_embed;
-  else
-    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, s.d_model});
+  s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", false);
   s.bos_id = c.token_id("bos_token_id", 1);
   s.eos_id = c.token_id("eos_token_id", 2);
   s.pad_id = c.token_id("pad_token_id", -1);
