@@ -351,14 +351,85 @@ struct CompareCommand : Command {
     }
   }
 
-  int run() override {
-    validate();
+  void check_tasks() const {
     for (std::stringstream ss(tasks); ss.good();) {
       std::string t;
       std::getline(ss, t, ',');
       if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention")
         throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention)");
     }
+  }
+
+  // The held-out text (--text, else the zoo's heldout.txt) and the word pairs (--pairs, else built
+  // from that text); `source` says where the pairs came from.
+  std::vector<probes::WordPair> load_pairs(const std::string& zdir, std::string& text, std::string& source) {
+    if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
+      text_file = (fs::path(zdir) / "heldout.txt").string();
+    text = text_file.empty() ? std::string() : read_input_text(text_file);
+    if (!pairs_file.empty()) {
+      source = pairs_file;
+      return probes::parse_pairs(read_input_text(pairs_file), pairs_file);
+    }
+    if (text.empty()) return {};
+    source = "built from " + text_file;
+    return probes::default_pairs(text, static_cast<size_t>(max_pairs));
+  }
+
+  json settings_json(const std::string& pairs_source, const std::vector<int64_t>& multiples) const {
+    return {{"text", text_file},
+            {"pairs_source", pairs_source},
+            {"max_pairs", max_pairs},
+            {"multiples", multiples},
+            {"ctx_base", ctx_base},
+            {"attention_windows", attn_windows},
+            {"length_tokens", length_tokens},
+            {"pair_seed", probes::kPairSeed},
+            {"permutation_seed", probes::kPermutationSeed},
+            {"quick", quick},
+            {"tasks", tasks}};
+  }
+
+  // Every probe's results, one row per model (length: one per model and multiple).
+  struct Results {
+    json word_order = json::array(), permutation = json::array(), length = json::array(), attention = json::array();
+    std::vector<probes::DistanceBucket> buckets;  // the longest model's
+  };
+
+  // Loads one entry, adds its description to doc["models"] and its rows to r.
+  void probe_entry(const Entry& e, const ModelOptions& opts, const std::string& text,
+                   const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples,
+                   const Progress& pg, json& doc, Results& r) const {
+    std::cerr << "[" << e.label << "] loading " << e.dir << (e.position.empty() ? "" : " with --position " + e.position)
+              << "\n";
+    std::string tok_error;
+    Model m = load_entry(e, opts, tok_error);
+    const PositionConfig& pc = m.spec().position;
+    const int64_t trained = pc.max_positions > 0 ? pc.max_positions : 128;
+    std::vector<int32_t> heldout;
+    if (m.has_tokenizer() && !text.empty()) heldout = m.encode(text, false);
+    const Subject s{e, m, pc.scheme, tok_error, trained, ctx_base > 0 ? ctx_base : trained, std::move(heldout)};
+    doc["models"].push_back({{"label", e.label},
+                             {"dir", e.dir},
+                             {"scheme", s.scheme},
+                             {"position_override", e.position},
+                             {"family", m.family()},
+                             {"trained_length", s.trained},
+                             {"ctx_base", s.base},
+                             {"heldout_tokens", s.heldout.size()},
+                             {"tokenizer", m.has_tokenizer()}});
+    if (want("word-order")) r.word_order.push_back(word_order_result(s, pairs, pg));
+    if (want("permutation")) r.permutation.push_back(permutation_result(s));
+    if (want("length")) length_results(s, multiples, pg, r.length);
+    if (want("attention")) {
+      const std::vector<probes::DistanceBucket> bk = probes::distance_buckets(s.base - 1);
+      if (bk.size() > r.buckets.size()) r.buckets = bk;
+      r.attention.push_back(attention_result(s, bk, pg));
+    }
+  }
+
+  int run() override {
+    validate();
+    check_tasks();
     if (!positions.empty() && dirs.empty()) throw Error("--position makes ablations of -m models: give -m DIR");
     const std::vector<int64_t> multiples = parse_multiples();
     if (max_pairs <= 0) max_pairs = quick ? 8 : 200;
@@ -368,83 +439,32 @@ struct CompareCommand : Command {
 
     std::string zdir;
     const std::vector<Entry> entries = collect_entries(zdir);
-
-    // Text and pairs.
-    if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
-      text_file = (fs::path(zdir) / "heldout.txt").string();
-    const std::string text = text_file.empty() ? std::string() : read_input_text(text_file);
-    std::vector<probes::WordPair> pairs;
-    std::string pairs_source;
-    if (!pairs_file.empty()) {
-      pairs = probes::parse_pairs(read_input_text(pairs_file), pairs_file);
-      pairs_source = pairs_file;
-    } else if (!text.empty()) {
-      pairs = probes::default_pairs(text, static_cast<size_t>(max_pairs));
-      pairs_source = "built from " + text_file;
-    }
+    std::string text, pairs_source;
+    const std::vector<probes::WordPair> pairs = load_pairs(zdir, text, pairs_source);
 
     json doc;
     doc["tool"] = "ordo compare";
     doc["format"] = 1;
-    doc["settings"] = {{"text", text_file},
-                       {"pairs_source", pairs_source},
-                       {"max_pairs", max_pairs},
-                       {"multiples", multiples},
-                       {"ctx_base", ctx_base},
-                       {"attention_windows", attn_windows},
-                       {"length_tokens", length_tokens},
-                       {"pair_seed", probes::kPairSeed},
-                       {"permutation_seed", probes::kPermutationSeed},
-                       {"quick", quick},
-                       {"tasks", tasks}};
+    doc["settings"] = settings_json(pairs_source, multiples);
     doc["models"] = json::array();
-    json wo = json::array(), perm = json::array(), len = json::array(), attn = json::array();
-    json pair_list = json::array();
-    for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
-    std::vector<probes::DistanceBucket> buckets;
-
+    Results r;
     ModelOptions opts;
     opts.backend = parse_backend(backend);
     opts.threads = threads;
-    for (const Entry& e : entries) {
-      std::cerr << "[" << e.label << "] loading " << e.dir
-                << (e.position.empty() ? "" : " with --position " + e.position) << "\n";
-      std::string tok_error;
-      Model m = load_entry(e, opts, tok_error);
-      const PositionConfig& pc = m.spec().position;
-      const int64_t trained = pc.max_positions > 0 ? pc.max_positions : 128;
-      std::vector<int32_t> heldout;
-      if (m.has_tokenizer() && !text.empty()) heldout = m.encode(text, false);
-      const Subject s{e, m, pc.scheme, tok_error, trained, ctx_base > 0 ? ctx_base : trained, std::move(heldout)};
-      doc["models"].push_back({{"label", e.label},
-                               {"dir", e.dir},
-                               {"scheme", s.scheme},
-                               {"position_override", e.position},
-                               {"family", m.family()},
-                               {"trained_length", s.trained},
-                               {"ctx_base", s.base},
-                               {"heldout_tokens", s.heldout.size()},
-                               {"tokenizer", m.has_tokenizer()}});
-      if (want("word-order")) wo.push_back(word_order_result(s, pairs, pg));
-      if (want("permutation")) perm.push_back(permutation_result(s));
-      if (want("length")) length_results(s, multiples, pg, len);
-      if (want("attention")) {
-        const std::vector<probes::DistanceBucket> bk = probes::distance_buckets(s.base - 1);
-        if (bk.size() > buckets.size()) buckets = bk;
-        attn.push_back(attention_result(s, bk, pg));
-      }
-    }
+    for (const Entry& e : entries) probe_entry(e, opts, text, pairs, multiples, pg, doc, r);
     // Every model's bucket list is a prefix of the longest: pad the shorter ones with n/a.
-    for (json& r : attn)
+    for (json& row : r.attention)
       for (const char* key : {"mean_weight", "mass"})
-        while (r[key].size() < buckets.size()) r[key].push_back(nullptr);
+        while (row[key].size() < r.buckets.size()) row[key].push_back(nullptr);
     json jb = json::array();
-    for (const probes::DistanceBucket& b : buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", b.label()}});
+    for (const probes::DistanceBucket& b : r.buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", b.label()}});
+    json pair_list = json::array();
+    for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
 
-    if (want("word-order")) doc["word_order"] = {{"pairs", pair_list}, {"results", wo}};
-    if (want("permutation")) doc["permutation"] = {{"results", perm}};
-    if (want("length")) doc["length"] = {{"results", len}};
-    if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", attn}};
+    if (want("word-order")) doc["word_order"] = {{"pairs", pair_list}, {"results", r.word_order}};
+    if (want("permutation")) doc["permutation"] = {{"results", r.permutation}};
+    if (want("length")) doc["length"] = {{"results", r.length}};
+    if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", r.attention}};
     write_outputs(doc);
     return 0;
   }
