@@ -5,9 +5,8 @@
 
 namespace ordo {
 
-FamilyContext::FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation)
-    : dir_(std::move(dir)),
-      config_(std::move(config)),
+FamilyContext::FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation)
+    : config_(std::move(config)),
       weights_(std::move(weights)),
       generation_(std::move(generation)) {
   keep_stored_ = config_.has("ordo_quantization");
@@ -77,6 +76,10 @@ Linear FamilyContext::linear_no_bias(const std::string& prefix, int64_t out, int
   Linear l;
   l.weight = linear_weight(prefix + ".weight", out, in, &l.scales);
   return l;
+}
+
+Linear FamilyContext::linear_biased(const std::string& prefix, int64_t out, int64_t in, bool bias) const {
+  return bias ? linear(prefix, out, in, true) : linear_no_bias(prefix, out, in);
 }
 
 Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const {
@@ -164,6 +167,12 @@ int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {
   return def;
 }
 
+void FamilyContext::read_special_ids(ModelSpec& s, int32_t bos, int32_t eos, int32_t pad) const {
+  s.bos_id = token_id("bos_token_id", bos);
+  s.eos_id = token_id("eos_token_id", eos);
+  s.pad_id = token_id("pad_token_id", pad);
+}
+
 // Copies rows [begin, end) of a weight (or elements of a bias) into a new tensor.
 static Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end) {
   Tensor v = w.rows(begin, end);
@@ -225,15 +234,19 @@ Scaling parse_rope_scaling(const JsonConfig& config) {
   s.beta_fast = rs.get_double("beta_fast", s.beta_fast);
   s.beta_slow = rs.get_double("beta_slow", s.beta_slow);
   if (rs.has("truncate")) s.truncate = rs.get_bool("truncate");
-  if (rs.has("attention_factor")) s.attention_factor = rs.get_double("attention_factor");
-  if (rs.has("mscale")) s.mscale = rs.get_double("mscale");
-  if (rs.has("mscale_all_dim")) s.mscale_all_dim = rs.get_double("mscale_all_dim");
+  // Fields whose absence means "derive it" stay unset.
+  auto optional = [&](const char* key, std::optional<double>& field) {
+    if (rs.has(key)) field = rs.get_double(key);
+  };
+  optional("attention_factor", s.attention_factor);
+  optional("mscale", s.mscale);
+  optional("mscale_all_dim", s.mscale_all_dim);
+  optional("short_mscale", s.short_mscale);
+  optional("long_mscale", s.long_mscale);
   s.low_freq_factor = rs.get_double("low_freq_factor", s.low_freq_factor);
   s.high_freq_factor = rs.get_double("high_freq_factor", s.high_freq_factor);
   if (rs.has("short_factor")) s.short_factor = rs.get_double_array("short_factor");
   if (rs.has("long_factor")) s.long_factor = rs.get_double_array("long_factor");
-  if (rs.has("short_mscale")) s.short_mscale = rs.get_double("short_mscale");
-  if (rs.has("long_mscale")) s.long_mscale = rs.get_double("long_mscale");
   return s;
 }
 

@@ -20,11 +20,9 @@ Activation activation_from_name(const std::string& name, const std::string& wher
 
 class FamilyContext {
  public:
-  FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation);
+  FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation);
 
-  const std::string& dir() const { return dir_; }
   const JsonConfig& config() const { return config_; }
-  const JsonConfig& generation() const { return generation_; }
   const SafeTensors& weights() const { return weights_; }
 
   bool has(const std::string& name) const { return weights_.has(name); }
@@ -39,6 +37,8 @@ class FamilyContext {
   // otherwise it is F32 as from get(). Every weight name fetched here is recorded (linear_names()).
   Linear linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required = false) const;
   Linear linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const;
+  // linear() with its bias required when `bias`, linear_no_bias() otherwise (config-switched biases).
+  Linear linear_biased(const std::string& prefix, int64_t out, int64_t in, bool bias) const;
   // Norm "<prefix>.weight" (+ "<prefix>.bias" for LayerNorm when present).
   Norm norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const;
 
@@ -75,9 +75,10 @@ class FamilyContext {
 
   // Special token ids: generation_config.json first, then config.json, else `def`.
   int32_t token_id(const std::string& key, int32_t def = -1) const;
+  // s.bos_id, eos_id and pad_id by token_id(), with the family's defaults.
+  void read_special_ids(ModelSpec& s, int32_t bos, int32_t eos, int32_t pad) const;
 
  private:
-  std::string dir_;
   JsonConfig config_;
   SafeTensors weights_;
   JsonConfig generation_;
@@ -99,6 +100,16 @@ Tensor transpose(const Tensor& w);
 // "original_max_position_embeddings", beta_fast/beta_slow, low/high_freq_factor, short/long_factor,
 // attention_factor, mscale, mscale_all_dim). Null or absent → ScalingType::None.
 Scaling parse_rope_scaling(const JsonConfig& config);
+
+// The Llama-style decoder, Llama's and the zoo's: "model.layers.<l>." with input_layernorm and
+// post_attention_layernorm (RMS), self_attn.q/k/v/o_proj (q, k, v biased when attn_bias) and a
+// SwiGLU mlp.gate/up/down_proj (biased when mlp_bias), then "model.norm". Defined in llama.cpp.
+struct LlamaDecoder {
+  int64_t n_layers, ffn;
+  float eps;
+  bool attn_bias = false, mlp_bias = false;
+};
+void read_llama_decoder(const FamilyContext& c, ModelSpec& s, const LlamaDecoder& d);
 
 using FamilyBuilder = std::function<ModelSpec(const FamilyContext&)>;
 

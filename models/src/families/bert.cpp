@@ -49,9 +49,7 @@ ModelSpec build_bert(const FamilyContext& c) {
   // Post-norm: the last layer's output is the final hidden state (no final norm).
   if (c.has(p0 + "pooler.dense.weight")) s.pooler = c.linear(p0 + "pooler.dense", s.d_model, s.d_model, true);
 
-  s.pad_id = c.token_id("pad_token_id", 0);
-  s.bos_id = c.token_id("bos_token_id", -1);
-  s.eos_id = c.token_id("eos_token_id", -1);
+  c.read_special_ids(s, -1, -1, 0);
   return s;
 }
 

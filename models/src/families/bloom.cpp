@@ -38,9 +38,7 @@ ModelSpec build_bloom(const FamilyContext& c) {
   s.decoder.final_norm = c.norm(root + "ln_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 1);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", 3);
+  c.read_special_ids(s, 1, 2, 3);
   return s;
 }
 

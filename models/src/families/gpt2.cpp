@@ -50,9 +50,7 @@ ModelSpec build_gpt2(const FamilyContext& c) {
   s.decoder.final_norm = c.norm("transformer.ln_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 50256);
-  s.eos_id = c.token_id("eos_token_id", 50256);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 50256, 50256, -1);
   return s;
 }
 

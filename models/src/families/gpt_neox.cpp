@@ -37,11 +37,8 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
     Layer ly;
     ly.attn_norm = c.norm(p + "input_layernorm", NormKind::Layer, eps, d);
     ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::Layer, eps, d);
-    const Linear qkv = attn_bias ? c.linear(p + "attention.query_key_value", 3 * d, d, true)
-                                 : c.linear_no_bias(p + "attention.query_key_value", 3 * d, d);
-    split_qkv_per_head(qkv, H, hd, ly.self_attn);
-    ly.self_attn.out = attn_bias ? c.linear(p + "attention.dense", d, d, true)
-                                  : c.linear_no_bias(p + "attention.dense", d, d);
+    split_qkv_per_head(c.linear_biased(p + "attention.query_key_value", 3 * d, d, attn_bias), H, hd, ly.self_attn);
+    ly.self_attn.out = c.linear_biased(p + "attention.dense", d, d, attn_bias);
     ly.ffn.up = c.linear(p + "mlp.dense_h_to_4h", ffn, d, true);
     ly.ffn.down = c.linear(p + "mlp.dense_4h_to_h", d, ffn, true);
     ly.ffn.act = act;
@@ -50,9 +47,7 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
   s.decoder.final_norm = c.norm("gpt_neox.final_layer_norm", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "embed_out.weight", false);
-  s.bos_id = c.token_id("bos_token_id", 0);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 0, 2, -1);
   return s;
 }
 

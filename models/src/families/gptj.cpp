@@ -44,9 +44,7 @@ ModelSpec build_gptj(const FamilyContext& c) {
   } else {
     s.lm_head = c.linear("lm_head", s.vocab_size, d);
   }
-  s.bos_id = c.token_id("bos_token_id", 50256);
-  s.eos_id = c.token_id("eos_token_id", 50256);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 50256, 50256, -1);
   return s;
 }
 

@@ -44,9 +44,7 @@ ModelSpec build_mpt(const FamilyContext& c) {
   s.decoder.final_norm = c.norm("transformer.norm_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 0);
-  s.eos_id = c.token_id("eos_token_id", 0);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 0, 0, -1);
   return s;
 }
 

@@ -31,9 +31,7 @@ ModelSpec build_opt(const FamilyContext& c) {
     n.present = true;
     return n;
   };
-  auto lin = [&](const std::string& prefix, int64_t out, int64_t in) {
-    return bias ? c.linear(prefix, out, in, true) : c.linear_no_bias(prefix, out, in);
-  };
+  auto lin = [&](const std::string& prefix, int64_t out, int64_t in) { return c.linear_biased(prefix, out, in, bias); };
 
   const int64_t n_pos = cfg.get_int_any({"max_position_embeddings", "n_positions"});
   s.position.scheme = "learned";
@@ -58,9 +56,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   if (final_norm) s.decoder.final_norm = norm("model.decoder.final_layer_norm");
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 2);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", 1);
+  c.read_special_ids(s, 2, 2, 1);
   return s;
 }
 

@@ -61,24 +61,21 @@ struct T5Stack {
                  {s.position.num_buckets, s.n_heads});
   }
 
-  // "encoder.block.<l>.": self-attention (layer.0) then FFN (layer.1).
-  Layer encoder_layer(const std::string& p) const {
-    Layer ly;
-    ly.attn_norm = rms(p + "layer.0.layer_norm");
-    ly.self_attn = attention(p + "layer.0.SelfAttention");
-    ly.ffn_norm = rms(p + "layer.1.layer_norm");
-    ly.ffn = feed_forward(p + "layer.1.DenseReluDense");
-    return ly;
-  }
+  // "encoder.block.<l>.": self-attention (layer.0), FFN (layer.1).
+  Layer encoder_layer(const std::string& p) const { return self_attention_and_ffn(p, "layer.1."); }
   // "decoder.block.<l>.": self-attention, cross-attention (layer.1), FFN (layer.2).
   Layer decoder_layer(const std::string& p) const {
+    Layer ly = self_attention_and_ffn(p, "layer.2.");
+    ly.cross_norm = rms(p + "layer.1.layer_norm");
+    ly.cross_attn = attention(p + "layer.1.EncDecAttention");
+    return ly;
+  }
+  Layer self_attention_and_ffn(const std::string& p, const std::string& ffn_layer) const {
     Layer ly;
     ly.attn_norm = rms(p + "layer.0.layer_norm");
     ly.self_attn = attention(p + "layer.0.SelfAttention");
-    ly.cross_norm = rms(p + "layer.1.layer_norm");
-    ly.cross_attn = attention(p + "layer.1.EncDecAttention");
-    ly.ffn_norm = rms(p + "layer.2.layer_norm");
-    ly.ffn = feed_forward(p + "layer.2.DenseReluDense");
+    ly.ffn_norm = rms(p + ffn_layer + "layer_norm");
+    ly.ffn = feed_forward(p + ffn_layer + "DenseReluDense");
     return ly;
   }
 };

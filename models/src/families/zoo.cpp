@@ -48,27 +48,9 @@ ModelSpec build_zoo(const FamilyContext& c) {
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
   s.embed_scale = cfg.get_eps("embed_scale", 1.0);  // sqrt(d_model); head unscaled
-  const int64_t qd = s.n_heads * s.head_dim;
-  s.decoder.layers = c.layers("model.layers.", n_layers, [&](const std::string& p) {
-    Layer ly;
-    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::RMS, eps, s.d_model);
-    ly.self_attn.q = c.linear_no_bias(p + "self_attn.q_proj", qd, s.d_model);
-    ly.self_attn.k = c.linear_no_bias(p + "self_attn.k_proj", qd, s.d_model);
-    ly.self_attn.v = c.linear_no_bias(p + "self_attn.v_proj", qd, s.d_model);
-    ly.self_attn.out = c.linear_no_bias(p + "self_attn.o_proj", s.d_model, qd);
-    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::RMS, eps, s.d_model);
-    ly.ffn.gate = c.linear_no_bias(p + "mlp.gate_proj", ffn, s.d_model);
-    ly.ffn.up = c.linear_no_bias(p + "mlp.up_proj", ffn, s.d_model);
-    ly.ffn.down = c.linear_no_bias(p + "mlp.down_proj", s.d_model, ffn);
-    ly.ffn.act = Activation::SiLU;
-    return ly;
-  });
-  s.decoder.final_norm = c.norm("model.norm", NormKind::RMS, eps, s.d_model);
-  s.decoder.causal = true;
+  read_llama_decoder(c, s, {n_layers, ffn, eps});
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 1);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 1, 2, -1);
   return s;
 }
 
