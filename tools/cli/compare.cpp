@@ -579,6 +579,34 @@ struct CompareCommand : Command {
     h << "</table>\n";
   }
 
+  // One table row per result of doc[section]: model, scheme, the `lead` fields, then `fields` (n/a
+  // across them when the probe gave no `chart` field), the error; the table closed. Returns the
+  // models and each one's `chart` field (NaN when n/a), for the section's chart.
+  static std::pair<std::vector<std::string>, std::vector<double>> html_result_rows(
+      const json& doc, const std::string& section, std::initializer_list<const char*> lead,
+      std::initializer_list<const char*> fields, const char* chart, std::ostream& h) {
+    std::vector<std::string> labels;
+    std::vector<double> values;
+    const json& results = doc[section]["results"];
+    for (size_t i = 0; i < results.size(); ++i) {
+      const json& r = results[i];
+      const std::string p = "/" + section + "/results/" + std::to_string(i) + "/";
+      labels.push_back(r["model"].get<std::string>());
+      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
+      for (const char* f : lead) h << cell(doc, p + f);
+      if (r.contains(chart)) {
+        for (const char* f : fields) h << cell(doc, p + f);
+        values.push_back(r[chart].get<double>());
+      } else {
+        h << "<td class=\"na\" colspan=\"" << fields.size() << "\">n/a</td>";
+        values.push_back(NAN);
+      }
+      h << err_cell(r) << "</tr>\n";
+    }
+    h << "</table>\n";
+    return {labels, values};
+  }
+
   // The word-order table, its accuracy chart and the pairs.
   static void html_word_order(const json& doc, std::ostream& h) {
     const json& wo = doc["word_order"];
@@ -589,24 +617,8 @@ struct CompareCommand : Command {
          "log-prob(swapped), "
          "nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
          "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
-    std::vector<std::string> labels;
-    std::vector<double> acc;
-    for (size_t i = 0; i < wo["results"].size(); ++i) {
-      const json& r = wo["results"][i];
-      const std::string p = "/word_order/results/" + std::to_string(i);
-      labels.push_back(r["model"].get<std::string>());
-      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
-      if (r.contains("accuracy")) {
-        h << cell(doc, p + "/pairs") << cell(doc, p + "/wins") << cell(doc, p + "/ties")
-          << cell(doc, p + "/accuracy") << cell(doc, p + "/mean_margin");
-        acc.push_back(r["accuracy"].get<double>());
-      } else {
-        h << "<td class=\"na\" colspan=\"5\">n/a</td>";
-        acc.push_back(NAN);
-      }
-      h << err_cell(r) << "</tr>\n";
-    }
-    h << "</table>\n";
+    const auto [labels, acc] =
+        html_result_rows(doc, "word_order", {}, {"pairs", "wins", "ties", "accuracy", "mean_margin"}, "accuracy", h);
     ChartOptions co;
     co.title = "word order: accuracy (0.5 = chance)";
     co.x_label = "accuracy";
@@ -629,25 +641,8 @@ struct CompareCommand : Command {
          "only.</p>\n"
          "<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th><th>relative</th>"
          "<th>max |h|</th><th></th></tr>\n";
-    std::vector<std::string> labels;
-    std::vector<double> errs;
-    for (size_t i = 0; i < doc["permutation"]["results"].size(); ++i) {
-      const json& r = doc["permutation"]["results"][i];
-      const std::string p = "/permutation/results/" + std::to_string(i);
-      labels.push_back(r["model"].get<std::string>());
-      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>())
-        << cell(doc, p + "/tokens");
-      if (r.contains("max_abs_error")) {
-        h << cell(doc, p + "/max_abs_error") << cell(doc, p + "/rel_error")
-          << cell(doc, p + "/max_abs_hidden");
-        errs.push_back(r["rel_error"].get<double>());
-      } else {
-        h << "<td class=\"na\" colspan=\"3\">n/a</td>";
-        errs.push_back(NAN);
-      }
-      h << err_cell(r) << "</tr>\n";
-    }
-    h << "</table>\n";
+    const auto [labels, errs] = html_result_rows(doc, "permutation", {"tokens"},
+                                                 {"max_abs_error", "rel_error", "max_abs_hidden"}, "rel_error", h);
     ChartOptions co;
     co.title = "permutation probe: relative error (log scale)";
     co.x_label = "max |h(perm x) − perm h(x)| / max |h|";
