@@ -88,7 +88,6 @@ class Transformer {
   explicit Transformer(ModelSpec spec, Backend backend = Backend::OpenBLAS);
 
   const ModelSpec& spec() const { return spec_; }
-  Backend backend() const { return backend_; }
   void set_backend(Backend b) { backend_ = b; }
 
   // Replaces the position scheme and/or its scaling (ablations, long context).
