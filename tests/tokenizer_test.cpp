@@ -260,7 +260,6 @@ std::string stream_all(const ordo::Tokenizer& tok, const std::vector<int32_t>& i
   const std::string rest = sd.flush();
   EXPECT_TRUE(valid_utf8(rest));
   out += rest;
-  EXPECT_EQ(sd.emitted(), out);
   return out;
 }
 

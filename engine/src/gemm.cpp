@@ -534,16 +534,20 @@ void check_blas_dims(const char* what, std::initializer_list<int64_t> dims) {
 
 }  // namespace
 
-void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, size_t n_jobs) {
-  int64_t elems = 0;
-  bool any_i8 = false;
-  for (size_t j = 0; j < n_jobs; ++j) {
-    elems += jobs[j].N * K;
-    any_i8 = any_i8 || jobs[j].wt == DType::I8;
-  }
-  // I8 weights multiply each row of x in 16-bit fixed point (its own scale sx[m]), quantised once
-  // for the whole group; a row with a NaN or inf takes the float path. thread_local: the other
-  // threads must use this thread's copies.
+namespace {
+
+// A group's x for its I8 weights: each row in 16-bit fixed point with its own scale sx[m],
+// quantised once for the whole group; a row with a NaN or inf (int_row[m] == 0) takes the float
+// path. The buffers are the calling thread's thread_locals: the other threads read these copies.
+struct FixedRows {
+  const int16_t* xq;
+  const float* sx;
+  const uint8_t* int_row;
+  bool all_int;
+};
+
+FixedRows fixed_rows([[maybe_unused]] const float* x, int64_t M, [[maybe_unused]] int64_t K,
+                     [[maybe_unused]] bool any_i8) {
   thread_local std::vector<int16_t> xq_buf;
   thread_local std::vector<float> sx_buf;
   thread_local std::vector<uint8_t> int_row;
@@ -561,46 +565,60 @@ void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, s
     }
   }
 #endif
-  const int16_t* xq = xq_buf.data();
-  const float* sx = sx_buf.data();
-  // Rows [r0, r1) of one job for every row of x, then its scales and bias.
-  auto run = [&](const MatvecJob& jb, int64_t r0, int64_t r1) {
-    float* y = jb.y;
-    const int64_t N = jb.N;
-    switch (jb.wt) {
-      case DType::F32: matmul_rows<LoadF32>(x, M, K, static_cast<const float*>(jb.W), r0, r1, y, N); break;
-      case DType::F16: matmul_rows<LoadF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
-      case DType::BF16: matmul_rows<LoadBF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
-      case DType::I8: {
-        const auto* W = static_cast<const int8_t*>(jb.W);
+  return FixedRows{xq_buf.data(), sx_buf.data(), int_row.data(), all_int};
+}
+
+// Rows [r0, r1) of one job for every row of x, then its scales and bias.
+void matvec_job_rows(const MatvecJob& jb, int64_t r0, int64_t r1, const float* x, int64_t M, int64_t K,
+                     [[maybe_unused]] const FixedRows& q) {
+  float* y = jb.y;
+  const int64_t N = jb.N;
+  switch (jb.wt) {
+    case DType::F32: matmul_rows<LoadF32>(x, M, K, static_cast<const float*>(jb.W), r0, r1, y, N); break;
+    case DType::F16: matmul_rows<LoadF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
+    case DType::BF16: matmul_rows<LoadBF16>(x, M, K, static_cast<const uint16_t*>(jb.W), r0, r1, y, N); break;
+    case DType::I8: {
+      const auto* W = static_cast<const int8_t*>(jb.W);
 #ifdef ORDO_SIMD
-        if (all_int) {
-          matmul_i8_rows(xq, M, K, W, r0, r1, y, N);
-          break;
-        }
-        for (int64_t m = 0; m < M; ++m)
-          if (int_row[m])
-            matmul_i8_rows(xq + m * K, 1, K, W, r0, r1, y + m * N, N);
-          else
-            matmul_rows<LoadI8>(x + m * K, 1, K, W, r0, r1, y + m * N, N);
-#else
-        matmul_rows<LoadI8>(x, M, K, W, r0, r1, y, N);
-#endif
+      if (q.all_int) {
+        matmul_i8_rows(q.xq, M, K, W, r0, r1, y, N);
         break;
       }
+      for (int64_t m = 0; m < M; ++m)
+        if (q.int_row[m])
+          matmul_i8_rows(q.xq + m * K, 1, K, W, r0, r1, y + m * N, N);
+        else
+          matmul_rows<LoadI8>(x + m * K, 1, K, W, r0, r1, y + m * N, N);
+#else
+      matmul_rows<LoadI8>(x, M, K, W, r0, r1, y, N);
+#endif
+      break;
     }
-    const bool i8 = jb.wt == DType::I8;
-    for (int64_t m = 0; m < M; ++m) {
-      const float unit = i8 ? sx[m] : 1.0f;  // the integer path's sums are in units of sx
-      float* ym = y + m * N;
-      for (int64_t r = r0; r < r1; ++r) {
-        float v = ym[r] * unit;
-        if (jb.scales) v *= jb.scales[r];
-        if (jb.bias) v += jb.bias[r];
-        ym[r] = v;
-      }
+  }
+  const bool i8 = jb.wt == DType::I8;
+  for (int64_t m = 0; m < M; ++m) {
+    const float unit = i8 ? q.sx[m] : 1.0f;  // the integer path's sums are in units of sx
+    float* ym = y + m * N;
+    for (int64_t r = r0; r < r1; ++r) {
+      float v = ym[r] * unit;
+      if (jb.scales) v *= jb.scales[r];
+      if (jb.bias) v += jb.bias[r];
+      ym[r] = v;
     }
-  };
+  }
+}
+
+}  // namespace
+
+void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, size_t n_jobs) {
+  int64_t elems = 0;
+  bool any_i8 = false;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    elems += jobs[j].N * K;
+    any_i8 = any_i8 || jobs[j].wt == DType::I8;
+  }
+  const FixedRows q = fixed_rows(x, M, K, any_i8);
+  auto run = [&](const MatvecJob& jb, int64_t r0, int64_t r1) { matvec_job_rows(jb, r0, r1, x, M, K, q); };
   if (elems < kParallelMinElems) {
     for (size_t j = 0; j < n_jobs; ++j) run(jobs[j], 0, jobs[j].N);
     return;

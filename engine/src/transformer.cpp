@@ -661,16 +661,9 @@ void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const
   }
 }
 
-std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
-                                             bool prompts_alone) const {
-  if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
-  const int64_t d = spec_.d_model;
-  // Reused across steps: once warm, a decode step allocates little beyond its outputs.
-  thread_local Batch b;
-  thread_local std::vector<int32_t> ids, pos;
+void Transformer::check_step(const std::vector<StepInput>& in, Batch& b) const {
   b.segs.resize(in.size());
   b.rows = b.single_rows = 0;
-  b.prompts_alone = prompts_alone;
   for (size_t i = 0; i < in.size(); ++i) {
     const StepInput& r = in[i];
     if (!r.seq) throw Error("decode: request " + std::to_string(i) + " has no sequence");
@@ -683,9 +676,12 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     b.rows += r.T;
     b.single_rows += r.T == 1;
   }
-  const int64_t R = b.rows;
-  ids.resize(static_cast<size_t>(R));
-  pos.resize(static_cast<size_t>(R));
+}
+
+std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, Batch& b, std::vector<int32_t>& ids,
+                                             std::vector<int32_t>& pos) const {
+  ids.resize(static_cast<size_t>(b.rows));
+  pos.resize(static_cast<size_t>(b.rows));
   std::vector<int64_t> next(in.size());
   // One-token requests take the first rows, in request order, then the prompts.
   int64_t single_row = 0, prompt_row = b.single_rows;
@@ -714,59 +710,55 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     b.segs[i] = Segment{row0, r.T, pos.data() + row0, &cache,
                         spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1)};
   }
+  return next;
+}
 
-  std::vector<ForwardOutput> out(in.size());
-  auto forward = [&] {
-    float* x = scratch(kScrX, R * d);
-    embed(ids.data(), nullptr, R, pos.data(), *dec_scheme_, x);
-    run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
-    // Logits: one row per sequence (Last, or a one-token All) gathered through the matvec
-    // kernels, so each is the row it gets alone; a prompt's rows (All) as alone, or shared.
-    auto one_row = [&](size_t i) { return in[i].which == LogitsFor::Last || (in[i].which == LogitsFor::All && in[i].T == 1); };
-    int64_t n_single = 0, n_shared = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (one_row(i)) ++n_single;
-      else if (in[i].which == LogitsFor::All && !prompts_alone) n_shared += in[i].T;
+// Logits: one row per sequence (Last, or a one-token All) gathered through the matvec kernels, so
+// each is the row it gets alone; a prompt's rows (All) as alone, or shared.
+void Transformer::step_outputs(const std::vector<StepInput>& in, const Batch& b, const float* x,
+                               std::vector<ForwardOutput>& out) const {
+  const int64_t d = spec_.d_model;
+  const bool prompts_alone = b.prompts_alone;
+  auto one_row = [&](size_t i) { return in[i].which == LogitsFor::Last || (in[i].which == LogitsFor::All && in[i].T == 1); };
+  int64_t n_single = 0, n_shared = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (one_row(i)) ++n_single;
+    else if (in[i].which == LogitsFor::All && !prompts_alone) n_shared += in[i].T;
+  }
+  float* rows = scratch(kScrH, (n_single + n_shared) * d);
+  int64_t g = 0, h = n_single;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Segment& s = b.segs[i];
+    const float* xs = x + s.row0 * d;
+    if (one_row(i)) {
+      std::memcpy(rows + g++ * d, xs + (s.T - 1) * d, static_cast<size_t>(d) * sizeof(float));
+    } else if (in[i].which == LogitsFor::None) {
+      out[i].final_hidden = Tensor::zeros({s.T, d});
+      std::memcpy(out[i].final_hidden.f32(), xs, static_cast<size_t>(s.T * d) * sizeof(float));
+    } else if (prompts_alone) {
+      out[i].logits = logits_of(xs, s.T, false);
+    } else {
+      std::memcpy(rows + h * d, xs, static_cast<size_t>(s.T * d) * sizeof(float));
+      h += s.T;
     }
-    float* rows = scratch(kScrH, (n_single + n_shared) * d);
-    int64_t g = 0, h = n_single;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const Segment& s = b.segs[i];
-      const float* xs = x + s.row0 * d;
-      if (one_row(i)) {
-        std::memcpy(rows + g++ * d, xs + (s.T - 1) * d, static_cast<size_t>(d) * sizeof(float));
-      } else if (in[i].which == LogitsFor::None) {
-        out[i].final_hidden = Tensor::zeros({s.T, d});
-        std::memcpy(out[i].final_hidden.f32(), xs, static_cast<size_t>(s.T * d) * sizeof(float));
-      } else if (prompts_alone) {
-        out[i].logits = logits_of(xs, s.T, false);
-      } else {
-        std::memcpy(rows + h * d, xs, static_cast<size_t>(s.T * d) * sizeof(float));
-        h += s.T;
-      }
-    }
-    const Tensor single = n_single ? logits_of(rows, n_single, true) : Tensor{};
-    const Tensor shared = n_shared ? logits_of(rows + n_single * d, n_shared, false) : Tensor{};
-    const int64_t V = spec_.vocab_size;
-    g = 0;
-    h = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const bool from_single = one_row(i), from_shared = !from_single && in[i].which == LogitsFor::All && !prompts_alone;
-      if (!from_single && !from_shared) continue;
-      const int64_t n = from_single ? 1 : in[i].T;
-      out[i].logits = Tensor::zeros({n, V});
-      const float* src = from_single ? single.f32() + g++ * V : shared.f32() + h * V;
-      if (from_shared) h += n;
-      std::memcpy(out[i].logits.f32(), src, static_cast<size_t>(n * V) * sizeof(float));
-    }
-  };
-  // Only one-token sequences: every parallel loop of the step is one of ours (the matvec kernels,
-  // no GEMM), so the threads stay in one region for the whole step instead of waking for each of
-  // its ~60 loops.
-  if (b.single_rows == R)
-    detail::run_as_team(forward);
-  else
-    forward();
+  }
+  const Tensor single = n_single ? logits_of(rows, n_single, true) : Tensor{};
+  const Tensor shared = n_shared ? logits_of(rows + n_single * d, n_shared, false) : Tensor{};
+  const int64_t V = spec_.vocab_size;
+  g = 0;
+  h = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool from_single = one_row(i), from_shared = !from_single && in[i].which == LogitsFor::All && !prompts_alone;
+    if (!from_single && !from_shared) continue;
+    const int64_t n = from_single ? 1 : in[i].T;
+    out[i].logits = Tensor::zeros({n, V});
+    const float* src = from_single ? single.f32() + g++ * V : shared.f32() + h * V;
+    if (from_shared) h += n;
+    std::memcpy(out[i].logits.f32(), src, static_cast<size_t>(n * V) * sizeof(float));
+  }
+}
+
+void Transformer::advance(const std::vector<StepInput>& in, const std::vector<int64_t>& next) {
   for (size_t i = 0; i < in.size(); ++i) {
     const StepInput& r = in[i];
     Sequence& seq = *r.seq;
@@ -775,6 +767,32 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     seq.tokens.insert(seq.tokens.end(), r.ids, r.ids + r.T);
     for (int64_t t = 0; t < r.T; ++t) seq.token_valid.push_back(r.mask ? r.mask[t] : 1);
   }
+}
+
+std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
+                                             bool prompts_alone) const {
+  if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
+  // Reused across steps: once warm, a decode step allocates little beyond its outputs.
+  thread_local Batch b;
+  thread_local std::vector<int32_t> ids, pos;
+  check_step(in, b);
+  b.prompts_alone = prompts_alone;
+  const std::vector<int64_t> next = place_step(in, b, ids, pos);
+  std::vector<ForwardOutput> out(in.size());
+  auto forward = [&] {
+    float* x = scratch(kScrX, b.rows * spec_.d_model);
+    embed(ids.data(), nullptr, b.rows, pos.data(), *dec_scheme_, x);
+    run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
+    step_outputs(in, b, x, out);
+  };
+  // Only one-token sequences: every parallel loop of the step is one of ours (the matvec kernels,
+  // no GEMM), so the threads stay in one region for the whole step instead of waking for each of
+  // its ~60 loops.
+  if (b.single_rows == b.rows)
+    detail::run_as_team(forward);
+  else
+    forward();
+  advance(in, next);
   return out;
 }
 

@@ -6,9 +6,8 @@
 
 namespace ordo {
 
-FamilyContext::FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation)
-    : dir_(std::move(dir)),
-      config_(std::move(config)),
+FamilyContext::FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation)
+    : config_(std::move(config)),
       weights_(std::move(weights)),
       generation_(std::move(generation)) {
   keep_stored_ = config_.has("ordo_quantization");
@@ -80,6 +79,10 @@ Linear FamilyContext::linear_no_bias(const std::string& prefix, int64_t out, int
   return l;
 }
 
+Linear FamilyContext::linear_biased(const std::string& prefix, int64_t out, int64_t in, bool bias) const {
+  return bias ? linear(prefix, out, in, true) : linear_no_bias(prefix, out, in);
+}
+
 Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const {
   Norm n;
   n.kind = kind;
@@ -90,21 +93,47 @@ Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, in
   return n;
 }
 
+ModelSpec FamilyContext::start_spec(GraphKind graph, std::initializer_list<std::string> d_model_keys,
+                                     std::initializer_list<std::string> head_keys, const char* head_dim_key) const {
+  ModelSpec s;
+  s.architecture = config_.get_string("model_type");
+  s.graph = graph;
+  read_attention_dims(s, d_model_keys, head_keys, head_dim_key);
+  s.vocab_size = config_.get_count("vocab_size");
+  return s;
+}
+
 void FamilyContext::read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
-                                        std::initializer_list<std::string> head_keys) const {
+                                        std::initializer_list<std::string> head_keys, const char* head_dim_key) const {
   s.d_model = config_.get_count_any(d_model_keys);
   s.n_heads = config_.get_count_any(head_keys);
   s.n_kv_heads = s.n_heads;
+  if (head_dim_key && config_.has(head_dim_key)) {
+    s.head_dim = config_.get_count(head_dim_key);
+    return;
+  }
   if (s.d_model % s.n_heads != 0)
     throw Error(config_.origin() + ": " + *config_.first_present(d_model_keys) + " (" +
                 std::to_string(s.d_model) + ") is not a multiple of " + *config_.first_present(head_keys) +
-                " (" + std::to_string(s.n_heads) + ")");
+                " (" + std::to_string(s.n_heads) + ")" +
+                (head_dim_key ? std::string(" and there is no ") + head_dim_key : std::string()));
   s.head_dim = s.d_model / s.n_heads;
+}
+
+std::vector<Layer> FamilyContext::layers(const std::string& prefix, int64_t n,
+                                         const std::function<Layer(const std::string&)>& layer) {
+  std::vector<Layer> out;
+  for (int64_t l = 0; l < n; ++l) out.push_back(layer(prefix + std::to_string(l) + "."));
+  return out;
+}
+
+bool FamilyContext::ties_lm_head(bool tied_by_default) const {
+  return config_.get_bool("tie_word_embeddings", tied_by_default);
 }
 
 Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name,
                                      bool tied_by_default) const {
-  if (config_.get_bool("tie_word_embeddings", tied_by_default)) return s.tok_embed;
+  if (ties_lm_head(tied_by_default)) return s.tok_embed;
   return get(name, {s.vocab_size, s.d_model});
 }
 
@@ -139,14 +168,29 @@ int32_t FamilyContext::token_id(const std::string& key, int32_t def) const {
   return def;
 }
 
-Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end) {
+void FamilyContext::read_special_ids(ModelSpec& s, int32_t bos, int32_t eos, int32_t pad) const {
+  s.bos_id = token_id("bos_token_id", bos);
+  s.eos_id = token_id("eos_token_id", eos);
+  s.pad_id = token_id("pad_token_id", pad);
+}
+
+// Copies rows [begin, end) of a weight (or elements of a bias) into a new tensor.
+static Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end) {
   Tensor v = w.rows(begin, end);
   Tensor out = Tensor::zeros(v.shape);
   std::memcpy(out.data, v.data, v.nbytes());
   return out;
 }
 
-void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, Tensor* k, Tensor* v) {
+void split_qkv(const Linear& qkv, int64_t d, AttentionWeights& a) {
+  Linear* parts[3] = {&a.q, &a.k, &a.v};
+  for (int i = 0; i < 3; ++i) {
+    parts[i]->weight = slice_rows(qkv.weight, i * d, (i + 1) * d);
+    if (!qkv.bias.empty()) parts[i]->bias = slice_rows(qkv.bias, i * d, (i + 1) * d);
+  }
+}
+
+static void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, Tensor* k, Tensor* v) {
   const int64_t cols = w.ndim() == 2 ? w.dim(1) : 1;
   std::vector<int64_t> shape = {heads * hd};
   if (w.ndim() == 2) shape.push_back(cols);
@@ -160,6 +204,11 @@ void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, T
       const float* src = w.f32() + ((h * 3 + part) * hd) * cols;
       std::memcpy(dst->f32() + h * hd * cols, src, hd * row_bytes);
     }
+}
+
+void split_qkv_per_head(const Linear& qkv, int64_t heads, int64_t hd, AttentionWeights& a) {
+  split_per_head_qkv(qkv.weight, heads, hd, &a.q.weight, &a.k.weight, &a.v.weight);
+  if (!qkv.bias.empty()) split_per_head_qkv(qkv.bias, heads, hd, &a.q.bias, &a.k.bias, &a.v.bias);
 }
 
 Tensor transpose(const Tensor& w) {
@@ -198,15 +247,19 @@ Scaling parse_rope_scaling(const JsonConfig& config) {
   s.beta_fast = rs.get_double("beta_fast", s.beta_fast);
   s.beta_slow = rs.get_double("beta_slow", s.beta_slow);
   if (rs.has("truncate")) s.truncate = rs.get_bool("truncate");
-  if (rs.has("attention_factor")) s.attention_factor = rs.get_double("attention_factor");
-  if (rs.has("mscale")) s.mscale = rs.get_double("mscale");
-  if (rs.has("mscale_all_dim")) s.mscale_all_dim = rs.get_double("mscale_all_dim");
+  // Fields whose absence means "derive it" stay unset.
+  auto optional = [&](const char* key, std::optional<double>& field) {
+    if (rs.has(key)) field = rs.get_double(key);
+  };
+  optional("attention_factor", s.attention_factor);
+  optional("mscale", s.mscale);
+  optional("mscale_all_dim", s.mscale_all_dim);
+  optional("short_mscale", s.short_mscale);
+  optional("long_mscale", s.long_mscale);
   s.low_freq_factor = rs.get_double("low_freq_factor", s.low_freq_factor);
   s.high_freq_factor = rs.get_double("high_freq_factor", s.high_freq_factor);
   if (rs.has("short_factor")) s.short_factor = rs.get_double_array("short_factor");
   if (rs.has("long_factor")) s.long_factor = rs.get_double_array("long_factor");
-  if (rs.has("short_mscale")) s.short_mscale = rs.get_double("short_mscale");
-  if (rs.has("long_mscale")) s.long_mscale = rs.get_double("long_mscale");
   return s;
 }
 

@@ -20,11 +20,9 @@ Activation activation_from_name(const std::string& name, const std::string& wher
 
 class FamilyContext {
  public:
-  FamilyContext(std::string dir, JsonConfig config, SafeTensors weights, JsonConfig generation);
+  FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation);
 
-  const std::string& dir() const { return dir_; }
   const JsonConfig& config() const { return config_; }
-  const JsonConfig& generation() const { return generation_; }
   const SafeTensors& weights() const { return weights_; }
 
   bool has(const std::string& name) const { return weights_.has(name); }
@@ -39,22 +37,37 @@ class FamilyContext {
   // otherwise it is F32 as from get(). Every weight name fetched here is recorded (linear_names()).
   Linear linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required = false) const;
   Linear linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const;
+  // linear() with its bias required when `bias`, linear_no_bias() otherwise (config-switched biases).
+  Linear linear_biased(const std::string& prefix, int64_t out, int64_t in, bool bias) const;
   // Norm "<prefix>.weight" (+ "<prefix>.bias" for LayerNorm when present).
   Norm norm(const std::string& prefix, NormKind kind, float eps, int64_t dim) const;
 
+  // A spec with config.json's model_type, `graph`, vocab_size and the attention sizes of
+  // read_attention_dims (same arguments).
+  ModelSpec start_spec(GraphKind graph, std::initializer_list<std::string> d_model_keys,
+                       std::initializer_list<std::string> head_keys, const char* head_dim_key = nullptr) const;
   // Multi-head attention sizes: d_model and n_heads from the first present of each key list,
-  // n_kv_heads = n_heads, head_dim = d_model / n_heads (Error naming both fields unless divisible).
+  // n_kv_heads = n_heads; head_dim from `head_dim_key` when config.json has it (heads need not tile
+  // d_model then), else d_model / n_heads: an Error naming the file and both fields when n_heads
+  // does not divide d_model (a zero count is already an Error naming its field).
   void read_attention_dims(ModelSpec& s, std::initializer_list<std::string> d_model_keys,
-                           std::initializer_list<std::string> head_keys) const;
+                           std::initializer_list<std::string> head_keys, const char* head_dim_key = nullptr) const;
+
+  // Layers "<prefix><l>." for l in [0, n), each built by `layer` from its prefix.
+  static std::vector<Layer> layers(const std::string& prefix, int64_t n,
+                                   const std::function<Layer(const std::string&)>& layer);
 
   // "<prefix>.weight" names fetched by linear()/linear_no_bias() so far, with the data pointer of
   // the tensor handed out: a name whose pointer ends up in the built spec's Linear is used as
   // stored, [out, in] (what `ordo quantize` may convert; fused weights that are split are not).
   const std::vector<std::pair<std::string, const void*>>& linear_names() const { return linear_names_; }
 
-  // The LM head weight as Hugging Face ties it: the token embedding when config.json's
-  // tie_word_embeddings (default `tied_by_default`) is true (a stored head is then ignored),
-  // else the stored tensor `name` [vocab, d_model].
+  // Whether the LM head is the token embedding, as Hugging Face ties it: config.json's
+  // tie_word_embeddings, default `tied_by_default` (the family's config class default). HF then
+  // overwrites any stored head with the embedding, so a stored one is not read.
+  bool ties_lm_head(bool tied_by_default) const;
+  // The LM head weight by that rule: the token embedding when tied, else the stored tensor `name`
+  // [vocab, d_model] (an Error naming the file and tensor when the checkpoint has none).
   Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
 
   // The activation named by config field `key` (default `def`); see activation_from_name.
@@ -62,9 +75,10 @@ class FamilyContext {
 
   // Special token ids: generation_config.json first, then config.json, else `def`.
   int32_t token_id(const std::string& key, int32_t def = -1) const;
+  // s.bos_id, eos_id and pad_id by token_id(), with the family's defaults.
+  void read_special_ids(ModelSpec& s, int32_t bos, int32_t eos, int32_t pad) const;
 
  private:
-  std::string dir_;
   JsonConfig config_;
   SafeTensors weights_;
   JsonConfig generation_;
@@ -74,10 +88,11 @@ class FamilyContext {
   Tensor linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
 };
 
-// Copies rows [begin, end) of a 2-D weight into a new tensor (used to split fused projections).
-Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end);
-// Gathers rows of a [heads·3·hd, in] "per head [q|k|v]" fused weight (GPT-NeoX, BLOOM) into q, k, v.
-void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tensor* q, Tensor* k, Tensor* v);
+// A fused [3·d, in] projection laid out [q | k | v] (GPT-2, MPT) split into a's q, k and v (each
+// bias too when the fused one has a bias).
+void split_qkv(const Linear& qkv, int64_t d, AttentionWeights& a);
+// The same for a [heads·3·hd, in] projection laid out per head as [q | k | v] (GPT-NeoX, BLOOM).
+void split_qkv_per_head(const Linear& qkv, int64_t heads, int64_t hd, AttentionWeights& a);
 // Transposes a 2-D [rows, cols] tensor (GPT-2 Conv1D weights are stored [in, out]).
 Tensor transpose(const Tensor& w);
 
@@ -89,6 +104,16 @@ Scaling parse_rope_scaling(const JsonConfig& config);
 // the fraction read from `field` (default 1). An Error naming the field when that leaves fewer than
 // two: rotary_dim 0 would otherwise mean "the whole head" to the engine.
 int64_t rotary_dims(const JsonConfig& config, const std::string& field, int64_t head_dim);
+
+// The Llama-style decoder, Llama's and the zoo's: "model.layers.<l>." with input_layernorm and
+// post_attention_layernorm (RMS), self_attn.q/k/v/o_proj (q, k, v biased when attn_bias) and a
+// SwiGLU mlp.gate/up/down_proj (biased when mlp_bias), then "model.norm". Defined in llama.cpp.
+struct LlamaDecoder {
+  int64_t n_layers, ffn;
+  float eps;
+  bool attn_bias = false, mlp_bias = false;
+};
+void read_llama_decoder(const FamilyContext& c, ModelSpec& s, const LlamaDecoder& d);
 
 using FamilyBuilder = std::function<ModelSpec(const FamilyContext&)>;
 

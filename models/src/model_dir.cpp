@@ -44,19 +44,13 @@ Loaded load_dir(const std::string& dir) {
       throw Error(config_path.string() + ": 'ordo_quantization' must be an object with a string 'dtype'");
     out.stored_dtype = parse_weight_dtype(q.at("dtype").get<std::string>());
   }
-  FamilyContext ctx(dir, std::move(config), SafeTensors::open(weights_path.string()),
+  FamilyContext ctx(std::move(config), SafeTensors::open(weights_path.string()),
                     load_optional_json(d / "generation_config.json"));
   out.spec = fam->build(ctx);
   out.family = fam->name;
   out.linear_names = ctx.linear_names();
   out.weights = std::make_shared<SafeTensors>(ctx.weights());
   return out;
-}
-
-ModelSpec load_spec(const std::string& dir, std::string* family) {
-  Loaded l = load_dir(dir);
-  if (family) *family = l.family;
-  return std::move(l.spec);
 }
 
 }  // namespace ordo

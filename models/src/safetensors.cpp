@@ -186,83 +186,98 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
   }
 }
 
+// The whole file mapped read-only; a FIFO, directory or a file shorter than the length prefix is
+// an Error naming it.
+std::shared_ptr<Mapping> map_file(const std::string& path) {
+  // O_NONBLOCK: a FIFO must be refused below, not waited on for a writer.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.fd < 0) fail(path, "cannot open: " + errno_str());
+  struct stat st;
+  if (::fstat(fd.fd, &st) != 0) fail(path, "cannot stat: " + errno_str());
+  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8)
+    fail(path, "file too short for a safetensors header (" + std::to_string(file_size) + " bytes, need at least 8)");
+  auto mapping = std::make_shared<Mapping>();
+  void* addr = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (addr == MAP_FAILED) fail(path, "mmap failed: " + errno_str());
+  mapping->addr = addr;
+  mapping->size = file_size;
+  return mapping;
+}
+
+// The header's length from the prefix, checked against the file; the header JSON, an object
+// without duplicate top-level keys (nlohmann would silently keep the last one).
+nlohmann::json read_header(const std::string& path, const Mapping& m, uint64_t* header_len) {
+  const unsigned char* base = static_cast<const unsigned char*>(m.addr);
+  std::memcpy(header_len, base, 8);  // little-endian host (static_assert above)
+  if (*header_len > kMaxHeaderSize)
+    fail(path, "header length " + std::to_string(*header_len) + " is absurdly large (limit " +
+                   std::to_string(kMaxHeaderSize) + " bytes); not a safetensors file?");
+  if (*header_len > m.size - 8)
+    fail(path, "truncated: header length " + std::to_string(*header_len) + " exceeds the " +
+                   std::to_string(m.size - 8) + " bytes after the length prefix");
+  std::string duplicate;
+  std::set<std::string> keys;
+  nlohmann::json header = parse_json_document(
+      reinterpret_cast<const char*>(base + 8), *header_len, path, "header is not valid JSON",
+      [&](int depth, const std::string& key) {
+        if (depth == 1 && !keys.insert(key).second && duplicate.empty()) duplicate = key;
+      });
+  if (!header.is_object()) fail(path, "header must be a JSON object, got " + brief(header));
+  if (!duplicate.empty()) fail(path, "header lists '" + duplicate + "' more than once");
+  return header;
+}
+
+std::map<std::string, std::string> parse_metadata(const std::string& path, const nlohmann::json& meta) {
+  if (!meta.is_object()) fail(path, "'__metadata__' must be an object of strings, got " + brief(meta));
+  std::map<std::string, std::string> out;
+  for (auto m = meta.begin(); m != meta.end(); ++m) {
+    if (!m->is_string()) fail(path, "'__metadata__' entry '" + m.key() + "' must be a string, got " + brief(*m));
+    out[m.key()] = m->get<std::string>();
+  }
+  return out;
+}
+
+// Non-empty byte ranges must not overlap (gaps are tolerated).
+void check_no_overlap(const std::string& path, const std::vector<Entry>& entries) {
+  std::vector<const Entry*> by_offset;
+  for (const Entry& e : entries)
+    if (e.end > e.begin) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const Entry& prev = *by_offset[i - 1];
+    const Entry& cur = *by_offset[i];
+    if (cur.begin < prev.end)
+      fail(path, "tensors '" + prev.name + "' " + range_str(prev.begin, prev.end) + " and '" + cur.name + "' " +
+                     range_str(cur.begin, cur.end) + " overlap");
+  }
+}
+
 }  // namespace
 
 SafeTensors SafeTensors::open(const std::string& path) {
   return with_ordo_errors(path, [&] {
-    // O_NONBLOCK: a FIFO must be refused below, not waited on for a writer.
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (fd.fd < 0) fail(path, "cannot open: " + errno_str());
-    struct stat st;
-    if (::fstat(fd.fd, &st) != 0) fail(path, "cannot stat: " + errno_str());
-    if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
-    const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-    if (file_size < 8)
-      fail(path, "file too short for a safetensors header (" + std::to_string(file_size) + " bytes, need at least 8)");
-
-    auto mapping = std::make_shared<Mapping>();
-    void* addr = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
-    if (addr == MAP_FAILED) fail(path, "mmap failed: " + errno_str());
-    mapping->addr = addr;
-    mapping->size = file_size;
-    const unsigned char* base = static_cast<const unsigned char*>(addr);
-
+    const std::shared_ptr<Mapping> mapping = map_file(path);
     uint64_t header_len = 0;
-    std::memcpy(&header_len, base, 8);  // little-endian host (static_assert above)
-    if (header_len > kMaxHeaderSize)
-      fail(path, "header length " + std::to_string(header_len) + " is absurdly large (limit " +
-                     std::to_string(kMaxHeaderSize) + " bytes); not a safetensors file?");
-    if (header_len > file_size - 8)
-      fail(path, "truncated: header length " + std::to_string(header_len) + " exceeds the " +
-                     std::to_string(file_size - 8) + " bytes after the length prefix");
-    const uint64_t data_size = file_size - 8 - header_len;
-    const unsigned char* data = base + 8 + header_len;
-
-    // Parse the header, rejecting duplicate top-level keys (nlohmann would silently keep the last one).
-    std::string duplicate;
-    std::set<std::string> keys;
-    const nlohmann::json header = parse_json_document(
-        reinterpret_cast<const char*>(base + 8), header_len, path, "header is not valid JSON",
-        [&](int depth, const std::string& key) {
-          if (depth == 1 && !keys.insert(key).second && duplicate.empty()) duplicate = key;
-        });
-    if (!header.is_object()) fail(path, "header must be a JSON object, got " + brief(header));
-    if (!duplicate.empty()) fail(path, "header lists '" + duplicate + "' more than once");
+    const nlohmann::json header = read_header(path, *mapping, &header_len);
+    const uint64_t data_size = mapping->size - 8 - header_len;
+    const unsigned char* data = static_cast<const unsigned char*>(mapping->addr) + 8 + header_len;
 
     SafeTensors st_out;
     st_out.path_ = path;
     st_out.mapping_ = mapping;
-
     std::vector<Entry> entries;
     entries.reserve(header.size());
     for (auto it = header.begin(); it != header.end(); ++it) {
-      if (it.key() == "__metadata__") {
-        if (!it->is_object()) fail(path, "'__metadata__' must be an object of strings, got " + brief(*it));
-        for (auto m = it->begin(); m != it->end(); ++m) {
-          if (!m->is_string())
-            fail(path, "'__metadata__' entry '" + m.key() + "' must be a string, got " + brief(*m));
-          st_out.metadata_[m.key()] = m->get<std::string>();
-        }
-        continue;
-      }
-      entries.push_back(parse_entry(path, it.key(), *it, data_size));
+      if (it.key() == "__metadata__")
+        st_out.metadata_ = parse_metadata(path, *it);
+      else
+        entries.push_back(parse_entry(path, it.key(), *it, data_size));
     }
-
-    // Non-empty byte ranges must not overlap (gaps are tolerated).
-    std::vector<const Entry*> by_offset;
-    for (const Entry& e : entries)
-      if (e.end > e.begin) by_offset.push_back(&e);
-    std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
-      return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
-    });
-    for (size_t i = 1; i < by_offset.size(); ++i) {
-      const Entry& prev = *by_offset[i - 1];
-      const Entry& cur = *by_offset[i];
-      if (cur.begin < prev.end)
-        fail(path, "tensors '" + prev.name + "' " + range_str(prev.begin, prev.end) + " and '" + cur.name + "' " +
-                       range_str(cur.begin, cur.end) + " overlap");
-    }
-
+    check_no_overlap(path, entries);
     for (Entry& e : entries) {
       e.tensor.data = const_cast<unsigned char*>(data + e.begin);  // read-only mapping; see header comment
       e.tensor.owner = mapping;

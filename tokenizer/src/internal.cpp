@@ -218,12 +218,6 @@ const AddedToken* AddedTokens::by_id(int32_t id) const {
   return it == by_id_.end() ? nullptr : &tokens_[it->second];
 }
 
-int32_t AddedTokens::max_id() const {
-  int32_t m = -1;
-  for (const auto& t : tokens_) m = std::max(m, t.id);
-  return m;
-}
-
 std::vector<AddedTokens::Chunk> AddedTokens::split(const std::string& text) const {
   std::vector<std::string> parts;
   if (tokens_.empty()) {

@@ -58,7 +58,6 @@ class AddedTokens {
   const AddedToken* by_id(int32_t id) const;
   bool empty() const { return tokens_.empty(); }
   const std::vector<AddedToken>& all() const { return tokens_; }
-  int32_t max_id() const;
 
   struct Chunk {
     std::string text;

@@ -18,6 +18,16 @@ const std::string kSpaceSymbol = "\xE2\x96\x81";  // U+2581, SentencePiece's whi
 
 enum class Style { Llama, T5, Plain };
 
+// The special-token strings a style names ("" for none) and how many <extra_id_i> it adds.
+struct SpecialStrings {
+  std::string bos, eos, unk, pad;
+  int extra_ids = 0;
+  bool is_one(const std::string& s) const { return s == bos || s == eos || s == unk || s == pad; }
+};
+struct SpecialIds {
+  int32_t bos = -1, eos = -1, unk = -1, pad = -1;
+};
+
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   SentencePieceTokenizer(const std::string& path, const TokenizerOptions& opts, const td::DirConfig& cfg);
@@ -36,6 +46,13 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::vector<std::string> hf_inner_tokenize(const std::string& text) const;  // _tokenize
   std::string tokens_to_string(std::vector<std::string> tokens) const;  // convert_tokens_to_string
   int32_t resolve(const std::string& token);                              // token string -> id
+  // The constructor's steps, in order.
+  void choose_style(const TokenizerOptions& opts, const td::DirConfig& cfg, int extra_opt);
+  void load_model();
+  SpecialStrings special_strings(const td::DirConfig& cfg, int extra_opt) const;
+  std::vector<std::string> add_tokens(const SpecialStrings& sp, const td::DirConfig& cfg);
+  SpecialIds collect_specials(const SpecialStrings& sp, const std::vector<std::string>& additional);
+  void choose_ids(const TokenizerOptions& opts, const td::DirConfig& cfg, const SpecialIds& ids);
 
   std::string path_;
   sentencepiece::SentencePieceProcessor sp_;
@@ -55,26 +72,38 @@ std::string status_text(const sentencepiece::util::Status& st) { return st.ToStr
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const TokenizerOptions& opts,
                                                const td::DirConfig& cfg)
     : path_(path) {
-  // Style: explicit option, else what the directory says, else T5 when extra ids are asked for.
   const int extra_opt = opts.extra_ids.value_or(cfg.extra_ids.value_or(-1));
   if (extra_opt > td::kMaxIdGap)
     throw Error("sentencepiece tokenizer: extra_ids " + std::to_string(extra_opt) + " is more than the limit of " +
                 std::to_string(td::kMaxIdGap));
+  choose_style(opts, cfg, extra_opt);
+  legacy_ = opts.legacy.value_or(cfg.legacy.value_or(true));
+  add_prefix_space_ = cfg.add_prefix_space.value_or(true);
+  load_model();
+  const SpecialStrings sp = special_strings(cfg, extra_opt);
+  const std::vector<std::string> additional = add_tokens(sp, cfg);
+  choose_ids(opts, cfg, collect_specials(sp, additional));
+  unk_token_ = sp.unk.empty() ? "<unk>" : sp.unk;
+  unk_token_length_ = sp_pieces(unk_token_).size();
+}
+
+// Style: explicit option, else what the directory says, else T5 when extra ids are asked for.
+void SentencePieceTokenizer::choose_style(const TokenizerOptions& opts, const td::DirConfig& cfg, int extra_opt) {
   if (opts.sp_style) {
     if (*opts.sp_style == "llama") style_ = Style::Llama;
     else if (*opts.sp_style == "t5") style_ = Style::T5;
     else if (*opts.sp_style == "plain") style_ = Style::Plain;
     else throw Error("sentencepiece tokenizer: unknown sp_style '" + *opts.sp_style + "' (llama, t5 or plain)");
-  } else {
-    const std::string mt = cfg.model_type.value_or("");
-    const std::string cls = cfg.tokenizer_class.value_or("");
-    if (mt == "t5" || mt == "mt5" || mt == "umt5" || cls.rfind("T5Tokenizer", 0) == 0 || extra_opt > 0)
-      style_ = Style::T5;
+    return;
   }
-  legacy_ = opts.legacy.value_or(cfg.legacy.value_or(true));
-  add_prefix_space_ = cfg.add_prefix_space.value_or(true);
+  const std::string mt = cfg.model_type.value_or("");
+  const std::string cls = cfg.tokenizer_class.value_or("");
+  if (mt == "t5" || mt == "mt5" || mt == "umt5" || cls.rfind("T5Tokenizer", 0) == 0 || extra_opt > 0)
+    style_ = Style::T5;
+}
 
-  std::string proto = td::read_file(path);
+void SentencePieceTokenizer::load_model() {
+  std::string proto = td::read_file(path_);
   if (!legacy_ && style_ != Style::Plain) {
     // HF legacy=False: the model with normalizer_spec.add_dummy_prefix = false. Protobuf merges a
     // repeated occurrence of a message field, so appending
@@ -83,93 +112,99 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const To
     proto += std::string("\x1A\x02\x18\x00", 4);
   }
   const auto st = sp_.LoadFromSerializedProto(proto);
-  if (!st.ok()) throw Error("sentencepiece tokenizer: cannot load " + path + ": " + status_text(st));
+  if (!st.ok()) throw Error("sentencepiece tokenizer: cannot load " + path_ + ": " + status_text(st));
   sp_size_ = sp_.GetPieceSize();
   vocab_ = sp_size_;
+}
 
+SpecialStrings SentencePieceTokenizer::special_strings(const td::DirConfig& cfg, int extra_opt) const {
   auto piece_or_empty = [&](int id) { return id >= 0 && id < sp_size_ ? sp_.IdToPiece(id) : std::string(); };
-  std::string bos, eos, unk, pad;
-  std::vector<std::string> additional;
-  int extra_ids = 0;
+  SpecialStrings sp;
   switch (style_) {
     case Style::Llama:
-      unk = cfg.unk_token.value_or("<unk>");
-      bos = cfg.bos_token.value_or("<s>");
-      eos = cfg.eos_token.value_or("</s>");
-      pad = cfg.pad_token.value_or("");
+      sp.unk = cfg.unk_token.value_or("<unk>");
+      sp.bos = cfg.bos_token.value_or("<s>");
+      sp.eos = cfg.eos_token.value_or("</s>");
+      sp.pad = cfg.pad_token.value_or("");
       break;
     case Style::T5:
-      unk = cfg.unk_token.value_or("<unk>");
-      eos = cfg.eos_token.value_or("</s>");
-      pad = cfg.pad_token.value_or("<pad>");
-      extra_ids = extra_opt >= 0 ? extra_opt : 100;
+      sp.unk = cfg.unk_token.value_or("<unk>");
+      sp.eos = cfg.eos_token.value_or("</s>");
+      sp.pad = cfg.pad_token.value_or("<pad>");
+      sp.extra_ids = extra_opt >= 0 ? extra_opt : 100;
       break;
     case Style::Plain:
-      unk = piece_or_empty(sp_.unk_id());
-      bos = piece_or_empty(sp_.bos_id());
-      eos = piece_or_empty(sp_.eos_id());
-      pad = piece_or_empty(sp_.pad_id());
+      sp.unk = piece_or_empty(sp_.unk_id());
+      sp.bos = piece_or_empty(sp_.bos_id());
+      sp.eos = piece_or_empty(sp_.eos_id());
+      sp.pad = piece_or_empty(sp_.pad_id());
       break;
   }
+  return sp;
+}
 
+// T5's <extra_id_i> and the directory's added tokens; returns the additional special strings.
+std::vector<std::string> SentencePieceTokenizer::add_tokens(const SpecialStrings& sp, const td::DirConfig& cfg) {
+  std::vector<std::string> additional;
   // T5: <extra_id_i> is the (i+1)-th id counted back from the end of sp vocab + extra_ids.
-  for (int i = 0; i < extra_ids; ++i) {
+  for (int i = 0; i < sp.extra_ids; ++i) {
     td::AddedToken t;
     t.content = "<extra_id_" + std::to_string(i) + ">";
-    t.id = sp_size_ - 1 + extra_ids - i;
+    t.id = sp_size_ - 1 + sp.extra_ids - i;
     t.lstrip = t.rstrip = true;
     added_.add(t);
     additional.push_back(t.content);
   }
-  if (extra_ids > 0) vocab_ = sp_size_ + extra_ids;
+  if (sp.extra_ids > 0) vocab_ = sp_size_ + sp.extra_ids;
   const size_t listed = static_cast<size_t>(vocab_) + cfg.added_tokens.size();
   for (const auto& t : cfg.added_tokens) {
-    td::check_id_limit(t.id, listed, "sentencepiece tokenizer: " + path + ": added token '" + t.content + "'");
+    td::check_id_limit(t.id, listed, "sentencepiece tokenizer: " + path_ + ": added token '" + t.content + "'");
     added_.add(t);
     vocab_ = std::max(vocab_, t.id + 1);
-    if (t.special && t.content != bos && t.content != eos && t.content != unk && t.content != pad)
-      additional.push_back(t.content);
+    if (t.special && !sp.is_one(t.content)) additional.push_back(t.content);
     if (!t.special) separate_strs_.insert(t.content);
   }
+  return additional;
+}
 
-  int32_t bos_tok = -1, eos_tok = -1, unk_tok = -1, pad_tok = -1;
+// HF's all_special_tokens and their ids; returns the bos, eos, unk and pad ids (-1 for none).
+SpecialIds SentencePieceTokenizer::collect_specials(const SpecialStrings& sp,
+                                                    const std::vector<std::string>& additional) {
+  SpecialIds ids;
+  special_strs_ = {sp.unk, sp.bos, sp.eos, sp.pad};
+  special_strs_.erase("");
   if (style_ != Style::Plain) {
-    // Special attributes become added tokens (no stripping), as PreTrainedTokenizer.__init__ does.
-    for (auto [s, out] : {std::pair{&unk, &unk_tok}, {&bos, &bos_tok}, {&eos, &eos_tok}, {&pad, &pad_tok}}) {
-      if (s->empty()) continue;
-      *out = resolve(*s);
-    }
-    special_strs_ = {unk, bos, eos, pad};
-    special_strs_.erase("");
+    // Special attributes become added tokens (no stripping), as PreTrainedTokenizer.__init__ does;
+    // in this order, as resolve() may append tokens.
+    for (auto [str, id] : {std::pair{&sp.unk, &ids.unk}, {&sp.bos, &ids.bos}, {&sp.eos, &ids.eos}, {&sp.pad, &ids.pad}})
+      if (!str->empty()) *id = resolve(*str);
     for (const auto& a : additional) {
       special_strs_.insert(a);
       const auto* t = added_.find(a);
       if (t && t->id >= sp_size_) separate_strs_.insert(a);
     }
   } else {
-    bos_tok = sp_.bos_id(), eos_tok = sp_.eos_id(), unk_tok = sp_.unk_id(), pad_tok = sp_.pad_id();
-    special_strs_ = {unk, bos, eos, pad};
-    special_strs_.erase("");
+    ids = {sp_.bos_id(), sp_.eos_id(), sp_.unk_id(), sp_.pad_id()};
   }
   for (const auto& s : special_strs_) {
     if (const auto* t = added_.find(s)) special_ids_.insert(t->id);
     else if (int id = sp_.PieceToId(s); id >= 0 && sp_.IdToPiece(id) == s) special_ids_.insert(id);
   }
+  return ids;
+}
 
-  bos_ = opts.bos_id.value_or(cfg.bos_id.value_or(bos_tok));
-  eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(eos_tok));
-  pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(pad_tok));
-  unk_ = opts.unk_id.value_or(unk_tok);
+void SentencePieceTokenizer::choose_ids(const TokenizerOptions& opts, const td::DirConfig& cfg, const SpecialIds& ids) {
+  bos_ = opts.bos_id.value_or(cfg.bos_id.value_or(ids.bos));
+  eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(ids.eos));
+  pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(ids.pad));
+  unk_ = opts.unk_id.value_or(ids.unk);
   add_bos_ = opts.add_bos.value_or(cfg.add_bos.value_or(style_ != Style::T5));
   add_eos_ = opts.add_eos.value_or(cfg.add_eos.value_or(style_ == Style::T5));
   if (add_bos_ && bos_ < 0) add_bos_ = false;
   if (add_eos_ && eos_ < 0) add_eos_ = false;
   auto known = [&](int32_t id) { return id >= 0 && id < vocab_ && (id < sp_size_ || added_.by_id(id)); };
-  if (add_bos_) td::check_emitted_id(bos_, known(bos_), "sentencepiece tokenizer: " + path + ": the BOS id");
-  if (add_eos_) td::check_emitted_id(eos_, known(eos_), "sentencepiece tokenizer: " + path + ": the EOS id");
-
-  unk_token_ = unk.empty() ? "<unk>" : unk;
-  unk_token_length_ = sp_pieces(unk_token_).size();
+  if (add_bos_) td::check_emitted_id(bos_, known(bos_), "sentencepiece tokenizer: " + path_ + ": the BOS id");
+  if (add_eos_) td::check_emitted_id(eos_, known(eos_), "sentencepiece tokenizer: " + path_ + ": the EOS id");
 }
 
 int32_t SentencePieceTokenizer::resolve(const std::string& token) {

@@ -57,7 +57,6 @@ std::string StreamDecoder::emit(size_t end, bool final) {
   }
   if (good_start(read_ids_) || end - prefix_ids_ > kMaxWindow) prefix_ids_ = read_ids_;
   read_ids_ = end;
-  emitted_ += out;
   return out;
 }
 

@@ -123,55 +123,54 @@ std::string shape(int64_t M, int64_t N, int64_t K) {
 const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8};
 const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
 
-void register_all() {
+// The kernels compared, as Kernel functions.
+void linear_onednn(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+  ordo::linear(Backend::OneDNN, x, M, K, w, y);
+}
+void openblas_sgemv(const float* x, int64_t, int64_t K, const ordo::Linear& w, float* y) {
+  ordo::detail::openblas_gemv(x, K, w.weight.f32(), w.weight.dim(0), w.bias.f32(), y);
+}
+void openblas_sgemm(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+  const int64_t N = w.weight.dim(0);
+  ordo::detail::openblas_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
+}
+void onednn_matmul(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+  const int64_t N = w.weight.dim(0);
+  ordo::detail::onednn_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
+}
+void onednn_sgemm(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+  const int64_t N = w.weight.dim(0);
+  ordo::detail::onednn_gemm(true, M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
+}
+
+void register_decode() {
   // (N, K): attention/out projection, MLP up, MLP down, LM head.
   const std::pair<int64_t, int64_t> decode_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {32000, 768}};
   for (auto [N, K] : decode_shapes) {
     const std::string s = shape(1, N, K);
     for (DType dt : kDTypes)  // the public entry point (M == 1 takes the matvec kernel)
-      reg("decode/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true,
-          [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-            ordo::linear(Backend::OneDNN, x, M, K, w, y);
-          });
+      reg("decode/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true, linear_onednn);
     // F32 alternatives for the M == 1 decision.
-    reg("decode/variant/openblas_sgemv/F32/" + s, 1, N, K, DType::F32, true,
-        [](const float* x, int64_t, int64_t K, const ordo::Linear& w, float* y) {
-          ordo::detail::openblas_gemv(x, K, w.weight.f32(), w.weight.dim(0), w.bias.f32(), y);
-        });
-    reg("decode/variant/openblas_sgemm/F32/" + s, 1, N, K, DType::F32, true,
-        [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-          const int64_t N = w.weight.dim(0);
-          ordo::detail::openblas_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
-        });
-    reg("decode/variant/onednn_matmul/F32/" + s, 1, N, K, DType::F32, true,
-        [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-          const int64_t N = w.weight.dim(0);
-          ordo::detail::onednn_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
-        });
-    reg("decode/variant/onednn_sgemm/F32/" + s, 1, N, K, DType::F32, true,
-        [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-          const int64_t N = w.weight.dim(0);
-          ordo::detail::onednn_gemm(true, M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
-        });
+    reg("decode/variant/openblas_sgemv/F32/" + s, 1, N, K, DType::F32, true, openblas_sgemv);
+    reg("decode/variant/openblas_sgemm/F32/" + s, 1, N, K, DType::F32, true, openblas_sgemm);
+    reg("decode/variant/onednn_matmul/F32/" + s, 1, N, K, DType::F32, true, onednn_matmul);
+    reg("decode/variant/onednn_sgemm/F32/" + s, 1, N, K, DType::F32, true, onednn_sgemm);
   }
+}
 
-  // Batched decode: M sequences' rows through the matvec kernels (weights read once), and the
-  // backend GEMM at the same M for comparison.
+// Batched decode: M sequences' rows through the matvec kernels (weights read once), and the
+// backend GEMM at the same M for comparison.
+void register_batch() {
   for (int64_t M : {2, 4, 8, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
       for (DType dt : {DType::F32, DType::I8})
-        reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true,
-            [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-              ordo::linear(Backend::OneDNN, x, M, K, w, y);
-            });
-      reg("batch/variant/onednn_matmul/F32/" + s, M, N, K, DType::F32, true,
-          [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-            const int64_t N = w.weight.dim(0);
-            ordo::detail::onednn_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
-          });
+        reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_onednn);
+      reg("batch/variant/onednn_matmul/F32/" + s, M, N, K, DType::F32, true, onednn_matmul);
     }
+}
 
+void register_prefill() {
   const std::pair<int64_t, int64_t> prefill_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}};
   for (int64_t M : {128, 512})
     for (auto [N, K] : prefill_shapes) {
@@ -182,34 +181,40 @@ void register_all() {
               K, dt, false, [be](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
                 ordo::linear(be, x, M, K, w, y);
               });
-      reg("prefill/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, false,
-          [](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-            const int64_t N = w.weight.dim(0);
-            ordo::detail::onednn_gemm(true, M, N, K, 1.0f, x, K, w.weight.f32(), K, 0.0f, y, N);
-          });
+      reg("prefill/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, false, onednn_sgemm);
     }
+}
 
-  // A GPT-2-sized MLP block, rmsnorm → up → GELU → down → residual, so OpenMP kernels and the
-  // backend's threads alternate as in a real forward pass.
+// A GPT-2-sized MLP block, rmsnorm → up → GELU → down → residual, so OpenMP kernels and the
+// backend's threads alternate as in a real forward pass.
+void mlp_block(benchmark::State& state, Backend be, int64_t M) {
+  const int64_t D = 768, F = 3072;
+  ordo::Linear up = make_linear(F, D, DType::F32, 3), down = make_linear(D, F, DType::F32, 4);
+  std::vector<float> x(size_t(M * D)), h(size_t(M * D)), a(size_t(M * F)), o(size_t(M * D)), g(size_t(D), 1.0f);
+  fill_random(x.data(), x.size(), 5);
+  for (auto _ : state) {
+    ordo::rmsnorm(x.data(), g.data(), 1e-5f, M, D, h.data());
+    ordo::linear(be, h.data(), M, D, up, a.data());
+    ordo::activate(ordo::Activation::GeluErf, a.data(), M * F);
+    ordo::linear(be, a.data(), M, F, down, o.data());
+    ordo::add_inplace(o.data(), x.data(), M * D);
+    benchmark::DoNotOptimize(o.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * double(M * D * F) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+  register_decode();
+  register_batch();
+  register_prefill();
   for (Backend be : kBackends)
     for (int64_t M : {1, 16, 128}) {
       const std::string name = "mlp_block/" + std::string(ordo::backend_name(be)) + "/M=" + std::to_string(M);
-      benchmark::RegisterBenchmark(name.c_str(), [be, M](benchmark::State& state) {
-        const int64_t D = 768, F = 3072;
-        ordo::Linear up = make_linear(F, D, DType::F32, 3), down = make_linear(D, F, DType::F32, 4);
-        std::vector<float> x(size_t(M * D)), h(size_t(M * D)), a(size_t(M * F)), o(size_t(M * D)), g(size_t(D), 1.0f);
-        fill_random(x.data(), x.size(), 5);
-        for (auto _ : state) {
-          ordo::rmsnorm(x.data(), g.data(), 1e-5f, M, D, h.data());
-          ordo::linear(be, h.data(), M, D, up, a.data());
-          ordo::activate(ordo::Activation::GeluErf, a.data(), M * F);
-          ordo::linear(be, a.data(), M, F, down, o.data());
-          ordo::add_inplace(o.data(), x.data(), M * D);
-          benchmark::DoNotOptimize(o.data());
-        }
-        state.counters["GFLOP/s"] =
-            benchmark::Counter(4.0 * double(M * D * F) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-      })->Unit(benchmark::kMicrosecond)->UseRealTime()->ComputeStatistics("min", min_of);
+      benchmark::RegisterBenchmark(name.c_str(), [be, M](benchmark::State& state) { mlp_block(state, be, M); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime()
+          ->ComputeStatistics("min", min_of);
     }
 }
 

@@ -351,14 +351,85 @@ struct CompareCommand : Command {
     }
   }
 
-  int run() override {
-    validate();
+  void check_tasks() const {
     for (std::stringstream ss(tasks); ss.good();) {
       std::string t;
       std::getline(ss, t, ',');
       if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention")
         throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention)");
     }
+  }
+
+  // The held-out text (--text, else the zoo's heldout.txt) and the word pairs (--pairs, else built
+  // from that text); `source` says where the pairs came from.
+  std::vector<probes::WordPair> load_pairs(const std::string& zdir, std::string& text, std::string& source) {
+    if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
+      text_file = (fs::path(zdir) / "heldout.txt").string();
+    text = text_file.empty() ? std::string() : read_input_text(text_file);
+    if (!pairs_file.empty()) {
+      source = pairs_file;
+      return probes::parse_pairs(read_input_text(pairs_file), pairs_file);
+    }
+    if (text.empty()) return {};
+    source = "built from " + text_file;
+    return probes::default_pairs(text, static_cast<size_t>(max_pairs));
+  }
+
+  json settings_json(const std::string& pairs_source, const std::vector<int64_t>& multiples) const {
+    return {{"text", text_file},
+            {"pairs_source", pairs_source},
+            {"max_pairs", max_pairs},
+            {"multiples", multiples},
+            {"ctx_base", ctx_base},
+            {"attention_windows", attn_windows},
+            {"length_tokens", length_tokens},
+            {"pair_seed", probes::kPairSeed},
+            {"permutation_seed", probes::kPermutationSeed},
+            {"quick", quick},
+            {"tasks", tasks}};
+  }
+
+  // Every probe's results, one row per model (length: one per model and multiple).
+  struct Results {
+    json word_order = json::array(), permutation = json::array(), length = json::array(), attention = json::array();
+    std::vector<probes::DistanceBucket> buckets;  // the longest model's
+  };
+
+  // Loads one entry, adds its description to doc["models"] and its rows to r.
+  void probe_entry(const Entry& e, const ModelOptions& opts, const std::string& text,
+                   const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples,
+                   const Progress& pg, json& doc, Results& r) const {
+    std::cerr << "[" << e.label << "] loading " << e.dir << (e.position.empty() ? "" : " with --position " + e.position)
+              << "\n";
+    std::string tok_error;
+    Model m = load_entry(e, opts, tok_error);
+    const PositionConfig& pc = m.spec().position;
+    const int64_t trained = pc.max_positions > 0 ? pc.max_positions : 128;
+    std::vector<int32_t> heldout;
+    if (m.has_tokenizer() && !text.empty()) heldout = m.encode(text, false);
+    const Subject s{e, m, pc.scheme, tok_error, trained, ctx_base > 0 ? ctx_base : trained, std::move(heldout)};
+    doc["models"].push_back({{"label", e.label},
+                             {"dir", e.dir},
+                             {"scheme", s.scheme},
+                             {"position_override", e.position},
+                             {"family", m.family()},
+                             {"trained_length", s.trained},
+                             {"ctx_base", s.base},
+                             {"heldout_tokens", s.heldout.size()},
+                             {"tokenizer", m.has_tokenizer()}});
+    if (want("word-order")) r.word_order.push_back(word_order_result(s, pairs, pg));
+    if (want("permutation")) r.permutation.push_back(permutation_result(s));
+    if (want("length")) length_results(s, multiples, pg, r.length);
+    if (want("attention")) {
+      const std::vector<probes::DistanceBucket> bk = probes::distance_buckets(s.base - 1);
+      if (bk.size() > r.buckets.size()) r.buckets = bk;
+      r.attention.push_back(attention_result(s, bk, pg));
+    }
+  }
+
+  int run() override {
+    validate();
+    check_tasks();
     if (!positions.empty() && dirs.empty()) throw Error("--position makes ablations of -m models: give -m DIR");
     const std::vector<int64_t> multiples = parse_multiples();
     if (max_pairs <= 0) max_pairs = quick ? 8 : 200;
@@ -368,83 +439,32 @@ struct CompareCommand : Command {
 
     std::string zdir;
     const std::vector<Entry> entries = collect_entries(zdir);
-
-    // Text and pairs.
-    if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
-      text_file = (fs::path(zdir) / "heldout.txt").string();
-    const std::string text = text_file.empty() ? std::string() : read_input_text(text_file);
-    std::vector<probes::WordPair> pairs;
-    std::string pairs_source;
-    if (!pairs_file.empty()) {
-      pairs = probes::parse_pairs(read_input_text(pairs_file), pairs_file);
-      pairs_source = pairs_file;
-    } else if (!text.empty()) {
-      pairs = probes::default_pairs(text, static_cast<size_t>(max_pairs));
-      pairs_source = "built from " + text_file;
-    }
+    std::string text, pairs_source;
+    const std::vector<probes::WordPair> pairs = load_pairs(zdir, text, pairs_source);
 
     json doc;
     doc["tool"] = "ordo compare";
     doc["format"] = 1;
-    doc["settings"] = {{"text", text_file},
-                       {"pairs_source", pairs_source},
-                       {"max_pairs", max_pairs},
-                       {"multiples", multiples},
-                       {"ctx_base", ctx_base},
-                       {"attention_windows", attn_windows},
-                       {"length_tokens", length_tokens},
-                       {"pair_seed", probes::kPairSeed},
-                       {"permutation_seed", probes::kPermutationSeed},
-                       {"quick", quick},
-                       {"tasks", tasks}};
+    doc["settings"] = settings_json(pairs_source, multiples);
     doc["models"] = json::array();
-    json wo = json::array(), perm = json::array(), len = json::array(), attn = json::array();
-    json pair_list = json::array();
-    for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
-    std::vector<probes::DistanceBucket> buckets;
-
+    Results r;
     ModelOptions opts;
     opts.backend = parse_backend(backend);
     opts.threads = threads;
-    for (const Entry& e : entries) {
-      std::cerr << "[" << e.label << "] loading " << e.dir
-                << (e.position.empty() ? "" : " with --position " + e.position) << "\n";
-      std::string tok_error;
-      Model m = load_entry(e, opts, tok_error);
-      const PositionConfig& pc = m.spec().position;
-      const int64_t trained = pc.max_positions > 0 ? pc.max_positions : 128;
-      std::vector<int32_t> heldout;
-      if (m.has_tokenizer() && !text.empty()) heldout = m.encode(text, false);
-      const Subject s{e, m, pc.scheme, tok_error, trained, ctx_base > 0 ? ctx_base : trained, std::move(heldout)};
-      doc["models"].push_back({{"label", e.label},
-                               {"dir", e.dir},
-                               {"scheme", s.scheme},
-                               {"position_override", e.position},
-                               {"family", m.family()},
-                               {"trained_length", s.trained},
-                               {"ctx_base", s.base},
-                               {"heldout_tokens", s.heldout.size()},
-                               {"tokenizer", m.has_tokenizer()}});
-      if (want("word-order")) wo.push_back(word_order_result(s, pairs, pg));
-      if (want("permutation")) perm.push_back(permutation_result(s));
-      if (want("length")) length_results(s, multiples, pg, len);
-      if (want("attention")) {
-        const std::vector<probes::DistanceBucket> bk = probes::distance_buckets(s.base - 1);
-        if (bk.size() > buckets.size()) buckets = bk;
-        attn.push_back(attention_result(s, bk, pg));
-      }
-    }
+    for (const Entry& e : entries) probe_entry(e, opts, text, pairs, multiples, pg, doc, r);
     // Every model's bucket list is a prefix of the longest: pad the shorter ones with n/a.
-    for (json& r : attn)
+    for (json& row : r.attention)
       for (const char* key : {"mean_weight", "mass"})
-        while (r[key].size() < buckets.size()) r[key].push_back(nullptr);
+        while (row[key].size() < r.buckets.size()) row[key].push_back(nullptr);
     json jb = json::array();
-    for (const probes::DistanceBucket& b : buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", b.label()}});
+    for (const probes::DistanceBucket& b : r.buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", b.label()}});
+    json pair_list = json::array();
+    for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
 
-    if (want("word-order")) doc["word_order"] = {{"pairs", pair_list}, {"results", wo}};
-    if (want("permutation")) doc["permutation"] = {{"results", perm}};
-    if (want("length")) doc["length"] = {{"results", len}};
-    if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", attn}};
+    if (want("word-order")) doc["word_order"] = {{"pairs", pair_list}, {"results", r.word_order}};
+    if (want("permutation")) doc["permutation"] = {{"results", r.permutation}};
+    if (want("length")) doc["length"] = {{"results", r.length}};
+    if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", r.attention}};
     write_outputs(doc);
     return 0;
   }
@@ -559,6 +579,34 @@ struct CompareCommand : Command {
     h << "</table>\n";
   }
 
+  // One table row per result of doc[section]: model, scheme, the `lead` fields, then `fields` (n/a
+  // across them when the probe gave no `chart` field), the error; the table closed. Returns the
+  // models and each one's `chart` field (NaN when n/a), for the section's chart.
+  static std::pair<std::vector<std::string>, std::vector<double>> html_result_rows(
+      const json& doc, const std::string& section, std::initializer_list<const char*> lead,
+      std::initializer_list<const char*> fields, const char* chart, std::ostream& h) {
+    std::vector<std::string> labels;
+    std::vector<double> values;
+    const json& results = doc[section]["results"];
+    for (size_t i = 0; i < results.size(); ++i) {
+      const json& r = results[i];
+      const std::string p = "/" + section + "/results/" + std::to_string(i) + "/";
+      labels.push_back(r["model"].get<std::string>());
+      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
+      for (const char* f : lead) h << cell(doc, p + f);
+      if (r.contains(chart)) {
+        for (const char* f : fields) h << cell(doc, p + f);
+        values.push_back(r[chart].get<double>());
+      } else {
+        h << "<td class=\"na\" colspan=\"" << fields.size() << "\">n/a</td>";
+        values.push_back(NAN);
+      }
+      h << err_cell(r) << "</tr>\n";
+    }
+    h << "</table>\n";
+    return {labels, values};
+  }
+
   // The word-order table, its accuracy chart and the pairs.
   static void html_word_order(const json& doc, std::ostream& h) {
     const json& wo = doc["word_order"];
@@ -569,24 +617,8 @@ struct CompareCommand : Command {
          "log-prob(swapped), "
          "nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
          "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
-    std::vector<std::string> labels;
-    std::vector<double> acc;
-    for (size_t i = 0; i < wo["results"].size(); ++i) {
-      const json& r = wo["results"][i];
-      const std::string p = "/word_order/results/" + std::to_string(i);
-      labels.push_back(r["model"].get<std::string>());
-      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
-      if (r.contains("accuracy")) {
-        h << cell(doc, p + "/pairs") << cell(doc, p + "/wins") << cell(doc, p + "/ties")
-          << cell(doc, p + "/accuracy") << cell(doc, p + "/mean_margin");
-        acc.push_back(r["accuracy"].get<double>());
-      } else {
-        h << "<td class=\"na\" colspan=\"5\">n/a</td>";
-        acc.push_back(NAN);
-      }
-      h << err_cell(r) << "</tr>\n";
-    }
-    h << "</table>\n";
+    const auto [labels, acc] =
+        html_result_rows(doc, "word_order", {}, {"pairs", "wins", "ties", "accuracy", "mean_margin"}, "accuracy", h);
     ChartOptions co;
     co.title = "word order: accuracy (0.5 = chance)";
     co.x_label = "accuracy";
@@ -609,25 +641,8 @@ struct CompareCommand : Command {
          "only.</p>\n"
          "<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th><th>relative</th>"
          "<th>max |h|</th><th></th></tr>\n";
-    std::vector<std::string> labels;
-    std::vector<double> errs;
-    for (size_t i = 0; i < doc["permutation"]["results"].size(); ++i) {
-      const json& r = doc["permutation"]["results"][i];
-      const std::string p = "/permutation/results/" + std::to_string(i);
-      labels.push_back(r["model"].get<std::string>());
-      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>())
-        << cell(doc, p + "/tokens");
-      if (r.contains("max_abs_error")) {
-        h << cell(doc, p + "/max_abs_error") << cell(doc, p + "/rel_error")
-          << cell(doc, p + "/max_abs_hidden");
-        errs.push_back(r["rel_error"].get<double>());
-      } else {
-        h << "<td class=\"na\" colspan=\"3\">n/a</td>";
-        errs.push_back(NAN);
-      }
-      h << err_cell(r) << "</tr>\n";
-    }
-    h << "</table>\n";
+    const auto [labels, errs] = html_result_rows(doc, "permutation", {"tokens"},
+                                                 {"max_abs_error", "rel_error", "max_abs_hidden"}, "rel_error", h);
     ChartOptions co;
     co.title = "permutation probe: relative error (log scale)";
     co.x_label = "max |h(perm x) − perm h(x)| / max |h|";

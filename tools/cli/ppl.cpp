@@ -105,6 +105,67 @@ struct PplCommand : Command {
     if (!plot_out.empty() && plot_out.size() < 4) throw Error("--plot needs a file name ending in .svg");
   }
 
+  // The position settings one row runs with: the model's, with `s`'s scaling at context ctx.
+  PositionConfig position_for(const PositionConfig& base, const Setting& s, int64_t ctx, int64_t trained) const {
+    PositionConfig pc = base;
+    if (!position.empty()) pc.scheme = position;
+    if (s.from_model) return pc;
+    Scaling sc = s.type == base.scaling.type ? base.scaling : Scaling{};
+    sc.type = s.type;
+    // Dynamic NTK derives its stretch from the length itself (factor 1 gives NTK at exactly
+    // ctx / trained); a factor of ctx / trained on top would compound to s·ctx/trained − (s−1).
+    const double automatic = s.type == ScalingType::Dynamic ? 1.0 : std::max(1.0, double(ctx) / double(trained));
+    const double f = s.factor > 0 ? s.factor : factor > 0 ? factor : automatic;
+    if (s.type != ScalingType::None) sc.factor = f;
+    if (original_max > 0) sc.original_max_positions = original_max;
+    pc.scaling = sc;
+    return pc;
+  }
+
+  // One (setting, ctx) row, scored and printed; a setting the model refuses is a row with its error.
+  nlohmann::json score_row(Model& m, const std::vector<int32_t>& ids, const Setting& s, int64_t ctx,
+                           const PositionConfig& pc, bool tty) const {
+    nlohmann::json row = {{"scaling", s.label},
+                          {"type", scaling_name(pc.scaling.type)},
+                          {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor},
+                          {"ctx", ctx}};
+    try {
+      m.engine().set_position(pc);
+      PerplexityResult r = perplexity(
+          m.engine(), ids, ctx, stride,
+          [&](int64_t done, int64_t total) {
+            if (tty) std::cerr << "\r[" << s.label << "] ctx " << ctx << ": " << done << "/" << total << " windows" << std::flush;
+          },
+          batch);
+      if (tty) std::cerr << "\r\033[K";
+      row["tokens"] = r.tokens;
+      row["windows"] = r.windows;
+      row["ppl"] = r.ppl();
+    } catch (const Error& e) {
+      if (tty) std::cerr << "\r\033[K";
+      row["tokens"] = 0;
+      row["ppl"] = nullptr;
+      row["error"] = e.what();
+      std::cerr << "[" << s.label << "] ctx " << ctx << ": " << e.what() << "\n";
+    }
+    std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>() << std::setw(8)
+              << ctx << std::setw(10) << row["tokens"].get<int64_t>()
+              << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
+              << std::flush;
+    return row;
+  }
+
+  void write_plot(const std::vector<Series>& series, int64_t trained) const {
+    ChartOptions o;
+    o.title = "perplexity vs context length (trained " + std::to_string(trained) + ")";
+    o.x_label = "context length (tokens)";
+    o.y_label = "perplexity";
+    o.log_x = o.log_y = true;
+    std::ofstream f(plot_out);
+    if (!f) throw Error(plot_out + ": cannot open for writing");
+    f << svg_line_chart(series, o);
+  }
+
   int run() override {
     validate();
     const std::vector<int64_t> ctxs = contexts();
@@ -135,52 +196,11 @@ struct PplCommand : Command {
       Series line;
       line.name = s.label;
       for (int64_t ctx : ctxs) {
-        PositionConfig pc = base;
-        if (!position.empty()) pc.scheme = position;
-        if (!s.from_model) {
-          Scaling sc = s.type == base.scaling.type ? base.scaling : Scaling{};
-          sc.type = s.type;
-          // Dynamic NTK derives its stretch from the length itself (factor 1 gives NTK at exactly
-          // ctx / trained); a factor of ctx / trained on top would compound to s·ctx/trained − (s−1).
-          const double automatic =
-              s.type == ScalingType::Dynamic ? 1.0 : std::max(1.0, double(ctx) / double(trained));
-          const double f = s.factor > 0 ? s.factor : factor > 0 ? factor : automatic;
-          if (s.type != ScalingType::None) sc.factor = f;
-          if (original_max > 0) sc.original_max_positions = original_max;
-          pc.scaling = sc;
-        }
-        nlohmann::json row = {{"scaling", s.label},
-                              {"type", scaling_name(pc.scaling.type)},
-                              {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor},
-                              {"ctx", ctx}};
-        try {
-          m.engine().set_position(pc);
-          PerplexityResult r = perplexity(
-              m.engine(), ids, ctx, stride,
-              [&](int64_t done, int64_t total) {
-                if (tty)
-                  std::cerr << "\r[" << s.label << "] ctx " << ctx << ": " << done << "/" << total
-                            << " windows" << std::flush;
-              },
-              batch);
-          if (tty) std::cerr << "\r\033[K";
-          row["tokens"] = r.tokens;
-          row["windows"] = r.windows;
-          row["ppl"] = r.ppl();
+        const nlohmann::json row = score_row(m, ids, s, ctx, position_for(base, s, ctx, trained), tty);
+        if (!row["ppl"].is_null()) {
           line.x.push_back(static_cast<double>(ctx));
-          line.y.push_back(r.ppl());
-        } catch (const Error& e) {
-          if (tty) std::cerr << "\r\033[K";
-          row["tokens"] = 0;
-          row["ppl"] = nullptr;
-          row["error"] = e.what();
-          std::cerr << "[" << s.label << "] ctx " << ctx << ": " << e.what() << "\n";
+          line.y.push_back(row["ppl"].get<double>());
         }
-        std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>()
-                  << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
-                  << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>()))
-                  << "\n"
-                  << std::flush;
         results.push_back(row);
       }
       series.push_back(line);
@@ -192,16 +212,7 @@ struct PplCommand : Command {
                             {"trained_length", trained},     {"results", results}};
       std::ofstream(json_out) << doc.dump(2) << "\n";
     }
-    if (!plot_out.empty()) {
-      ChartOptions o;
-      o.title = "perplexity vs context length (trained " + std::to_string(trained) + ")";
-      o.x_label = "context length (tokens)";
-      o.y_label = "perplexity";
-      o.log_x = o.log_y = true;
-      std::ofstream f(plot_out);
-      if (!f) throw Error(plot_out + ": cannot open for writing");
-      f << svg_line_chart(series, o);
-    }
+    if (!plot_out.empty()) write_plot(series, trained);
     return 0;
   }
 };

@@ -34,7 +34,6 @@ struct Linear {
   std::shared_ptr<const PackedWeight> packed;
   bool present() const { return !weight.empty(); }
   int64_t out_features() const { return weight.dim(0); }
-  int64_t in_features() const { return weight.dim(1); }
 };
 
 // y[M, N] = x[M, K] · Wᵀ + b.

@@ -88,7 +88,6 @@ class Transformer {
   explicit Transformer(ModelSpec spec, Backend backend = Backend::OpenBLAS);
 
   const ModelSpec& spec() const { return spec_; }
-  Backend backend() const { return backend_; }
   void set_backend(Backend b) { backend_ = b; }
 
   // Replaces the position scheme and/or its scaling (ablations, long context).
@@ -207,6 +206,15 @@ class Transformer {
   };
   std::vector<ForwardOutput> step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
                                   bool prompts_alone) const;
+  // step()'s parts: the requests checked and sized into b; their rows placed (ids, positions, cache
+  // slots; returns each sequence's next position); the logits each request asks for from the final
+  // hidden rows x; the sequences advanced once the step has run.
+  void check_step(const std::vector<StepInput>& in, Batch& b) const;
+  std::vector<int64_t> place_step(const std::vector<StepInput>& in, Batch& b, std::vector<int32_t>& ids,
+                                  std::vector<int32_t>& pos) const;
+  void step_outputs(const std::vector<StepInput>& in, const Batch& b, const float* x,
+                    std::vector<ForwardOutput>& out) const;
+  static void advance(const std::vector<StepInput>& in, const std::vector<int64_t>& next);
   // logits(); matvec: every row through the matvec kernels (each row's bits as alone).
   Tensor logits_of(const float* h, int64_t T, bool matvec) const;
   std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;

@@ -126,10 +126,6 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
-// Builds the engine spec for a model directory without tokenizer or runtime (for `ordo inspect`).
-// Returns the family name in *family when given.
-ModelSpec load_spec(const std::string& dir, std::string* family = nullptr);
-
 // `ordo quantize`: writes out_dir (created if needed) as a copy of in_dir whose linear weights
 // are stored as `dtype`: same tensor names in model.safetensors; for I8 a "<name>.scales" F32 [out]
 // tensor per weight. config.json gains "ordo_quantization": {"dtype", "scheme"} (also in the

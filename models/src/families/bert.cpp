@@ -7,12 +7,8 @@ namespace ordo {
 
 ModelSpec build_bert(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Encoder;
+  ModelSpec s = c.start_spec(GraphKind::Encoder, {"hidden_size"}, {"num_attention_heads"});
   s.pre_norm = false;
-  c.read_attention_dims(s, {"hidden_size"}, {"num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t n_types = cfg.get_int("type_vocab_size", 2);
@@ -37,8 +33,7 @@ ModelSpec build_bert(const FamilyContext& c) {
     s.token_type_embed = c.get(p0 + "embeddings.token_type_embeddings.weight", {n_types, s.d_model});
   s.embed_norm = c.norm(p0 + "embeddings.LayerNorm", NormKind::Layer, eps, s.d_model);
 
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = p0 + "encoder.layer." + std::to_string(l) + ".";
+  s.encoder.layers = c.layers(p0 + "encoder.layer.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.self_attn.q = c.linear(p + "attention.self.query", s.d_model, s.d_model, true);
     ly.self_attn.k = c.linear(p + "attention.self.key", s.d_model, s.d_model, true);
@@ -49,14 +44,12 @@ ModelSpec build_bert(const FamilyContext& c) {
     ly.ffn.down = c.linear(p + "output.dense", s.d_model, ffn, true);
     ly.ffn.act = act;
     ly.ffn_norm = c.norm(p + "output.LayerNorm", NormKind::Layer, eps, s.d_model);
-    s.encoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   // Post-norm: the last layer's output is the final hidden state (no final norm).
   if (c.has(p0 + "pooler.dense.weight")) s.pooler = c.linear(p0 + "pooler.dense", s.d_model, s.d_model, true);
 
-  s.pad_id = c.token_id("pad_token_id", 0);
-  s.bos_id = c.token_id("bos_token_id", -1);
-  s.eos_id = c.token_id("eos_token_id", -1);
+  c.read_special_ids(s, -1, -1, 0);
   return s;
 }
 

@@ -7,11 +7,7 @@ namespace ordo {
 
 ModelSpec build_bloom(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  c.read_attention_dims(s, {"hidden_size", "n_embed"}, {"n_head", "num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"hidden_size", "n_embed"}, {"n_head", "num_attention_heads"});
   const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
@@ -28,27 +24,21 @@ ModelSpec build_bloom(const FamilyContext& c) {
   const std::string root = c.has("transformer.word_embeddings.weight") ? "transformer." : "";
   s.tok_embed = c.get(root + "word_embeddings.weight", {s.vocab_size, d});
   s.embed_norm = c.norm(root + "word_embeddings_layernorm", NormKind::Layer, eps, d);
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = root + "h." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers(root + "h.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "input_layernorm", NormKind::Layer, eps, d);
-    const Linear qkv = c.linear(p + "self_attention.query_key_value", 3 * d, d, true);
-    AttentionWeights& a = ly.self_attn;
-    split_per_head_qkv(qkv.weight, H, hd, &a.q.weight, &a.k.weight, &a.v.weight);
-    split_per_head_qkv(qkv.bias, H, hd, &a.q.bias, &a.k.bias, &a.v.bias);
-    a.out = c.linear(p + "self_attention.dense", d, d, true);
+    split_qkv_per_head(c.linear(p + "self_attention.query_key_value", 3 * d, d, true), H, hd, ly.self_attn);
+    ly.self_attn.out = c.linear(p + "self_attention.dense", d, d, true);
     ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::Layer, eps, d);
     ly.ffn.up = c.linear(p + "mlp.dense_h_to_4h", 4 * d, d, true);
     ly.ffn.down = c.linear(p + "mlp.dense_4h_to_h", d, 4 * d, true);
     ly.ffn.act = Activation::GeluTanh;
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   s.decoder.final_norm = c.norm(root + "ln_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 1);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", 3);
+  c.read_special_ids(s, 1, 2, 3);
   return s;
 }
 

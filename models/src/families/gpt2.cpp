@@ -19,11 +19,7 @@ Linear conv1d(const FamilyContext& c, const std::string& prefix, int64_t in, int
 
 ModelSpec build_gpt2(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  c.read_attention_dims(s, {"n_embd", "hidden_size"}, {"n_head", "num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"n_embd", "hidden_size"}, {"n_head", "num_attention_heads"});
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * s.d_model;
   const float eps = cfg.get_eps("layer_norm_epsilon", 1e-5);
@@ -40,30 +36,21 @@ ModelSpec build_gpt2(const FamilyContext& c) {
 
   s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, s.d_model});
   const int64_t d = s.d_model;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "transformer.h." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers("transformer.h.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "ln_1", NormKind::Layer, eps, d);
-    const Linear qkv = conv1d(c, p + "attn.c_attn", d, 3 * d);
-    AttentionWeights& a = ly.self_attn;
-    Linear* parts[3] = {&a.q, &a.k, &a.v};
-    for (int i = 0; i < 3; ++i) {
-      parts[i]->weight = slice_rows(qkv.weight, i * d, (i + 1) * d);
-      parts[i]->bias = slice_rows(qkv.bias, i * d, (i + 1) * d);
-    }
-    a.out = conv1d(c, p + "attn.c_proj", d, d);
+    split_qkv(conv1d(c, p + "attn.c_attn", d, 3 * d), d, ly.self_attn);
+    ly.self_attn.out = conv1d(c, p + "attn.c_proj", d, d);
     ly.ffn_norm = c.norm(p + "ln_2", NormKind::Layer, eps, d);
     ly.ffn.up = conv1d(c, p + "mlp.c_fc", d, ffn);
     ly.ffn.down = conv1d(c, p + "mlp.c_proj", ffn, d);
     ly.ffn.act = act;
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   s.decoder.final_norm = c.norm("transformer.ln_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 50256);
-  s.eos_id = c.token_id("eos_token_id", 50256);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 50256, 50256, -1);
   return s;
 }
 

@@ -10,11 +10,7 @@ namespace ordo {
 
 ModelSpec build_gpt_neox(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  c.read_attention_dims(s, {"hidden_size"}, {"num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"hidden_size"}, {"num_attention_heads"});
   const int64_t d = s.d_model, hd = s.head_dim, H = s.n_heads;
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t ffn = cfg.get_count("intermediate_size");
@@ -34,29 +30,21 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
   s.position.scaling = parse_rope_scaling(cfg);
 
   s.tok_embed = c.get("gpt_neox.embed_in.weight", {s.vocab_size, d});
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers("gpt_neox.layers.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "input_layernorm", NormKind::Layer, eps, d);
     ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::Layer, eps, d);
-    const Linear qkv = attn_bias ? c.linear(p + "attention.query_key_value", 3 * d, d, true)
-                                 : c.linear_no_bias(p + "attention.query_key_value", 3 * d, d);
-    AttentionWeights& a = ly.self_attn;
-    split_per_head_qkv(qkv.weight, H, hd, &a.q.weight, &a.k.weight, &a.v.weight);
-    if (!qkv.bias.empty()) split_per_head_qkv(qkv.bias, H, hd, &a.q.bias, &a.k.bias, &a.v.bias);
-    a.out = attn_bias ? c.linear(p + "attention.dense", d, d, true)
-                      : c.linear_no_bias(p + "attention.dense", d, d);
+    split_qkv_per_head(c.linear_biased(p + "attention.query_key_value", 3 * d, d, attn_bias), H, hd, ly.self_attn);
+    ly.self_attn.out = c.linear_biased(p + "attention.dense", d, d, attn_bias);
     ly.ffn.up = c.linear(p + "mlp.dense_h_to_4h", ffn, d, true);
     ly.ffn.down = c.linear(p + "mlp.dense_4h_to_h", d, ffn, true);
     ly.ffn.act = act;
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   s.decoder.final_norm = c.norm("gpt_neox.final_layer_norm", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "embed_out.weight", false);
-  s.bos_id = c.token_id("bos_token_id", 0);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 0, 2, -1);
   return s;
 }
 

@@ -7,11 +7,7 @@ namespace ordo {
 
 ModelSpec build_gptj(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  c.read_attention_dims(s, {"n_embd", "hidden_size"}, {"n_head", "num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"n_embd", "hidden_size"}, {"n_head", "num_attention_heads"});
   const int64_t d = s.d_model;
   const int64_t n_layers = cfg.get_int_any({"n_layer", "num_hidden_layers"});
   const int64_t ffn = cfg.has("n_inner") ? cfg.get_int("n_inner") : 4 * d;
@@ -27,8 +23,7 @@ ModelSpec build_gptj(const FamilyContext& c) {
   s.position.rotary_dim = cfg.has("rotary_dim") ? cfg.get_int("rotary_dim") : 0;  // 0: the whole head
 
   s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, d});
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "transformer.h." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers("transformer.h.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "ln_1", NormKind::Layer, eps, d);
     ly.self_attn.q = c.linear_no_bias(p + "attn.q_proj", d, d);
@@ -38,20 +33,18 @@ ModelSpec build_gptj(const FamilyContext& c) {
     ly.ffn.up = c.linear(p + "mlp.fc_in", ffn, d, true);
     ly.ffn.down = c.linear(p + "mlp.fc_out", d, ffn, true);
     ly.ffn.act = act;
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   s.decoder.final_norm = c.norm("transformer.ln_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
   // HF's lm_head is an nn.Linear with bias; tying shares only its weight.
-  if (cfg.get_bool("tie_word_embeddings", false)) {
+  if (c.ties_lm_head(false)) {
     s.lm_head.weight = s.tok_embed;
     s.lm_head.bias = c.get_optional("lm_head.bias", {s.vocab_size});
   } else {
     s.lm_head = c.linear("lm_head", s.vocab_size, d);
   }
-  s.bos_id = c.token_id("bos_token_id", 50256);
-  s.eos_id = c.token_id("eos_token_id", 50256);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  c.read_special_ids(s, 50256, 50256, -1);
   return s;
 }
 

@@ -4,16 +4,30 @@
 
 namespace ordo {
 
+void read_llama_decoder(const FamilyContext& c, ModelSpec& s, const LlamaDecoder& d) {
+  const int64_t dm = s.d_model, qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
+  s.decoder.layers = c.layers("model.layers.", d.n_layers, [&](const std::string& p) {
+    Layer ly;
+    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::RMS, d.eps, dm);
+    ly.self_attn.q = c.linear_biased(p + "self_attn.q_proj", qd, dm, d.attn_bias);
+    ly.self_attn.k = c.linear_biased(p + "self_attn.k_proj", kvd, dm, d.attn_bias);
+    ly.self_attn.v = c.linear_biased(p + "self_attn.v_proj", kvd, dm, d.attn_bias);
+    ly.self_attn.out = c.linear_no_bias(p + "self_attn.o_proj", dm, qd);
+    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::RMS, d.eps, dm);
+    ly.ffn.gate = c.linear_biased(p + "mlp.gate_proj", d.ffn, dm, d.mlp_bias);
+    ly.ffn.up = c.linear_biased(p + "mlp.up_proj", d.ffn, dm, d.mlp_bias);
+    ly.ffn.down = c.linear_biased(p + "mlp.down_proj", dm, d.ffn, d.mlp_bias);
+    ly.ffn.act = Activation::SiLU;
+    return ly;
+  });
+  s.decoder.final_norm = c.norm("model.norm", NormKind::RMS, d.eps, dm);
+  s.decoder.causal = true;
+}
+
 ModelSpec build_llama(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_count("hidden_size");
-  s.n_heads = cfg.get_count("num_attention_heads");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"hidden_size"}, {"num_attention_heads"}, "head_dim");
   s.n_kv_heads = cfg.get_count("num_key_value_heads", s.n_heads);
-  s.head_dim = cfg.has("head_dim") ? cfg.get_count("head_dim") : s.d_model / s.n_heads;
-  s.vocab_size = cfg.get_count("vocab_size");
   const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const float eps = cfg.get_eps("rms_norm_eps", 1e-6);
@@ -28,34 +42,9 @@ ModelSpec build_llama(const FamilyContext& c) {
   s.position.scaling = parse_rope_scaling(cfg);
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
-  const int64_t qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer ly;
-    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::RMS, eps, s.d_model);
-    auto lin = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
-      return bias ? c.linear(p + name, out, in, true) : c.linear_no_bias(p + name, out, in);
-    };
-    ly.self_attn.q = lin("self_attn.q_proj", qd, s.d_model, attn_bias);
-    ly.self_attn.k = lin("self_attn.k_proj", kvd, s.d_model, attn_bias);
-    ly.self_attn.v = lin("self_attn.v_proj", kvd, s.d_model, attn_bias);
-    ly.self_attn.out = lin("self_attn.o_proj", s.d_model, qd, false);
-    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::RMS, eps, s.d_model);
-    ly.ffn.gate = lin("mlp.gate_proj", ffn, s.d_model, mlp_bias);
-    ly.ffn.up = lin("mlp.up_proj", ffn, s.d_model, mlp_bias);
-    ly.ffn.down = lin("mlp.down_proj", s.d_model, ffn, mlp_bias);
-    ly.ffn.act = Activation::SiLU;
-    s.decoder.layers.push_back(std::move(ly));
-  }
-  s.decoder.final_norm = c.norm("model.norm", NormKind::RMS, eps, s.d_model);
-  s.decoder.causal = true;
-  if (cfg.get_bool("tie_word_embeddings", false) && !c.has("lm_head.weight"))
-    s.lm_head.weight = s.tok_embed;
-  else
-    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, s.d_model});
-  s.bos_id = c.token_id("bos_token_id", 1);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  read_llama_decoder(c, s, {n_layers, ffn, eps, attn_bias, mlp_bias});
+  s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", false);
+  c.read_special_ids(s, 1, 2, -1);
   return s;
 }
 

@@ -7,11 +7,7 @@ namespace ordo {
 
 ModelSpec build_mpt(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  c.read_attention_dims(s, {"d_model", "hidden_size"}, {"n_heads", "num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"d_model", "hidden_size"}, {"n_heads", "num_attention_heads"});
   const int64_t d = s.d_model;
   const int64_t n_layers = cfg.get_int_any({"n_layers", "num_hidden_layers"});
   const int64_t ffn = cfg.get_int("expansion_ratio", 4) * d;
@@ -34,33 +30,21 @@ ModelSpec build_mpt(const FamilyContext& c) {
 
   s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, d});
   // Linear biases and LayerNorm biases are read when the checkpoint has them (no_bias: false).
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "transformer.blocks." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers("transformer.blocks.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "norm_1", NormKind::Layer, eps, d);
-    const Linear qkv = c.linear(p + "attn.Wqkv", 3 * d, d);
-    AttentionWeights& a = ly.self_attn;
-    Linear* parts[3] = {&a.q, &a.k, &a.v};
-    for (int i = 0; i < 3; ++i) {
-      parts[i]->weight = slice_rows(qkv.weight, i * d, (i + 1) * d);
-      if (!qkv.bias.empty()) parts[i]->bias = slice_rows(qkv.bias, i * d, (i + 1) * d);
-    }
-    a.out = c.linear(p + "attn.out_proj", d, d);
+    split_qkv(c.linear(p + "attn.Wqkv", 3 * d, d), d, ly.self_attn);
+    ly.self_attn.out = c.linear(p + "attn.out_proj", d, d);
     ly.ffn_norm = c.norm(p + "norm_2", NormKind::Layer, eps, d);
     ly.ffn.up = c.linear(p + "ffn.up_proj", ffn, d);
     ly.ffn.down = c.linear(p + "ffn.down_proj", d, ffn);
     ly.ffn.act = Activation::GeluErf;  // HF MptMLP: nn.GELU(approximate="none")
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   s.decoder.final_norm = c.norm("transformer.norm_f", NormKind::Layer, eps, d);
   s.decoder.causal = true;
-  if (c.has("lm_head.weight") && !cfg.get_bool("tie_word_embeddings", true))
-    s.lm_head.weight = c.get("lm_head.weight", {s.vocab_size, d});
-  else
-    s.lm_head.weight = s.tok_embed;
-  s.bos_id = c.token_id("bos_token_id", 0);
-  s.eos_id = c.token_id("eos_token_id", 0);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
+  c.read_special_ids(s, 0, 0, -1);
   return s;
 }
 

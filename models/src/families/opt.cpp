@@ -8,11 +8,7 @@ namespace ordo {
 
 ModelSpec build_opt(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = cfg.get_string("model_type");
-  s.graph = GraphKind::Decoder;
-  c.read_attention_dims(s, {"hidden_size"}, {"num_attention_heads"});
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"hidden_size"}, {"num_attention_heads"});
   const int64_t d = s.d_model;
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t ffn = cfg.get_int("ffn_dim");
@@ -35,9 +31,7 @@ ModelSpec build_opt(const FamilyContext& c) {
     n.present = true;
     return n;
   };
-  auto lin = [&](const std::string& prefix, int64_t out, int64_t in) {
-    return bias ? c.linear(prefix, out, in, true) : c.linear_no_bias(prefix, out, in);
-  };
+  auto lin = [&](const std::string& prefix, int64_t out, int64_t in) { return c.linear_biased(prefix, out, in, bias); };
 
   const int64_t n_pos = cfg.get_int_any({"max_position_embeddings", "n_positions"});
   s.position.scheme = "learned";
@@ -46,8 +40,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   s.decoder.position.tensors["table"] = c.get("model.decoder.embed_positions.weight", {n_pos + 2, d});
 
   s.tok_embed = c.get("model.decoder.embed_tokens.weight", {s.vocab_size, d});
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "model.decoder.layers." + std::to_string(l) + ".";
+  s.decoder.layers = c.layers("model.decoder.layers.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = norm(p + "self_attn_layer_norm");
     ly.self_attn.q = lin(p + "self_attn.q_proj", d, d);
@@ -58,14 +51,12 @@ ModelSpec build_opt(const FamilyContext& c) {
     ly.ffn.up = lin(p + "fc1", ffn, d);
     ly.ffn.down = lin(p + "fc2", d, ffn);
     ly.ffn.act = act;
-    s.decoder.layers.push_back(std::move(ly));
-  }
+    return ly;
+  });
   if (final_norm) s.decoder.final_norm = norm("model.decoder.final_layer_norm");
   s.decoder.causal = true;
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
-  s.bos_id = c.token_id("bos_token_id", 2);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", 1);
+  c.read_special_ids(s, 2, 2, 1);
   return s;
 }
 

@@ -10,14 +10,7 @@ namespace ordo {
 
 ModelSpec build_zoo(const FamilyContext& c) {
   const JsonConfig& cfg = c.config();
-  ModelSpec s;
-  s.architecture = "ordo-zoo";
-  s.graph = GraphKind::Decoder;
-  s.d_model = cfg.get_count("hidden_size");
-  s.n_heads = cfg.get_count("num_attention_heads");
-  s.n_kv_heads = s.n_heads;
-  s.head_dim = cfg.has("head_dim") ? cfg.get_count("head_dim") : s.d_model / s.n_heads;
-  s.vocab_size = cfg.get_count("vocab_size");
+  ModelSpec s = c.start_spec(GraphKind::Decoder, {"hidden_size"}, {"num_attention_heads"}, "head_dim");
   s.attn_scale = 0.0f;  // 1/sqrt(head_dim) for every scheme
   const int64_t ffn = cfg.get_count("intermediate_size");
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
@@ -55,28 +48,9 @@ ModelSpec build_zoo(const FamilyContext& c) {
 
   s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
   s.embed_scale = cfg.get_eps("embed_scale", 1.0);  // sqrt(d_model); head unscaled
-  const int64_t qd = s.n_heads * s.head_dim;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer ly;
-    ly.attn_norm = c.norm(p + "input_layernorm", NormKind::RMS, eps, s.d_model);
-    ly.self_attn.q = c.linear_no_bias(p + "self_attn.q_proj", qd, s.d_model);
-    ly.self_attn.k = c.linear_no_bias(p + "self_attn.k_proj", qd, s.d_model);
-    ly.self_attn.v = c.linear_no_bias(p + "self_attn.v_proj", qd, s.d_model);
-    ly.self_attn.out = c.linear_no_bias(p + "self_attn.o_proj", s.d_model, qd);
-    ly.ffn_norm = c.norm(p + "post_attention_layernorm", NormKind::RMS, eps, s.d_model);
-    ly.ffn.gate = c.linear_no_bias(p + "mlp.gate_proj", ffn, s.d_model);
-    ly.ffn.up = c.linear_no_bias(p + "mlp.up_proj", ffn, s.d_model);
-    ly.ffn.down = c.linear_no_bias(p + "mlp.down_proj", s.d_model, ffn);
-    ly.ffn.act = Activation::SiLU;
-    s.decoder.layers.push_back(std::move(ly));
-  }
-  s.decoder.final_norm = c.norm("model.norm", NormKind::RMS, eps, s.d_model);
-  s.decoder.causal = true;
-  s.lm_head.weight = c.has("lm_head.weight") ? c.get("lm_head.weight", {s.vocab_size, s.d_model}) : s.tok_embed;
-  s.bos_id = c.token_id("bos_token_id", 1);
-  s.eos_id = c.token_id("eos_token_id", 2);
-  s.pad_id = c.token_id("pad_token_id", -1);
+  read_llama_decoder(c, s, {n_layers, ffn, eps});
+  s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
+  c.read_special_ids(s, 1, 2, -1);
   return s;
 }
 

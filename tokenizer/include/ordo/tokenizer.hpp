@@ -66,7 +66,6 @@ class StreamDecoder {
   explicit StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context = {}, bool skip_special = false);
   std::string push(int32_t id);
   std::string flush();  // whatever is left (invalid trailing bytes become U+FFFD)
-  const std::string& emitted() const { return emitted_; }  // everything returned so far
 
  private:
   std::string window_text(size_t begin, size_t end) const;
@@ -75,7 +74,6 @@ class StreamDecoder {
 
   const Tokenizer& tok_;
   std::vector<int32_t> ids_;
-  std::string emitted_;
   size_t prefix_ids_ = 0;  // window start: ids_[prefix_ids_, read_ids_) are already emitted
   size_t read_ids_ = 0;
   bool skip_special_ = false;
