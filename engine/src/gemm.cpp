@@ -56,7 +56,7 @@ namespace {
 
 // ORDO_MAX_ISA=avx2 keeps the kernels to AVX2 on an AVX-512 machine, so that one machine can test
 // both paths (with ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's).
-bool avx2_only() {
+[[maybe_unused]] bool avx2_only() {
   const char* v = std::getenv("ORDO_MAX_ISA");
   return v && std::string(v) == "avx2";
 }
@@ -121,9 +121,9 @@ using simd::hsum;
 template <class L>
 void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* y) {
   using T = typename L::T;
-  const int64_t q = (r1 - r0) / kStreams;
   int64_t k_simd = 0;
 #ifdef ORDO_SIMD
+  const int64_t q = (r1 - r0) / kStreams;
   k_simd = K / 8 * 8;
   for (int64_t i = 0; i < q; ++i) {
     const T* w[kStreams];
