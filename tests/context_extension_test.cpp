@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ordo/ordo.hpp"
+#include "support/cli.hpp"
 #include "support/golden.hpp"
 
 using namespace ordo;
@@ -88,6 +89,12 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   double d = 0;
   for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, double(std::fabs(a.f32()[i] - b.f32()[i])));
   return d;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
 }
 
 struct Case {
@@ -193,6 +200,30 @@ TEST(ContextExtension, SelfExtendWithAnF16CacheStaysNearF32) {
   const std::vector<Tensor> f32 = decode_steps(load_zoo("rope", self_extend(4, 32)), ids, 250);
   const std::vector<Tensor> f16 = decode_steps(load_zoo("rope", self_extend(4, 32), DType::F16), ids, 250);
   for (size_t k = 0; k < f32.size(); ++k) EXPECT_TRUE(within_tolerance(f16[k].f32(), f32[k], {}, 5e-3)) << k;
+}
+
+// `ordo run` with sinks generates past the context limit (only the K + N cache is held to it),
+// the same ids as the API with the same settings; without sinks the limit stops it.
+TEST(ContextExtension, RunWithSinksGeneratesPastTheContextLimit) {
+  const std::string flags = "run --ids 1 -n 1000 --temp 0.8 --seed 3 --max-context 600 --print-ids -q";
+  const auto r = ordo::test::run_cli(flags + " --sinks 4 --window 60");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ModelOptions o;
+  o.context_limit = 600;
+  o.extension = sinks(4, 60);
+  const Model m = Model::load(ordo::test::model_dir("stories260K"), o);
+  GenerateParams p;
+  p.max_new_tokens = 1000;
+  p.sampling.temperature = 0.8f;
+  p.sampling.top_k = 40;
+  p.sampling.top_p = 0.95f;
+  p.sampling.seed = 3;
+  const GenerateResult g = m.generate_ids({1}, p);
+  ASSERT_EQ(g.ids.size(), 1000u);
+  EXPECT_NE(r.out.find(join_ids(g.ids) + "\n"), std::string::npos);
+  const auto plain = ordo::test::run_cli(flags);
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_NE(plain.err.find("more than the context limit of 600"), std::string::npos) << plain.err;
 }
 
 TEST(ContextExtension, SettingsThatDoNotApplyAreRefusedByName) {

@@ -157,7 +157,7 @@ struct PplCommand : Command {
 
     nlohmann::json results = nlohmann::json::array();
     std::vector<Series> series;
-    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(22) << "extension"
+    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(24) << "extension"
               << std::setw(8) << "ctx"
               << std::setw(10) << "tokens"
               << "ppl\n";
@@ -219,7 +219,7 @@ struct PplCommand : Command {
           std::cerr << "[" << s.label << "] ctx " << ctx << ": " << e.what() << "\n";
         }
         std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>()
-                  << std::setw(22) << row["extension"].get<std::string>()
+                  << std::setw(24) << row["extension"].get<std::string>()
                   << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
                   << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>()))
                   << "\n"
