@@ -443,8 +443,6 @@ void Transformer::store_kv(const Segment& s, int layer, const float* k, const fl
   const int64_t KV = spec_.n_kv_heads, hd = spec_.head_dim;
   KVCache& c = *s.self;
   const size_t l = static_cast<size_t>(layer);
-  if (kg && c.kg.empty())
-    throw Error("self-extend: this sequence was created before self-extend was set; start a new sequence");
   // Row `row` (= head · capacity + slot) of cache tensor t (scales rs for I8) from src.
   auto put = [&](Tensor& t, std::vector<Tensor>& rs, int64_t row, const float* src) {
     const int64_t at = row * hd;
@@ -851,6 +849,8 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     const StepInput& r = in[i];
     Sequence& seq = *r.seq;
     KVCache& cache = seq.self;
+    if (grouped_keys() && cache.kg.empty() && !cache.k.empty())
+      throw Error("self-extend: this sequence was created before self-extend was set; start a new sequence");
     if (ext.streaming()) {
       if (r.mask && std::find(r.mask, r.mask + r.T, uint8_t{0}) != r.mask + r.T)
         throw Error("sinks (--sinks/--window): padded input (an attention mask with 0) is not supported");
