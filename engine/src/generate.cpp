@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace ordo {
 
@@ -97,11 +98,22 @@ Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
   if (!r.params.prompt_mask.empty() && r.params.prompt_mask.size() != r.prompt.size())
     throw Error("generate: prompt_mask has " + std::to_string(r.params.prompt_mask.size()) + " entries for " +
                 std::to_string(r.prompt.size()) + " prompt tokens");
-  const int64_t capacity = r.params.capacity > 0 ? r.params.capacity
-                                                 : static_cast<int64_t>(r.prompt.size()) + r.params.max_new_tokens + 1;
-  model.check_context(static_cast<int64_t>(r.prompt.size()) + r.params.max_new_tokens,
-                      "generate: the prompt (" + std::to_string(r.prompt.size()) + " tokens) + max_new_tokens (" +
-                          std::to_string(r.params.max_new_tokens) + ")");
+  const int64_t prompt = static_cast<int64_t>(r.prompt.size()), total = prompt + r.params.max_new_tokens;
+  int64_t capacity = r.params.capacity > 0 ? r.params.capacity : total + 1;
+  const ContextExtension& ext = model.context_extension();
+  if (ext.streaming()) {
+    // Sinks hold at most K + N keys (the whole prompt while it runs): memory stays constant however
+    // long the generation, so only that is checked against the context limit.
+    const int64_t held = std::max(prompt, ext.sinks + ext.window);
+    capacity = std::min(capacity, held);
+    model.check_context(held, "generate: the prompt (" + std::to_string(prompt) + " tokens) or the sink cache (" +
+                                  std::to_string(ext.sinks + ext.window) + " tokens)");
+    if (total >= std::numeric_limits<int32_t>::max())
+      throw Error("generate: the prompt + max_new_tokens must stay below 2^31 positions");
+  } else {
+    model.check_context(total, "generate: the prompt (" + std::to_string(prompt) + " tokens) + max_new_tokens (" +
+                                   std::to_string(r.params.max_new_tokens) + ")");
+  }
   Live l{i, &r, fresh_sequence(model, capacity, r.encoder_out, r.encoder_mask), Sampler(r.params.sampling), {},
          r.prompt, r.params.prompt_mask, r.prompt, r.params.prompt_mask};
   l.res.prompt_tokens = static_cast<int64_t>(r.prompt.size());

@@ -39,7 +39,8 @@ void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
 // decode step allocates nothing but its returned logits (the buffers only grow, to the largest
 // chunk seen). Roles never overlap within one call chain (run_stack → attention / feed_forward).
 enum Scratch {
-  kScrQ, kScrK, kScrV, kScrCtx, kScrScores, kScrKf, kScrVf, kScrUp, kScrGate, kScrH, kScrA, kScrF, kScrX, kScrCount
+  kScrQ, kScrK, kScrV, kScrCtx, kScrScores, kScrKf, kScrVf, kScrUp, kScrGate, kScrH, kScrA, kScrF, kScrX,
+  kScrQ2, kScrKg, kScrKgf, kScrScores2, kScrCount
 };
 
 float* scratch(Scratch role, int64_t n) {
@@ -154,24 +155,45 @@ void Transformer::set_position(const PositionConfig& cfg) {
     enc = make_position_scheme(cfg, position_context(spec_, false), spec_.encoder.position);
   if (spec_.graph != GraphKind::Encoder)
     dec = make_position_scheme(cfg, position_context(spec_, true), spec_.decoder.position);
+  const ContextExtension& e = cfg.extension;
+  check_context_extension(e);
+  if (e.active()) {
+    const std::string what = e.self_extend() ? "self-extend (--self-extend)" : "sinks (--sinks/--window)";
+    if (!dec) throw Error(what + " applies to a decoder's self-attention; " + spec_.architecture + " has no decoder");
+    if (e.self_extend() && dec->embeds())
+      throw Error(what + " does not apply to the " + cfg.scheme +
+                  " scheme: its positions are added to the input embeddings, one per token for every query, "
+                  "while Self-Extend sees a key at one position from near queries and another from far ones; "
+                  "use sinks (--sinks K --window N) or a scheme acting in attention (rope, alibi, relative)");
+    if (e.streaming() && (cfg.scaling.type == ScalingType::Dynamic || cfg.scaling.type == ScalingType::LongRoPE))
+      throw Error(what + " cannot be combined with " + scaling_name(cfg.scaling.type) +
+                  " scaling: it depends on the sequence length, which sinks hold at the cache size; "
+                  "use a static scaling (linear, ntk, yarn, llama3) or none");
+  }
   spec_.position = cfg;
   enc_scheme_ = std::move(enc);
   dec_scheme_ = std::move(dec);
 }
 
-KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity, DType dtype) const {
+KVCache Transformer::make_cache(int64_t n_layers, int64_t capacity, DType dtype, bool grouped_keys) const {
   KVCache c;
   c.capacity = capacity;
   for (int64_t l = 0; l < n_layers; ++l) {
     // Slots are written before they are read (attention reads [0, length) only).
     c.k.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
     c.v.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
+    if (grouped_keys) c.kg.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity, spec_.head_dim}, dtype));
     if (dtype == DType::I8) {
       c.k_scale.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity}));
       c.v_scale.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity}));
+      if (grouped_keys) c.kg_scale.push_back(Tensor::uninitialized({spec_.n_kv_heads, capacity}));
     }
   }
   return c;
+}
+
+bool Transformer::grouped_keys() const {
+  return dec_scheme_ && spec_.position.extension.self_extend() && dec_scheme_->rotates();
 }
 
 int64_t Transformer::context_limit() const {
@@ -203,7 +225,7 @@ Sequence Transformer::new_sequence(int64_t capacity) const {
   if (capacity <= 0) capacity = spec_.position.max_positions > 0 ? spec_.position.max_positions : 512;
   check_context(capacity, "a sequence");
   Sequence s;
-  s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_);
+  s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_, grouped_keys());
   return s;
 }
 
@@ -228,6 +250,8 @@ static void reserve_cache(KVCache& c, int64_t needed) {
   for (size_t l = 0; l < c.k.size(); ++l) {
     grow.insert(grow.end(), {&c.k[l], &c.v[l]});
     if (l < c.k_scale.size()) grow.insert(grow.end(), {&c.k_scale[l], &c.v_scale[l]});
+    if (l < c.kg.size()) grow.push_back(&c.kg[l]);
+    if (l < c.kg_scale.size()) grow.push_back(&c.kg_scale[l]);
   }
   for (Tensor* t : grow) {
     std::vector<int64_t> shape = t->shape;
@@ -242,6 +266,37 @@ static void reserve_cache(KVCache& c, int64_t needed) {
     *t = std::move(n);
   }
   c.capacity = cap;
+}
+
+// Attention sinks: drops the cached keys the next query (text position `next`) no longer sees,
+// every slot past the first `sinks` tokens and before the `window` − 1 most recent, moving the
+// recent ones down. Keys stay rotated at their text positions (see attention()), so nothing is
+// re-rotated; relative order is kept.
+static void evict_for_sinks(KVCache& c, int64_t sinks, int64_t window, int64_t next) {
+  int64_t keep_end = 0;  // slots [0, keep_end) are sinks
+  while (keep_end < c.length && c.positions[static_cast<size_t>(keep_end)] < sinks) ++keep_end;
+  int64_t recent = c.length;  // slots [recent, length) are within the window of `next`
+  while (recent > keep_end && next - c.positions[static_cast<size_t>(recent - 1)] < window) --recent;
+  if (recent == keep_end) return;
+  const int64_t moved = c.length - recent;
+  std::vector<Tensor*> rows;
+  for (size_t l = 0; l < c.k.size(); ++l) {
+    rows.insert(rows.end(), {&c.k[l], &c.v[l]});
+    if (l < c.k_scale.size()) rows.insert(rows.end(), {&c.k_scale[l], &c.v_scale[l]});
+    if (l < c.kg.size()) rows.push_back(&c.kg[l]);
+    if (l < c.kg_scale.size()) rows.push_back(&c.kg_scale[l]);
+  }
+  for (Tensor* t : rows) {
+    const int64_t heads = t->shape[0], row = t->numel() / (heads * c.capacity);
+    const size_t es = dtype_size(t->dtype) * static_cast<size_t>(row);
+    auto base = static_cast<char*>(t->data);
+    for (int64_t h = 0; h < heads; ++h)
+      std::memmove(base + (h * c.capacity + keep_end) * es, base + (h * c.capacity + recent) * es,
+                   static_cast<size_t>(moved) * es);
+  }
+  c.positions.erase(c.positions.begin() + keep_end, c.positions.begin() + recent);
+  c.valid.erase(c.valid.begin() + keep_end, c.valid.begin() + recent);
+  c.length = keep_end + moved;
 }
 
 void Transformer::apply_norm(const Norm& n, const float* x, int64_t T, float* y) const {
@@ -290,7 +345,39 @@ struct ScoreRow {
   const uint8_t* key_valid;  // null: every key is real
   const Transformer::AttentionObserver* observer;  // null: nobody watches
   int layer;
+  const ContextExtension* ext = nullptr;  // decoder self-attention under Self-Extend or sinks
 };
+
+// Where one query sees the cache slots [0, nk) under a context extension: slots [0, far_end) at
+// the alternate assignment (Self-Extend: the grouped keys, from the query's grouped position;
+// sinks: the sink tokens, from the query's slot in the cache), [far_end, near_begin) not at all
+// (sinks: out of the window), [near_begin, nk) at their exact distance. Real tokens' positions
+// grow with their slots, so each part is one run; padding (masked anyway) is skipped over.
+struct KeyRegions {
+  int64_t far_end = 0, near_begin = 0;
+  int32_t far_qpos = 0;  // the query's position for the far keys
+};
+
+KeyRegions key_regions(const ContextExtension* e, int32_t pq, const int32_t* kpos, const uint8_t* valid, int64_t nk) {
+  KeyRegions r;
+  if (!e || !kpos) return r;
+  auto real = [&](int64_t j) { return !valid || valid[j]; };
+  if (e->self_extend()) {
+    r.far_qpos = static_cast<int32_t>(pq / e->group + e->neighbor - e->neighbor / e->group);
+    int64_t j = nk;
+    while (j > 0 && !(real(j - 1) && int64_t{pq} - kpos[j - 1] >= e->neighbor)) --j;
+    r.far_end = r.near_begin = j;
+  } else if (e->streaming() && pq >= e->sinks + e->window) {
+    r.far_qpos = static_cast<int32_t>(e->sinks + e->window - 1);
+    int64_t j = nk;
+    while (j > 0 && !(real(j - 1) && int64_t{pq} - kpos[j - 1] >= e->window)) --j;
+    r.near_begin = j;
+    int64_t f = 0;
+    while (f < r.near_begin && !(real(f) && kpos[f] >= e->sinks)) ++f;
+    r.far_end = f;
+  }
+  return r;
+}
 
 // The padding mask of a cache's first `total` slots, or null when every key is real (the common
 // case: no per-row mask pass).
@@ -302,8 +389,22 @@ const uint8_t* padding_of(const KVCache& c, int64_t total) {
 // Biases and masks a query's nk scores and exponentiates them (softmax without the division).
 // Returns what the row's output Σ p_j v_j must be multiplied by: 1/Σ p (0 for a fully masked
 // row), or 1 when an observer needed the probabilities normalised already.
-float finish_scores(const ScoreRow& r, int64_t head, int32_t qpos, int64_t query_index, float* scores, int64_t nk) {
-  if (r.bias) r.bias->add_score_bias(scores, head, qpos, r.key_pos, nk);
+float finish_scores(const ScoreRow& r, int64_t head, int32_t qpos, int64_t query_index, float* scores, int64_t nk,
+                    const KeyRegions& kr = {}) {
+  if (r.bias) {
+    if (kr.far_end > 0) {
+      const int32_t* far_pos = r.key_pos;
+      if (r.ext->self_extend()) {  // the far keys' grouped positions
+        thread_local std::vector<int32_t> grouped;
+        grouped.resize(static_cast<size_t>(kr.far_end));
+        for (int64_t j = 0; j < kr.far_end; ++j) grouped[static_cast<size_t>(j)] = static_cast<int32_t>(r.key_pos[j] / r.ext->group);
+        far_pos = grouped.data();
+      }
+      r.bias->add_score_bias(scores, head, kr.far_qpos, far_pos, kr.far_end);
+    }
+    r.bias->add_score_bias(scores + kr.near_begin, head, qpos, r.key_pos + kr.near_begin, nk - kr.near_begin);
+  }
+  std::fill(scores + kr.far_end, scores + kr.near_begin, -std::numeric_limits<float>::infinity());
   if (r.key_valid)
     for (int64_t j = 0; j < nk; ++j)
       if (!r.key_valid[j]) scores[j] = -std::numeric_limits<float>::infinity();
@@ -338,34 +439,30 @@ void with_cache(const KVCache& c, int l, F&& f) {
 
 }  // namespace
 
-void Transformer::store_kv(const Segment& s, int layer, const float* k, const float* v) const {
+void Transformer::store_kv(const Segment& s, int layer, const float* k, const float* v, const float* kg) const {
   const int64_t KV = spec_.n_kv_heads, hd = spec_.head_dim;
   KVCache& c = *s.self;
-  Tensor& Kc = c.k[static_cast<size_t>(layer)];
-  Tensor& Vc = c.v[static_cast<size_t>(layer)];
+  const size_t l = static_cast<size_t>(layer);
+  // Row `row` (= head · capacity + slot) of cache tensor t (scales rs for I8) from src.
+  auto put = [&](Tensor& t, std::vector<Tensor>& rs, int64_t row, const float* src) {
+    const int64_t at = row * hd;
+    switch (t.dtype) {
+      case DType::F16: detail::to_f16(src, hd, static_cast<uint16_t*>(t.data) + at); break;
+      case DType::I8: rs[l].f32()[row] = detail::to_i8(src, hd, static_cast<int8_t*>(t.data) + at); break;
+      default: std::memcpy(t.f32() + at, src, hd * sizeof(float));
+    }
+  };
   for (int64_t t = 0; t < s.T; ++t)
     for (int64_t g = 0; g < KV; ++g) {
-      const int64_t row = g * c.capacity + c.length + t, slot = row * hd;
-      const float* kr = &k[(t * KV + g) * hd];
-      const float* vr = &v[(t * KV + g) * hd];
-      switch (Kc.dtype) {
-        case DType::F16:
-          detail::to_f16(kr, hd, static_cast<uint16_t*>(Kc.data) + slot);
-          detail::to_f16(vr, hd, static_cast<uint16_t*>(Vc.data) + slot);
-          break;
-        case DType::I8:
-          c.k_scale[static_cast<size_t>(layer)].f32()[row] = detail::to_i8(kr, hd, static_cast<int8_t*>(Kc.data) + slot);
-          c.v_scale[static_cast<size_t>(layer)].f32()[row] = detail::to_i8(vr, hd, static_cast<int8_t*>(Vc.data) + slot);
-          break;
-        default:
-          std::memcpy(Kc.f32() + slot, kr, hd * sizeof(float));
-          std::memcpy(Vc.f32() + slot, vr, hd * sizeof(float));
-      }
+      const int64_t row = g * c.capacity + c.length + t, src = (t * KV + g) * hd;
+      put(c.k[l], c.k_scale, row, k + src);
+      put(c.v[l], c.v_scale, row, v + src);
+      if (kg) put(c.kg[l], c.kg_scale, row, kg + src);
     }
 }
 
 void Transformer::attend_single(const std::vector<const Segment*>& segs, bool cross, int layer, bool causal,
-                                const PositionScheme* scheme, const float* q, float* ctx) const {
+                                const PositionScheme* scheme, const float* q, const float* q2, float* ctx) const {
   const int64_t H = spec_.n_heads, hd = spec_.head_dim, group = H / spec_.n_kv_heads;
   const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   const bool bias = scheme && scheme->has_score_bias();
@@ -381,15 +478,25 @@ void Transformer::attend_single(const std::vector<const Segment*>& segs, bool cr
     const int64_t total = cross ? cache.length : base + 1;
     const int64_t nk = causal ? base + 1 : total;
     const ScoreRow row{bias ? scheme : nullptr, cache.positions.empty() ? nullptr : cache.positions.data(),
-                       padding_of(cache, total), observer_ && !cross ? &observer_ : nullptr, layer};
+                       padding_of(cache, total), observer_ && !cross ? &observer_ : nullptr, layer,
+                       cross ? nullptr : s.ext};
+    const KeyRegions kr = key_regions(row.ext, s.pos[0], row.key_pos, row.key_valid, nk);
     float* scores = scratch(kScrScores, total);
     const float* qh = q + (s.row0 * H + hh) * hd;
     float* out = ctx + (s.row0 * H + hh) * hd;
     std::memset(out, 0, static_cast<size_t>(hd) * sizeof(float));
     with_cache(cache, layer, [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
-      const int64_t cap = cache.capacity;
-      detail::qk_scores(qh, K + g * cap * hd, Ks ? Ks + g * cap : nullptr, nk, hd, scale, scores);
-      const float f = finish_scores(row, hh, s.pos[0], base, scores, nk);
+      const int64_t cap = cache.capacity, nb = kr.near_begin;
+      if (kr.far_end > 0) {  // grouped keys (Self-Extend on a rotating scheme) or the plain ones
+        const bool grouped = !cache.kg.empty();
+        const auto* KF = grouped ? static_cast<decltype(K)>(cache.kg[static_cast<size_t>(layer)].data) : K;
+        const float* KFs = grouped && Ks ? cache.kg_scale[static_cast<size_t>(layer)].f32() : Ks;
+        detail::qk_scores(q2 + (s.row0 * H + hh) * hd, KF + g * cap * hd, KFs ? KFs + g * cap : nullptr, kr.far_end,
+                          hd, scale, scores);
+      }
+      detail::qk_scores(qh, K + (g * cap + nb) * hd, Ks ? Ks + g * cap + nb : nullptr, nk - nb, hd, scale,
+                        scores + nb);
+      const float f = finish_scores(row, hh, s.pos[0], base, scores, nk, kr);
       detail::pv_accumulate(scores, V + g * cap * hd, Vs ? Vs + g * cap : nullptr, nk, hd, out);
       scale_row(out, hd, f);
     });
@@ -397,7 +504,7 @@ void Transformer::attend_single(const std::vector<const Segment*>& segs, bool cr
 }
 
 void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int layer, bool causal,
-                                const PositionScheme* scheme, const float* q, float* ctx) const {
+                                const PositionScheme* scheme, const float* q, const float* q2, float* ctx) const {
   const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, group = H / KV, T = s.T;
   const float scale = spec_.attn_scale != 0.0f ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   const bool self = &cache == s.self;
@@ -405,7 +512,7 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
   const int64_t total = self ? base + T : cache.length;
   const ScoreRow row{scheme && scheme->has_score_bias() ? scheme : nullptr,
                      cache.positions.empty() ? nullptr : cache.positions.data(), padding_of(cache, total),
-                     observer_ && self ? &observer_ : nullptr, layer};
+                     observer_ && self ? &observer_ : nullptr, layer, self ? s.ext : nullptr};
   // Blocks of kQueryBlock query rows per head through two GEMMs, S = scale · Q_blk · K[0, kend)ᵀ
   // and ctx_blk = softmax(S) · V[0, kend), so the largest score buffer is kQueryBlock × keys per
   // thread, never T × T. Causal rows are zeroed past their last key, which makes the shared kend
@@ -416,9 +523,16 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
     int64_t stride = 0;
     const float* Kf = cache_as_f32(K, Ks, KV, cache.capacity, total, hd, kScrKf, stride);
     const float* Vf = cache_as_f32(V, Vs, KV, cache.capacity, total, hd, kScrVf, stride);
+    const float* KFf = Kf;  // far keys (context extension): the grouped ones under Self-Extend on rope
+    if (row.ext && !cache.kg.empty()) {
+      const size_t l = static_cast<size_t>(layer);
+      KFf = cache_as_f32(static_cast<decltype(K)>(cache.kg[l].data), Ks ? cache.kg_scale[l].f32() : nullptr, KV,
+                         cache.capacity, total, hd, kScrKgf, stride);
+    }
 #pragma omp parallel
     {
       float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
+      float* S2 = row.ext ? scratch(kScrScores2, std::min(T, kQueryBlock) * total) : nullptr;
 #pragma omp for collapse(2) schedule(dynamic)
       for (int64_t hh = 0; hh < H; ++hh)
         for (int64_t b = 0; b < blocks; ++b) {
@@ -427,11 +541,23 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
           const int64_t kend = causal ? base + t0 + m : total;
           gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kf + g * stride * hd, hd, 0.0f, S,
                   kend);
+          KeyRegions kr[kQueryBlock];
+          int64_t far = 0;
+          for (int64_t i = 0; i < m; ++i) {
+            kr[i] = key_regions(row.ext, s.pos[t0 + i], row.key_pos, row.key_valid, causal ? base + t0 + i + 1 : total);
+            far = std::max(far, kr[i].far_end);
+          }
+          if (far > 0) {  // the far keys' scores from the queries at their alternate positions
+            gemm_nt(backend_, m, far, hd, scale, &q2[(t0 * H + hh) * hd], H * hd, KFf + g * stride * hd, hd, 0.0f, S2,
+                    far);
+            for (int64_t i = 0; i < m; ++i)
+              std::copy(S2 + i * far, S2 + i * far + kr[i].far_end, S + i * kend);
+          }
           float row_scale[kQueryBlock];
           for (int64_t i = 0; i < m; ++i) {
             float* r = S + i * kend;
             const int64_t nk = causal ? base + t0 + i + 1 : total;
-            row_scale[i] = finish_scores(row, hh, s.pos[t0 + i], base + t0 + i, r, nk);
+            row_scale[i] = finish_scores(row, hh, s.pos[t0 + i], base + t0 + i, r, nk, kr[i]);
             std::fill(r + nk, r + kend, 0.0f);
           }
           gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vf + g * stride * hd, hd, 0.0f, &ctx[(t0 * H + hh) * hd],
@@ -470,6 +596,7 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
   const int64_t H = spec_.n_heads, KV = spec_.n_kv_heads, hd = spec_.head_dim, d = spec_.d_model, R = b.rows;
   causal = causal && causal_ && !cross;
   float* q = scratch(kScrQ, R * H * hd);
+  float* q2 = q;  // queries at their alternate positions (context extension on a rotating scheme)
   if (cross) {
     project(b, h, d, {{&w.q, q}});
   } else {
@@ -477,12 +604,39 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     float* v = scratch(kScrV, R * KV * hd);
     project(b, h, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
     for (const Segment& s : b.segs) {
+      float* kg = nullptr;
+      if (scheme && s.ext && scheme->rotates()) {
+        // Context extension on a rotating scheme. Cached keys are rotated at their text positions,
+        // so each far key's score comes from a second copy of the query rotated at its
+        // alternate position: for sinks, the query's cache slot (every sink key is stored at its
+        // own cache slot, and window keys keep their text distance, which equals their distance in
+        // the cache); for Self-Extend, the grouped query position, against keys also stored
+        // rotated at ⌊p/G⌋ — a grouped position is fixed per key, so it is rotated once, here,
+        // instead of re-rotating every cached key for every query.
+        if (q2 == q) q2 = scratch(kScrQ2, R * H * hd);
+        thread_local std::vector<int32_t> alt;
+        alt.resize(static_cast<size_t>(s.T));
+        const ContextExtension& e = *s.ext;
+        for (int64_t t = 0; t < s.T; ++t)
+          alt[static_cast<size_t>(t)] = static_cast<int32_t>(
+              e.self_extend() ? s.pos[t] / e.group + e.neighbor - e.neighbor / e.group
+                              : std::min<int64_t>(s.pos[t], e.sinks + e.window - 1));
+        float* qa = q2 + s.row0 * H * hd;
+        std::memcpy(qa, q + s.row0 * H * hd, static_cast<size_t>(s.T * H * hd) * sizeof(float));
+        scheme->rotate(qa, RotateTarget::Query, H, alt.data(), s.T, s.seq_len);
+        if (e.self_extend()) {
+          for (int64_t t = 0; t < s.T; ++t) alt[static_cast<size_t>(t)] = static_cast<int32_t>(s.pos[t] / e.group);
+          kg = scratch(kScrKg, R * KV * hd) + s.row0 * KV * hd;
+          std::memcpy(kg, k + s.row0 * KV * hd, static_cast<size_t>(s.T * KV * hd) * sizeof(float));
+          scheme->rotate(kg, RotateTarget::Key, KV, alt.data(), s.T, s.seq_len);
+        }
+      }
       if (scheme) {
         scheme->rotate(q + s.row0 * H * hd, RotateTarget::Query, H, s.pos, s.T, s.seq_len);
         scheme->rotate(k + s.row0 * KV * hd, RotateTarget::Key, KV, s.pos, s.T, s.seq_len);
       }
       // Appended at slots [length, length + T); the step advances `length` after every layer.
-      store_kv(s, layer, k + s.row0 * KV * hd, v + s.row0 * KV * hd);
+      store_kv(s, layer, k + s.row0 * KV * hd, v + s.row0 * KV * hd, kg);
     }
   }
   float* ctx = scratch(kScrCtx, R * H * hd);
@@ -493,9 +647,9 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
       single.push_back(&s);
     else
       attend_prompt(s, cross ? *s.cross : *s.self, layer, causal, cross ? nullptr : scheme, q + s.row0 * H * hd,
-                    ctx + s.row0 * H * hd);
+                    q2 + s.row0 * H * hd, ctx + s.row0 * H * hd);
   }
-  if (!single.empty()) attend_single(single, cross, layer, causal, cross ? nullptr : scheme, q, ctx);
+  if (!single.empty()) attend_single(single, cross, layer, causal, cross ? nullptr : scheme, q, q2, ctx);
   project(b, ctx, H * hd, {{&w.out, out}});
 }
 
@@ -682,6 +836,8 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, B
                                              std::vector<int32_t>& pos) const {
   ids.resize(static_cast<size_t>(b.rows));
   pos.resize(static_cast<size_t>(b.rows));
+  const ContextExtension& ext = spec_.position.extension;
+  const ContextExtension* seg_ext = ext.active() ? &ext : nullptr;
   std::vector<int64_t> next(in.size());
   // One-token requests take the first rows, in request order, then the prompts.
   int64_t single_row = 0, prompt_row = b.single_rows;
@@ -689,6 +845,15 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, B
     const StepInput& r = in[i];
     Sequence& seq = *r.seq;
     KVCache& cache = seq.self;
+    if (grouped_keys() && cache.kg.empty() && !cache.k.empty())
+      throw Error("self-extend: this sequence was created before self-extend was set; start a new sequence");
+    if (ext.streaming()) {
+      if (r.mask && std::find(r.mask, r.mask + r.T, uint8_t{0}) != r.mask + r.T)
+        throw Error("sinks (--sinks/--window): padded input (an attention mask with 0) is not supported");
+      if (seq.next_position + r.T > std::numeric_limits<int32_t>::max())
+        throw Error("sinks: the sequence has reached 2^31 positions");
+      evict_for_sinks(cache, ext.sinks, ext.window, seq.next_position);
+    }
     const int64_t base = cache.length;
     const int64_t row0 = r.T == 1 ? single_row++ : prompt_row;
     if (r.T > 1) prompt_row += r.T;
@@ -697,7 +862,8 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, B
       const bool real = !r.mask || r.mask[t];
       pos[static_cast<size_t>(row0 + t)] = real ? static_cast<int32_t>(nx++) : 0;
     }
-    if (nx > seq.next_position) dec_scheme_->check_positions(nx - 1);
+    if (nx > seq.next_position)
+      dec_scheme_->check_positions(ext.streaming() ? std::min<int64_t>(nx - 1, ext.sinks + ext.window - 1) : nx - 1);
     std::copy(r.ids, r.ids + r.T, ids.begin() + row0);
     reserve_cache(cache, base + r.T);
     cache.positions.resize(static_cast<size_t>(base + r.T));
@@ -708,9 +874,22 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, B
     }
     next[i] = nx;
     b.segs[i] = Segment{row0, r.T, pos.data() + row0, &cache,
-                        spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1)};
+                        spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1),
+                        seg_ext};
   }
   return next;
+}
+
+const int32_t* Transformer::embed_positions(const std::vector<int32_t>& pos) const {
+  // Sinks on a scheme that embeds positions: each token is embedded at its cache slot (what it is
+  // seen at when it arrives), min(t, K + N − 1), and keeps that embedding while cached.
+  const ContextExtension& ext = spec_.position.extension;
+  if (!ext.streaming() || !dec_scheme_->embeds()) return pos.data();
+  thread_local std::vector<int32_t> embed_pos;
+  embed_pos.resize(pos.size());
+  for (size_t t = 0; t < pos.size(); ++t)
+    embed_pos[t] = static_cast<int32_t>(std::min<int64_t>(pos[t], ext.sinks + ext.window - 1));
+  return embed_pos.data();
 }
 
 // Logits: one row per sequence (Last, or a one-token All) gathered through the matvec kernels, so
@@ -778,10 +957,11 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
   check_step(in, b);
   b.prompts_alone = prompts_alone;
   const std::vector<int64_t> next = place_step(in, b, ids, pos);
+  const int32_t* epos = embed_positions(pos);
   std::vector<ForwardOutput> out(in.size());
   auto forward = [&] {
     float* x = scratch(kScrX, b.rows * spec_.d_model);
-    embed(ids.data(), nullptr, b.rows, pos.data(), *dec_scheme_, x);
+    embed(ids.data(), nullptr, b.rows, epos, *dec_scheme_, x);
     run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
     step_outputs(in, b, x, out);
   };

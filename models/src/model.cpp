@@ -78,10 +78,11 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
   impl->engine->set_context_limit(opts.context_limit);
-  if (!opts.position.empty() || opts.scaling) {
+  if (!opts.position.empty() || opts.scaling || opts.extension) {
     PositionConfig pc = impl->engine->spec().position;
     if (!opts.position.empty()) pc.scheme = opts.position;
     if (opts.scaling) pc.scaling = *opts.scaling;
+    if (opts.extension) pc.extension = *opts.extension;
     impl->engine->set_position(pc);
   }
   if (opts.load_tokenizer) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,43 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
                   "Long-context scaling: none, linear, ntk, dynamic, yarn, llama3, longrope (replaces config.json's)");
   factor_opt = app->add_option("--factor", factor, "Scaling factor (e.g. 4 for 4x the trained length)");
   app->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
+  app->add_option("--self-extend", self_extend,
+                  "Self-Extend G,W: keys within W tokens at their exact distance, farther ones at positions "
+                  "grouped by G (reaches about W + G*(trained - W) tokens)");
+  app->add_option("--sinks", sinks, "Attention sinks: keep the first K tokens in the cache (with --window N)");
+  app->add_option("--window", window,
+                  "Attention sinks: keep the N most recent tokens (cache of K + N; generation at constant memory)");
+}
+
+std::optional<ContextExtension> parse_extension(const std::string& self_extend, int64_t sinks, int64_t window) {
+  const int64_t absent = ModelArgs::kNotGiven;
+  if (self_extend.empty() && sinks == absent && window == absent) return std::nullopt;
+  ContextExtension e;
+  if (!self_extend.empty()) {
+    const size_t comma = self_extend.find(',');
+    auto number = [&](const std::string& part) -> int64_t {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(part.c_str(), &end, 10);
+      if (part.empty() || *end != '\0' || errno != 0 || v < 1 || v > kMaxExtensionValue)
+        throw Error("--self-extend: expected G,W (group size and neighbour window, integers in [1, " +
+                    std::to_string(kMaxExtensionValue) + "]), got '" + self_extend + "'");
+      return v;
+    };
+    if (comma == std::string::npos) number("");
+    e.group = number(self_extend.substr(0, comma));
+    e.neighbor = number(self_extend.substr(comma + 1));
+  }
+  if (sinks != absent || window != absent) {
+    if (window == absent) throw Error("--sinks needs --window N (the recent tokens kept beside the K sinks)");
+    if (sinks == absent) throw Error("--window needs --sinks K (0 for a plain sliding window)");
+    check_flag_range("--sinks", static_cast<double>(sinks), 0, static_cast<double>(kMaxExtensionValue));
+    check_flag_range("--window", static_cast<double>(window), 1, static_cast<double>(kMaxExtensionValue));
+    e.sinks = sinks;
+    e.window = window;
+  }
+  check_context_extension(e);
+  return e;
 }
 
 std::string ModelArgs::resolved_dir() const {
@@ -66,6 +104,7 @@ void ModelArgs::validate() const {
                   std::to_string(factor));
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
   }
+  parse_extension(self_extend, sinks, window);
 }
 
 ModelOptions ModelArgs::options() const {
@@ -78,6 +117,7 @@ ModelOptions ModelArgs::options() const {
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
   o.kv_dtype = parse_weight_dtype(kv_dtype);
   o.prepack = prepack;
+  o.extension = parse_extension(self_extend, sinks, window);
   if (prepack && o.backend != Backend::OneDNN)
     throw Error("--prepack prepares weights for the oneDNN backend; it does nothing for --backend " + backend);
   if (!scaling.empty() || (factor_opt && factor_opt->count() > 0) || original_max != 0) {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <climits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct ModelArgs {
   bool prepack = false;
   int64_t max_context = 0;  // --max-context (0: the model's default limit)
   CLI::Option* factor_opt = nullptr;  // --factor was given (any value, even 0, must be checked)
+  std::string self_extend;  // --self-extend G,W
+  int64_t sinks = kNotGiven, window = kNotGiven;  // --sinks K --window N
+  static constexpr int64_t kNotGiven = INT64_MIN;
 
   void add(CLI::App* app, bool with_position = true);
   // Checks every flag's value (Error naming the flag); options() and load() call it.
@@ -31,6 +36,11 @@ struct ModelArgs {
   ModelOptions options() const;
   Model load(bool tokenizer = true) const;
 };
+
+// --self-extend G,W / --sinks K --window N as a ContextExtension (nullopt when none is given;
+// ModelArgs::kNotGiven marks an absent --sinks or --window);
+// Error naming the flag for anything malformed or out of range.
+std::optional<ContextExtension> parse_extension(const std::string& self_extend, int64_t sinks, int64_t window);
 
 // "1,5,9" or "1 5 9" → ids; Error naming the bad entry ("1,,2" has an empty one).
 std::vector<int32_t> parse_ids(const std::string& text);

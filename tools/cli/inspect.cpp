@@ -48,8 +48,9 @@ struct InspectCommand : Command {
     std::cout << "\n"
               << "scaling:      " << scaling_name(p.scaling.type);
     if (p.scaling.type != ScalingType::None) std::cout << " x" << p.scaling.factor;
-    std::cout << "\n"
-              << "trained len:  " << p.max_positions << "\n";
+    std::cout << "\n";
+    if (p.extension.active()) std::cout << "extension:    " << p.extension.describe() << "\n";
+    std::cout << "trained len:  " << p.max_positions << "\n";
     if (no_tensors) return 0;
     SafeTensors st = SafeTensors::open(dir + "/model.safetensors");
     std::cout << "tensors:\n";

@@ -16,11 +16,35 @@ namespace ordo::cli {
 namespace {
 
 struct Setting {
-  std::string label;  // as given: "model", "none", "linear", "yarn:8"
+  std::string label;  // as given: "model", "none", "linear", "yarn:8", "self-extend:8:64", "sinks"
   bool from_model = false;
   ScalingType type = ScalingType::None;
   double factor = 0;  // 0: automatic (ctx / trained length, at least 1)
+  // Context extension rows (no scaling): 0 = automatic. Self-Extend: G = ⌈(ctx − W) / (L − W)⌉
+  // (just reaching ctx), W = L / 4. Sinks: K = 4, N = L − K (a cache of the trained length).
+  bool self_extend = false, sinks = false;
+  int64_t a = 0, b = 0;  // G, W or K, N
 };
+
+// "self-extend[:G[:W]]" / "sinks[:K[:N]]" → s; false for any other type.
+bool parse_extension_setting(const std::string& item, Setting& s) {
+  std::vector<std::string> parts;
+  std::stringstream ps(item);
+  for (std::string p; std::getline(ps, p, ':');) parts.push_back(p);
+  if (parts.empty() || (parts[0] != "self-extend" && parts[0] != "sinks")) return false;
+  (parts[0] == "sinks" ? s.sinks : s.self_extend) = true;
+  if (parts.size() > 3) throw Error("--scaling: '" + item + "' has more than two parameters");
+  for (size_t i = 1; i < parts.size(); ++i) {
+    char* end = nullptr;
+    const long long v = std::strtoll(parts[i].c_str(), &end, 10);
+    const long long lo = s.sinks && i == 1 ? 0 : 1;
+    if (parts[i].empty() || *end || v < lo || v > kMaxExtensionValue)
+      throw Error("--scaling: '" + parts[i] + "' in '" + item + "' is not an integer in [" + std::to_string(lo) +
+                  ", " + std::to_string(kMaxExtensionValue) + "]");
+    (i == 1 ? s.a : s.b) = v;
+  }
+  return true;
+}
 
 std::vector<Setting> parse_settings(const std::string& list) {
   std::vector<Setting> out;
@@ -30,6 +54,10 @@ std::vector<Setting> parse_settings(const std::string& list) {
     if (item.empty()) continue;
     Setting s;
     s.label = item;
+    if (parse_extension_setting(item, s)) {
+      out.push_back(s);
+      continue;
+    }
     const size_t colon = item.find(':');
     const std::string type = item.substr(0, colon);
     if (type == "model") {
@@ -71,7 +99,8 @@ struct PplCommand : Command {
          "--scaling", scaling_list,
          "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
          "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length "
-         "(dynamic: 1)")
+         "(dynamic: 1). Also self-extend[:G[:W]] (default W = trained/4, G just reaching ctx) and "
+         "sinks[:K[:N]] (default K = 4, N = trained - K)")
         ->capture_default_str();
     c->add_option("--factor", factor, "Factor for settings that give none");
     c->add_option("--original-max", original_max,
@@ -109,6 +138,21 @@ struct PplCommand : Command {
   PositionConfig position_for(const PositionConfig& base, const Setting& s, int64_t ctx, int64_t trained) const {
     PositionConfig pc = base;
     if (!position.empty()) pc.scheme = position;
+    pc.extension = ContextExtension{};
+    if (s.self_extend) {
+      const int64_t W = s.b > 0 ? s.b : std::max<int64_t>(1, trained / 4);
+      pc.extension.neighbor = W;
+      pc.extension.group =
+          s.a > 0 ? s.a : trained > W ? std::max<int64_t>(1, (ctx - W + (trained - W) - 1) / (trained - W)) : 1;
+      pc.scaling = Scaling{};
+      return pc;
+    }
+    if (s.sinks) {
+      pc.extension.sinks = s.a > 0 || s.label.find(':') != std::string::npos ? s.a : 4;
+      pc.extension.window = s.b > 0 ? s.b : std::max<int64_t>(1, trained - pc.extension.sinks);
+      pc.scaling = Scaling{};
+      return pc;
+    }
     if (s.from_model) return pc;
     Scaling sc = s.type == base.scaling.type ? base.scaling : Scaling{};
     sc.type = s.type;
@@ -128,6 +172,7 @@ struct PplCommand : Command {
     nlohmann::json row = {{"scaling", s.label},
                           {"type", scaling_name(pc.scaling.type)},
                           {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor},
+                          {"extension", pc.extension.describe()},
                           {"ctx", ctx}};
     try {
       m.engine().set_position(pc);
@@ -148,8 +193,8 @@ struct PplCommand : Command {
       row["error"] = e.what();
       std::cerr << "[" << s.label << "] ctx " << ctx << ": " << e.what() << "\n";
     }
-    std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>() << std::setw(8)
-              << ctx << std::setw(10) << row["tokens"].get<int64_t>()
+    std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>() << std::setw(24)
+              << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
               << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
               << std::flush;
     return row;
@@ -189,7 +234,8 @@ struct PplCommand : Command {
 
     nlohmann::json results = nlohmann::json::array();
     std::vector<Series> series;
-    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(8) << "ctx"
+    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(24) << "extension"
+              << std::setw(8) << "ctx"
               << std::setw(10) << "tokens"
               << "ppl\n";
     for (const Setting& s : settings) {

@@ -59,6 +59,38 @@ struct Scaling {
   bool dynamic_rerotate = false;
 };
 
+// Training-free context extension: which position each cached key is seen at, a setting
+// orthogonal to the scheme and its scaling (docs/long-context.md). At most one method at a time.
+//   Self-Extend (Jin et al. 2024): a key within `neighbor` (W) positions of the query keeps its
+//   exact distance; a farther key is seen at ⌊pk/G⌋ by a query at ⌊pq/G⌋ + W − ⌊W/G⌋, one softmax
+//   over both. A model trained on L then reaches about W + G·(L − W) tokens.
+//   Attention sinks / StreamingLLM (Xiao et al. 2024): the cache keeps the first `sinks` (K)
+//   tokens and the `window` (N) most recent ones (the new token included), at most K + N, and
+//   positions are counted within the cache (Hugging Face SinkCache): sinks at 0..K−1, the window
+//   after them, the query at its cache slot.
+// Schemes that rotate q/k (rope) or bias scores (alibi, relative) see every key at its assigned
+// position; none has nothing to assign (sinks still bound memory). Schemes that add positions to
+// the input embeddings (learned, sinusoidal) embed each new token at its cache position
+// min(t, K + N − 1) under sinks (what SinkCache gives such models) and refuse Self-Extend, whose
+// positions depend on the query as well as the key: an embedded token has one position for all.
+struct ContextExtension {
+  int64_t group = 0;     // Self-Extend G (>= 1); 0: off
+  int64_t neighbor = 0;  // Self-Extend W (>= 1)
+  int64_t sinks = 0;     // attention sinks K (>= 0)
+  int64_t window = 0;    // attention sinks N (>= 1); 0: off
+  bool self_extend() const { return group > 0; }
+  bool streaming() const { return window > 0; }
+  bool active() const { return self_extend() || streaming(); }
+  // "none", "self-extend G=4 W=32", "sinks K=4 N=60"
+  std::string describe() const;
+};
+
+// Largest Self-Extend group, neighbour window, sink count or window accepted: positions stay in int32.
+constexpr int64_t kMaxExtensionValue = int64_t{1} << 30;
+
+// Throws Error naming the setting (and its CLI flag) for values out of range or both methods at once.
+void check_context_extension(const ContextExtension& e);
+
 enum class RopeLayout { HalfSplit, Interleaved };         // (x_i, x_{i+d/2}) vs (x_2i, x_2i+1)
 enum class SinusoidalLayout { Concat, Interleaved };     // [sin… | cos…] vs [sin, cos, sin, cos…]
 
@@ -81,6 +113,7 @@ struct PositionConfig {
   // param() gives the declared default for a name not set here.
   std::map<std::string, double> params;
   Scaling scaling;
+  ContextExtension extension;
 
   double param(const std::string& name) const;  // Error for a name no registered scheme declares
 };
@@ -122,6 +155,11 @@ class PositionScheme {
                       int64_t seq_len) const {
     (void)x, (void)which, (void)n_heads_x, (void)pos, (void)T, (void)seq_len;
   }
+
+  // What the scheme does, for context extension (ContextExtension): rotate() acts (q/k rotation),
+  // embed() acts (positions enter at the input embeddings).
+  virtual bool rotates() const { return false; }
+  virtual bool embeds() const { return false; }
 
   // (3) scores[j] += bias(head, qpos, kpos[j]) for j < nk.
   virtual bool has_score_bias() const { return false; }

@@ -32,8 +32,11 @@ struct KVCache {
   std::vector<Tensor> k_scale, v_scale;  // I8 only: per layer [n_kv, capacity] F32
   int64_t capacity = 0;
   int64_t length = 0;  // slots in use
-  std::vector<int32_t> positions;  // position of each cached token (for score biases)
+  std::vector<int32_t> positions;  // position of each cached token in the text (for score biases)
   std::vector<uint8_t> valid;      // 0 for padding: never attended to
+  // Self-Extend on a rotating scheme: every key also rotated at its grouped position ⌊p/G⌋,
+  // once when stored (same layout and dtype as k; empty otherwise).
+  std::vector<Tensor> kg, kg_scale;
 };
 
 // One sequence's decoding state.
@@ -94,6 +97,10 @@ class Transformer {
   // Throws Error if the weights cannot support it (e.g. no learned table).
   void set_position(const PositionConfig& cfg);
   const PositionScheme& decoder_scheme() const { return *dec_scheme_; }
+  // The decoder's context extension (Self-Extend or sinks), set with the rest of the position
+  // config (PositionConfig::extension). Sequences created under one setting must not be fed under
+  // another.
+  const ContextExtension& context_extension() const { return spec_.position.extension; }
 
   // ---- Probes (`ordo compare`); neither changes results while left at its default. ----
   // false: self-attention is bidirectional (every query sees every key of the sequence, later
@@ -170,6 +177,7 @@ class Transformer {
     KVCache* self = nullptr;        // self-attention cache, appended to at slots [length, length + T)
     const KVCache* cross = nullptr; // encoder keys/values (encoder-decoder decoder stacks)
     int64_t seq_len = 1;            // positions this sequence's forward sees (max position + 1)
+    const ContextExtension* ext = nullptr;  // decoder self-attention under Self-Extend or sinks
   };
   // The rows of one forward: its segments, the one-token ones first.
   struct Batch {
@@ -188,14 +196,16 @@ class Transformer {
   // attends over it; cross-attention attends over each segment's cross cache.
   void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, const Batch& b, bool cross,
                  int layer, bool causal, float* out) const;
-  void store_kv(const Segment& s, int layer, const float* k, const float* v) const;
+  void store_kv(const Segment& s, int layer, const float* k, const float* v, const float* kg) const;
   // Attention of one segment's prompt rows (T > 1) in query blocks through GEMMs; q, ctx point at
   // the segment's first row.
+  // q2: the queries rotated at their alternate positions (context extension on a rotating
+  // scheme; else q), with the same layout as q.
   void attend_prompt(const Segment& s, const KVCache& cache, int layer, bool causal, const PositionScheme* scheme,
-                     const float* q, float* ctx) const;
+                     const float* q, const float* q2, float* ctx) const;
   // Attention of every one-token segment listed, one parallel loop over (segment, head).
   void attend_single(const std::vector<const Segment*>& segs, bool cross, int layer, bool causal,
-                     const PositionScheme* scheme, const float* q, float* ctx) const;
+                     const PositionScheme* scheme, const float* q, const float* q2, float* ctx) const;
   // One sequence's tokens in a decoder step (decode and decode_batch without copying ids).
   struct StepInput {
     Sequence* seq;
@@ -212,6 +222,8 @@ class Transformer {
   void check_step(const std::vector<StepInput>& in, Batch& b) const;
   std::vector<int64_t> place_step(const std::vector<StepInput>& in, Batch& b, std::vector<int32_t>& ids,
                                   std::vector<int32_t>& pos) const;
+  // Positions the embedding sees (the text's, or the cache slots under sinks).
+  const int32_t* embed_positions(const std::vector<int32_t>& pos) const;
   void step_outputs(const std::vector<StepInput>& in, const Batch& b, const float* x,
                     std::vector<ForwardOutput>& out) const;
   static void advance(const std::vector<StepInput>& in, const std::vector<int64_t>& next);
@@ -220,7 +232,9 @@ class Transformer {
   std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
   void feed_forward(const FeedForward& f, const float* h, const Batch& b, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
-  KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32) const;
+  KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32, bool grouped_keys = false) const;
+  // Self-Extend on a rotating scheme: caches hold grouped keys too.
+  bool grouped_keys() const;
 
   ModelSpec spec_;
   Backend backend_;

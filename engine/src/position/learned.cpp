@@ -51,6 +51,7 @@ class Learned final : public PositionScheme {
     throw Error(msg);
   }
 
+  bool embeds() const override { return true; }
   void embed(float* x, const int32_t* pos, int64_t T) const override {
     const float* tab = table_.f32();
     for (int64_t t = 0; t < T; ++t) {

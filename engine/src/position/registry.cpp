@@ -89,6 +89,30 @@ ScalingType parse_scaling(const std::string& name) {
   throw Error("unknown position scaling '" + name + "'; known: " + known);
 }
 
+std::string ContextExtension::describe() const {
+  if (self_extend()) return "self-extend G=" + std::to_string(group) + " W=" + std::to_string(neighbor);
+  if (streaming()) return "sinks K=" + std::to_string(sinks) + " N=" + std::to_string(window);
+  return "none";
+}
+
+void check_context_extension(const ContextExtension& e) {
+  const std::string max = std::to_string(kMaxExtensionValue);
+  auto in_range = [&](int64_t v, int64_t lo, const char* what) {
+    if (v < lo || v > kMaxExtensionValue)
+      throw Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " + max + "], got " + std::to_string(v));
+  };
+  if (e.group != 0 || e.neighbor != 0) {
+    in_range(e.group, 1, "self-extend (--self-extend G,W): the group size G");
+    in_range(e.neighbor, 1, "self-extend (--self-extend G,W): the neighbour window W");
+  }
+  if (e.window != 0 || e.sinks != 0) {
+    in_range(e.sinks, 0, "sinks (--sinks K): the number of sink tokens K");
+    in_range(e.window, 1, "sinks (--window N): the recent-token window N");
+  }
+  if (e.self_extend() && e.streaming())
+    throw Error("self-extend (--self-extend) and sinks (--sinks/--window) cannot be combined; choose one");
+}
+
 bool PositionSchemeInfo::supports(ScalingType t) const {
   if (t == ScalingType::None) return true;
   for (const ScalingSupport& s : scalings)

@@ -75,6 +75,8 @@ class Rope final : public PositionScheme {
 
   const char* name() const override { return "rope"; }
 
+  bool rotates() const override { return true; }
+
   // Queries and keys rotate alike.
   void rotate(float* x, RotateTarget, int64_t n_heads_x, const int32_t* pos, int64_t T, int64_t seq_len) const override {
     if (T <= 0) return;

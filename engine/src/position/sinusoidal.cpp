@@ -31,6 +31,7 @@ class Sinusoidal final : public PositionScheme {
 
   const char* name() const override { return "sinusoidal"; }
 
+  bool embeds() const override { return true; }
   void embed(float* x, const int32_t* pos, int64_t T) const override {
     std::vector<float> tmp;
     for (int64_t t = 0; t < T; ++t) {

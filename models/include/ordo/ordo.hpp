@@ -26,6 +26,9 @@ struct ModelOptions {
   Backend backend = Backend::OneDNN;  // prefill ~1.5-2x faster than Debian's OpenBLAS here
   std::string position;            // replaces the model's position scheme ("" keeps it)
   std::optional<Scaling> scaling;  // replaces the model's long-context scaling
+  // Self-Extend or attention sinks (ContextExtension in ordo/position.hpp), orthogonal to the
+  // scheme and the scaling; nullopt: none.
+  std::optional<ContextExtension> extension;
   int threads = 0;                 // 0: all cores
   bool load_tokenizer = true;      // false: ids only (e.g. the fixtures, which ship no tokenizer)
   // Storage of every linear weight (attention, FFN, lm_head), converted once at load; compute is
