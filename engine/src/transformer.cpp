@@ -242,18 +242,24 @@ void Sequence::truncate(int64_t n) {
   next_position = std::count(self.valid.begin(), self.valid.end(), uint8_t{1});
 }
 
+// Every tensor of a cache that holds one entry per slot, each [heads, capacity, ...]: keys and
+// values (rows of hd), I8 row scales, Self-Extend's grouped keys and their scales.
+static std::vector<Tensor*> slot_tensors(KVCache& c) {
+  std::vector<Tensor*> out;
+  for (size_t l = 0; l < c.k.size(); ++l) {
+    out.insert(out.end(), {&c.k[l], &c.v[l]});
+    if (l < c.k_scale.size()) out.insert(out.end(), {&c.k_scale[l], &c.v_scale[l]});
+    if (l < c.kg.size()) out.push_back(&c.kg[l]);
+    if (l < c.kg_scale.size()) out.push_back(&c.kg_scale[l]);
+  }
+  return out;
+}
+
 // Grows a cache (keeping its contents) so that `needed` slots fit.
 static void reserve_cache(KVCache& c, int64_t needed) {
   if (needed <= c.capacity) return;
   int64_t cap = std::max(needed, c.capacity * 2);
-  std::vector<Tensor*> grow;  // each [heads, capacity, ...] (rows [heads, capacity, hd], scales [heads, capacity])
-  for (size_t l = 0; l < c.k.size(); ++l) {
-    grow.insert(grow.end(), {&c.k[l], &c.v[l]});
-    if (l < c.k_scale.size()) grow.insert(grow.end(), {&c.k_scale[l], &c.v_scale[l]});
-    if (l < c.kg.size()) grow.push_back(&c.kg[l]);
-    if (l < c.kg_scale.size()) grow.push_back(&c.kg_scale[l]);
-  }
-  for (Tensor* t : grow) {
+  for (Tensor* t : slot_tensors(c)) {
     std::vector<int64_t> shape = t->shape;
     shape[1] = cap;
     const int64_t heads = shape[0], row = t->numel() / (heads * c.capacity);  // elements per slot
@@ -279,14 +285,7 @@ static void evict_for_sinks(KVCache& c, int64_t sinks, int64_t window, int64_t n
   while (recent > keep_end && next - c.positions[static_cast<size_t>(recent - 1)] < window) --recent;
   if (recent == keep_end) return;
   const int64_t moved = c.length - recent;
-  std::vector<Tensor*> rows;
-  for (size_t l = 0; l < c.k.size(); ++l) {
-    rows.insert(rows.end(), {&c.k[l], &c.v[l]});
-    if (l < c.k_scale.size()) rows.insert(rows.end(), {&c.k_scale[l], &c.v_scale[l]});
-    if (l < c.kg.size()) rows.push_back(&c.kg[l]);
-    if (l < c.kg_scale.size()) rows.push_back(&c.kg_scale[l]);
-  }
-  for (Tensor* t : rows) {
+  for (Tensor* t : slot_tensors(c)) {
     const int64_t heads = t->shape[0], row = t->numel() / (heads * c.capacity);
     const size_t es = dtype_size(t->dtype) * static_cast<size_t>(row);
     auto base = static_cast<char*>(t->data);

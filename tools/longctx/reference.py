@@ -33,7 +33,6 @@ repository root:  /usr/bin/python3 tools/longctx/reference.py
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 
@@ -50,35 +49,11 @@ D = torch.float64
 # ---------------------------------------------------------------- checkpoints
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, m in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = m["data_offsets"]
-        dt = {"F32": torch.float32, "F16": torch.float16}[m["dtype"]]
-        out[name] = torch.frombuffer(bytearray(data[a:b]), dtype=dt).reshape(m["shape"]).to(D)
-    return out
+    return {name: t.to(D) for name, t in train_zoo.read_safetensors(path).items()}
 
 
 def write_safetensors(path, tensors):
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name].to(torch.float32).contiguous()
-        raw = t.numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+    train_zoo.write_safetensors(path, {name: t.to(torch.float32) for name, t in tensors.items()}, {"format": "pt"})
 
 
 class Decoder:
