@@ -252,6 +252,9 @@ TEST(ContextExtension, SettingsThatDoNotApplyAreRefusedByName) {
   EXPECT_NE(message("sinusoidal", self_extend(2, 8)).find("does not apply to the sinusoidal scheme"), std::string::npos);
   EXPECT_NE(message("rope", sinks(4, 8), ScalingType::Dynamic).find("sinks (--sinks/--window) cannot be combined with dynamic"),
             std::string::npos);
+  EXPECT_NE(message("rope", self_extend(2, 8), ScalingType::Dynamic)
+                .find("self-extend (--self-extend) cannot be combined with dynamic scaling"),
+            std::string::npos);
   ContextExtension both = self_extend(2, 8);
   both.window = 8;
   EXPECT_NE(message("rope", both).find("cannot be combined; choose one"), std::string::npos);

@@ -165,10 +165,14 @@ void Transformer::set_position(const PositionConfig& cfg) {
                   " scheme: its positions are added to the input embeddings, one per token for every query, "
                   "while Self-Extend sees a key at one position from near queries and another from far ones; "
                   "use sinks (--sinks K --window N) or a scheme acting in attention (rope, alibi, relative)");
-    if (e.streaming() && (cfg.scaling.type == ScalingType::Dynamic || cfg.scaling.type == ScalingType::LongRoPE))
+    // Both scalings pick their frequencies from the sequence length: sinks hold that length at the
+    // cache size, and Self-Extend keeps every distance seen within the trained length, so the
+    // frequencies would be stretched for distances that never occur.
+    if (cfg.scaling.type == ScalingType::Dynamic || cfg.scaling.type == ScalingType::LongRoPE)
       throw Error(what + " cannot be combined with " + scaling_name(cfg.scaling.type) +
-                  " scaling: it depends on the sequence length, which sinks hold at the cache size; "
-                  "use a static scaling (linear, ntk, yarn, llama3) or none");
+                  " scaling: it picks its frequencies from the sequence length, which " +
+                  (e.streaming() ? "sinks hold at the cache size" : "Self-Extend keeps within the trained length") +
+                  "; use a static scaling (linear, ntk, yarn, llama3) or none");
   }
   spec_.position = cfg;
   enc_scheme_ = std::move(enc);
