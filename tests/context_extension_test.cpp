@@ -278,6 +278,39 @@ TEST(ContextExtension, SettingsThatDoNotApplyAreRefusedByName) {
   pc.extension = self_extend(2, 4);
   g.engine().set_position(pc);
   EXPECT_NE(error_of([&] { g.engine().decode(old, {5, 6, 7}); }).find("start a new sequence"), std::string::npos);
+  // ... and every other change of setting under a sequence: its cache holds keys for the old one.
+  Sequence grouped = g.engine().new_sequence(16);
+  g.engine().decode(grouped, {5, 6, 7});
+  for (const ContextExtension& other : {sinks(2, 4), self_extend(4, 4), ContextExtension{}}) {
+    pc.extension = other;
+    g.engine().set_position(pc);
+    EXPECT_NE(error_of([&] { g.engine().decode(grouped, {8}); })
+                  .find("created with context extension 'self-extend G=2 W=4' and the model is now set to '" +
+                        other.describe() + "'"),
+              std::string::npos)
+        << other.describe();
+  }
+}
+
+// Once sinks have dropped tokens, the cache's slots are no longer a prefix of the text: truncating
+// to a middle slot would give the next token a position below the cached ones.
+TEST(ContextExtension, TruncatingAnEvictedSequenceIsRefused) {
+  Model m = load_zoo("rope", sinks(2, 4));
+  Sequence s = m.engine().new_sequence(8);
+  m.engine().decode(s, {5, 6, 7, 8});
+  EXPECT_FALSE(s.has_evicted());
+  s.truncate(3);  // nothing dropped yet: an ordinary prefix
+  EXPECT_EQ(s.next_position, 3);
+  for (int32_t id : {9, 10, 11, 12}) m.engine().decode(s, {id});
+  ASSERT_TRUE(s.has_evicted());
+  ASSERT_LE(s.length(), 6);
+  EXPECT_EQ(s.next_position, 7);
+  EXPECT_NE(error_of([&] { s.truncate(3); }).find("attention sinks have dropped tokens"), std::string::npos);
+  s.truncate(s.length());  // no change
+  EXPECT_EQ(s.next_position, 7);
+  s.truncate(0);
+  EXPECT_EQ(s.next_position, 0);
+  EXPECT_FALSE(s.has_evicted());
 }
 
 }  // namespace

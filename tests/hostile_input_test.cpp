@@ -339,6 +339,7 @@ TEST(HostileCli, BadFlagValuesAreNamedAndFail) {
       {"run -p x --sinks 4", "--sinks needs --window N"},
       {"run -p x --window 60", "--window needs --sinks K"},
       {"run -p x --sinks -1 --window 60", "--sinks must be in [0, 1.07374e+09], got -1"},
+      {"run -p x --sinks -9223372036854775808", "--sinks needs --window N"},
       {"run -p x --sinks 4 --window 0", "--window must be in [1, 1.07374e+09], got 0"},
       {"run -p x --sinks 4 --window 60 --self-extend 4,64", "cannot be combined; choose one"},
       {"run -p x --position sinusoidal --self-extend 4,64", "does not apply to the sinusoidal scheme"},

@@ -230,12 +230,16 @@ Sequence Transformer::new_sequence(int64_t capacity) const {
   check_context(capacity, "a sequence");
   Sequence s;
   s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_, grouped_keys());
+  s.extension = spec_.position.extension;
   return s;
 }
 
 void Sequence::truncate(int64_t n) {
   if (n < 0 || n > self.length)
     throw Error("Sequence::truncate: " + std::to_string(n) + " is outside [0, " + std::to_string(self.length) + "]");
+  if (n == self.length) return;
+  if (n > 0 && has_evicted()) throw Error("Sequence::truncate: attention sinks have dropped tokens from this sequence's cache, "
+                                          "so its slots are no longer a prefix of the text; start a new sequence");
   const size_t k = static_cast<size_t>(n);
   self.length = n;
   self.positions.resize(k);
@@ -257,6 +261,14 @@ static std::vector<Tensor*> slot_tensors(KVCache& c) {
     if (l < c.kg_scale.size()) out.push_back(&c.kg_scale[l]);
   }
   return out;
+}
+
+bool Sequence::has_evicted() const {
+  // Real tokens take positions 0, 1, ... in order; a gap means some were dropped.
+  int64_t expected = 0;
+  for (int64_t i = 0; i < self.length; ++i)
+    if (self.valid[static_cast<size_t>(i)] && self.positions[static_cast<size_t>(i)] != expected++) return true;
+  return false;
 }
 
 // Grows a cache (keeping its contents) so that `needed` slots fit.
@@ -366,12 +378,12 @@ KeyRegions key_regions(const ContextExtension* e, int32_t pq, const int32_t* kpo
   if (!e || !kpos) return r;
   auto real = [&](int64_t j) { return !valid || valid[j]; };
   if (e->self_extend()) {
-    r.far_qpos = static_cast<int32_t>(pq / e->group + e->neighbor - e->neighbor / e->group);
+    r.far_qpos = static_cast<int32_t>(e->grouped_query_position(pq));
     int64_t j = nk;
     while (j > 0 && !(real(j - 1) && int64_t{pq} - kpos[j - 1] >= e->neighbor)) --j;
     r.far_end = r.near_begin = j;
   } else if (e->streaming() && pq >= e->sinks + e->window) {
-    r.far_qpos = static_cast<int32_t>(e->sinks + e->window - 1);
+    r.far_qpos = static_cast<int32_t>(e->cache_position(pq));
     int64_t j = nk;
     while (j > 0 && !(real(j - 1) && int64_t{pq} - kpos[j - 1] >= e->window)) --j;
     r.near_begin = j;
@@ -622,8 +634,7 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
         const ContextExtension& e = *s.ext;
         for (int64_t t = 0; t < s.T; ++t)
           alt[static_cast<size_t>(t)] = static_cast<int32_t>(
-              e.self_extend() ? s.pos[t] / e.group + e.neighbor - e.neighbor / e.group
-                              : std::min<int64_t>(s.pos[t], e.sinks + e.window - 1));
+              e.self_extend() ? e.grouped_query_position(s.pos[t]) : e.cache_position(s.pos[t]));
         float* qa = q2 + s.row0 * H * hd;
         std::memcpy(qa, q + s.row0 * H * hd, static_cast<size_t>(s.T * H * hd) * sizeof(float));
         scheme->rotate(qa, RotateTarget::Query, H, alt.data(), s.T, s.seq_len);
@@ -848,8 +859,9 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, B
     const StepInput& r = in[i];
     Sequence& seq = *r.seq;
     KVCache& cache = seq.self;
-    if (grouped_keys() && cache.kg.empty() && !cache.k.empty())
-      throw Error("self-extend: this sequence was created before self-extend was set; start a new sequence");
+    if (seq.extension != ext)
+      throw Error("this sequence was created with context extension '" + seq.extension.describe() +
+                  "' and the model is now set to '" + ext.describe() + "'; start a new sequence");
     if (ext.streaming()) {
       if (r.mask && std::find(r.mask, r.mask + r.T, uint8_t{0}) != r.mask + r.T)
         throw Error("sinks (--sinks/--window): padded input (an attention mask with 0) is not supported");
@@ -866,7 +878,7 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, B
       pos[static_cast<size_t>(row0 + t)] = real ? static_cast<int32_t>(nx++) : 0;
     }
     if (nx > seq.next_position)
-      dec_scheme_->check_positions(ext.streaming() ? std::min<int64_t>(nx - 1, ext.sinks + ext.window - 1) : nx - 1);
+      dec_scheme_->check_positions(ext.streaming() ? ext.cache_position(nx - 1) : nx - 1);
     std::copy(r.ids, r.ids + r.T, ids.begin() + row0);
     reserve_cache(cache, base + r.T);
     cache.positions.resize(static_cast<size_t>(base + r.T));
@@ -891,7 +903,7 @@ const int32_t* Transformer::embed_positions(const std::vector<int32_t>& pos) con
   thread_local std::vector<int32_t> embed_pos;
   embed_pos.resize(pos.size());
   for (size_t t = 0; t < pos.size(); ++t)
-    embed_pos[t] = static_cast<int32_t>(std::min<int64_t>(pos[t], ext.sinks + ext.window - 1));
+    embed_pos[t] = static_cast<int32_t>(ext.cache_position(pos[t]));
   return embed_pos.data();
 }
 

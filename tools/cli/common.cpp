@@ -50,9 +50,9 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
                   "Attention sinks: keep the N most recent tokens (cache of K + N; generation at constant memory)");
 }
 
-std::optional<ContextExtension> parse_extension(const std::string& self_extend, int64_t sinks, int64_t window) {
-  const int64_t absent = ModelArgs::kNotGiven;
-  if (self_extend.empty() && sinks == absent && window == absent) return std::nullopt;
+std::optional<ContextExtension> parse_extension(const std::string& self_extend, std::optional<int64_t> sinks,
+                                                std::optional<int64_t> window) {
+  if (self_extend.empty() && !sinks && !window) return std::nullopt;
   ContextExtension e;
   if (!self_extend.empty()) {
     const size_t comma = self_extend.find(',');
@@ -69,13 +69,13 @@ std::optional<ContextExtension> parse_extension(const std::string& self_extend, 
     e.group = number(self_extend.substr(0, comma));
     e.neighbor = number(self_extend.substr(comma + 1));
   }
-  if (sinks != absent || window != absent) {
-    if (window == absent) throw Error("--sinks needs --window N (the recent tokens kept beside the K sinks)");
-    if (sinks == absent) throw Error("--window needs --sinks K (0 for a plain sliding window)");
-    check_flag_range("--sinks", static_cast<double>(sinks), 0, static_cast<double>(kMaxExtensionValue));
-    check_flag_range("--window", static_cast<double>(window), 1, static_cast<double>(kMaxExtensionValue));
-    e.sinks = sinks;
-    e.window = window;
+  if (sinks || window) {
+    if (!window) throw Error("--sinks needs --window N (the recent tokens kept beside the K sinks)");
+    if (!sinks) throw Error("--window needs --sinks K (0 for a plain sliding window)");
+    check_flag_range("--sinks", static_cast<double>(*sinks), 0, static_cast<double>(kMaxExtensionValue));
+    check_flag_range("--window", static_cast<double>(*window), 1, static_cast<double>(kMaxExtensionValue));
+    e.sinks = *sinks;
+    e.window = *window;
   }
   check_context_extension(e);
   return e;

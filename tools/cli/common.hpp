@@ -26,8 +26,7 @@ struct ModelArgs {
   int64_t max_context = 0;  // --max-context (0: the model's default limit)
   CLI::Option* factor_opt = nullptr;  // --factor was given (any value, even 0, must be checked)
   std::string self_extend;  // --self-extend G,W
-  int64_t sinks = kNotGiven, window = kNotGiven;  // --sinks K --window N
-  static constexpr int64_t kNotGiven = INT64_MIN;
+  std::optional<int64_t> sinks, window;  // --sinks K --window N
 
   void add(CLI::App* app, bool with_position = true);
   // Checks every flag's value (Error naming the flag); options() and load() call it.
@@ -37,10 +36,10 @@ struct ModelArgs {
   Model load(bool tokenizer = true) const;
 };
 
-// --self-extend G,W / --sinks K --window N as a ContextExtension (nullopt when none is given;
-// ModelArgs::kNotGiven marks an absent --sinks or --window);
+// --self-extend G,W / --sinks K --window N as a ContextExtension (nullopt when none is given);
 // Error naming the flag for anything malformed or out of range.
-std::optional<ContextExtension> parse_extension(const std::string& self_extend, int64_t sinks, int64_t window);
+std::optional<ContextExtension> parse_extension(const std::string& self_extend, std::optional<int64_t> sinks,
+                                                std::optional<int64_t> window);
 
 // "1,5,9" or "1 5 9" → ids; Error naming the bad entry ("1,,2" has an empty one).
 std::vector<int32_t> parse_ids(const std::string& text);

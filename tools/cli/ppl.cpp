@@ -100,7 +100,8 @@ struct PplCommand : Command {
          "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
          "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length "
          "(dynamic: 1). Also self-extend[:G[:W]] (default W = trained/4, G just reaching ctx) and "
-         "sinks[:K[:N]] (default K = 4, N = trained - K)")
+         "sinks[:K[:N]] (default K = 4, N = trained - K), which keep the model's own scaling unless it is dynamic "
+         "or longrope")
         ->capture_default_str();
     c->add_option("--factor", factor, "Factor for settings that give none");
     c->add_option("--original-max", original_max,
@@ -139,18 +140,21 @@ struct PplCommand : Command {
     PositionConfig pc = base;
     if (!position.empty()) pc.scheme = position;
     pc.extension = ContextExtension{};
+    // Extension rows keep the model's own static scaling (the methods are orthogonal to it); a
+    // length-dependent one (dynamic, longrope) cannot be combined with them and is left out.
+    if ((s.self_extend || s.sinks) &&
+        (pc.scaling.type == ScalingType::Dynamic || pc.scaling.type == ScalingType::LongRoPE))
+      pc.scaling = Scaling{};
     if (s.self_extend) {
       const int64_t W = s.b > 0 ? s.b : std::max<int64_t>(1, trained / 4);
       pc.extension.neighbor = W;
       pc.extension.group =
           s.a > 0 ? s.a : trained > W ? std::max<int64_t>(1, (ctx - W + (trained - W) - 1) / (trained - W)) : 1;
-      pc.scaling = Scaling{};
       return pc;
     }
     if (s.sinks) {
       pc.extension.sinks = s.a > 0 || s.label.find(':') != std::string::npos ? s.a : 4;
       pc.extension.window = s.b > 0 ? s.b : std::max<int64_t>(1, trained - pc.extension.sinks);
-      pc.scaling = Scaling{};
       return pc;
     }
     if (s.from_model) return pc;

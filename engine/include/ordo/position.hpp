@@ -9,6 +9,7 @@
 // one line in registry.cpp; everything else asks the registry (docs/adding-a-scheme.md).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,6 +82,15 @@ struct ContextExtension {
   bool self_extend() const { return group > 0; }
   bool streaming() const { return window > 0; }
   bool active() const { return self_extend() || streaming(); }
+  // Self-Extend: the position a query at text position p is seen at by keys beyond the neighbour
+  // window (grouped, shifted so the two regions join): ⌊p/G⌋ + W − ⌊W/G⌋.
+  int64_t grouped_query_position(int64_t p) const { return p / group + neighbor - neighbor / group; }
+  // Sinks: the cache slot a token at text position p takes when it arrives, min(p, K + N − 1).
+  int64_t cache_position(int64_t p) const { return std::min(p, sinks + window - 1); }
+  bool operator==(const ContextExtension& o) const {
+    return group == o.group && neighbor == o.neighbor && sinks == o.sinks && window == o.window;
+  }
+  bool operator!=(const ContextExtension& o) const { return !(*this == o); }
   // "none", "self-extend G=4 W=32", "sinks K=4 N=60"
   std::string describe() const;
 };

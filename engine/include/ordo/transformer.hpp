@@ -48,10 +48,16 @@ struct Sequence {
   // Tokens fed so far (the generator re-encodes them if the position scheme's rotation changes).
   std::vector<int32_t> tokens;
   std::vector<uint8_t> token_valid;
+  // The context extension the sequence was created under (Transformer::new_sequence); feeding it
+  // under another is an Error.
+  ContextExtension extension;
   int64_t length() const { return self.length; }
   // Forgets every token after the first n (n <= length()): the next decode continues from there,
-  // as if the later tokens had never been fed. The cache keeps its capacity.
+  // as if the later tokens had never been fed. The cache keeps its capacity. An Error once sinks
+  // have dropped tokens (unless n is 0 or length()).
   void truncate(int64_t n);
+  // Whether attention sinks have dropped tokens from the cache.
+  bool has_evicted() const;
 };
 
 // Which rows of logits a decoder forward computes.
