@@ -104,10 +104,10 @@ Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
   if (ext.streaming()) {
     // Sinks hold at most K + N keys (the whole prompt while it runs): memory stays constant however
     // long the generation, so only that is checked against the context limit.
-    const int64_t held = std::max(prompt, ext.sinks + ext.window);
+    const int64_t held = std::max(prompt, ext.cache_size());
     capacity = std::min(capacity, held);
     model.check_context(held, "generate: the prompt (" + std::to_string(prompt) + " tokens) or the sink cache (" +
-                                  std::to_string(ext.sinks + ext.window) + " tokens)");
+                                  std::to_string(ext.cache_size()) + " tokens)");
     if (total >= std::numeric_limits<int32_t>::max())
       throw Error("generate: the prompt + max_new_tokens must stay below 2^31 positions");
   } else {

@@ -382,7 +382,7 @@ KeyRegions key_regions(const ContextExtension* e, int32_t pq, const int32_t* kpo
     int64_t j = nk;
     while (j > 0 && !(real(j - 1) && int64_t{pq} - kpos[j - 1] >= e->neighbor)) --j;
     r.far_end = r.near_begin = j;
-  } else if (e->streaming() && pq >= e->sinks + e->window) {
+  } else if (e->streaming() && pq >= e->cache_size()) {
     r.far_qpos = static_cast<int32_t>(e->cache_position(pq));
     int64_t j = nk;
     while (j > 0 && !(real(j - 1) && int64_t{pq} - kpos[j - 1] >= e->window)) --j;

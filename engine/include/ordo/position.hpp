@@ -85,8 +85,10 @@ struct ContextExtension {
   // Self-Extend: the position a query at text position p is seen at by keys beyond the neighbour
   // window (grouped, shifted so the two regions join): ⌊p/G⌋ + W − ⌊W/G⌋.
   int64_t grouped_query_position(int64_t p) const { return p / group + neighbor - neighbor / group; }
+  // Sinks: the most keys the cache holds, K + N.
+  int64_t cache_size() const { return sinks + window; }
   // Sinks: the cache slot a token at text position p takes when it arrives, min(p, K + N − 1).
-  int64_t cache_position(int64_t p) const { return std::min(p, sinks + window - 1); }
+  int64_t cache_position(int64_t p) const { return std::min(p, cache_size() - 1); }
   bool operator==(const ContextExtension& o) const {
     return group == o.group && neighbor == o.neighbor && sinks == o.sinks && window == o.window;
   }
