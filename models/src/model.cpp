@@ -124,6 +124,7 @@ ForwardOutput Model::forward_impl(const std::vector<int32_t>& ids, bool want_hid
   if (e.spec().graph == GraphKind::Encoder) {
     ForwardOutput out;
     Tensor h = e.encode(ids, {}, {}, want_hidden ? &out.hidden : nullptr);
+    if (!e.spec().lm_head.weight.empty()) out.logits = e.logits(h.f32(), h.dim(0));  // masked-LM encoders
     if (!want_hidden) out.hidden.push_back(h);
     return out;
   }
@@ -247,7 +248,10 @@ std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std
                                                            const GenerateParams& params, int max_batch,
                                                            const BatchTokenCallback& on_token, bool keep_logits) const {
   const Transformer& e = *impl_->engine;
-  if (e.spec().graph == GraphKind::Encoder) throw Error(e.spec().architecture + " is an encoder-only model: it cannot generate");
+  if (e.spec().graph == GraphKind::Encoder)
+    throw Error(e.spec().architecture + " is an encoder-only model" +
+                (e.spec().lm_head.weight.empty() ? "" : " (bidirectional masked-LM: score text with it, e.g. PLL)") +
+                ": it cannot generate");
   if (max_batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(max_batch));
   GenerateParams p = params;
   if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);

@@ -78,6 +78,7 @@ struct ModelSpec {
   Linear pooler;             // BERT: tanh(pooler(h[0]))
 
   int32_t bos_id = -1, eos_id = -1, pad_id = -1, decoder_start_id = -1;
+  int32_t mask_id = -1;  // masked-LM encoders: the token that replaces a masked one (-1: none)
 
   // Total parameter count (tied tensors counted once).
   int64_t parameter_count() const;

@@ -89,13 +89,15 @@ class Model {
   std::string decode(const std::vector<int32_t>& ids) const;
 
   // Decoder-only: logits [T, vocab] of every position, hidden states (embedding, each layer, final)
-  // when asked. Encoder-only: logits empty, hidden states of the encoder, last one = output.
+  // when asked. Encoder-only: hidden states of the encoder, last one = output; logits [T, vocab]
+  // when the encoder has an LM head (masked-LM encoders such as the zoo's), else empty.
   ForwardOutput forward(const std::vector<int32_t>& ids, bool want_hidden = false) const;
   // Encoder-decoder: logits [T_dec, vocab]; hidden = encoder states followed by decoder states.
   ForwardOutput forward_seq2seq(const std::vector<int32_t>& encoder_ids, const std::vector<int32_t>& decoder_ids,
                                 bool want_hidden = false, std::vector<Tensor>* encoder_hidden = nullptr) const;
 
-  // Generates from token ids (decoder-only: prefix; encoder-decoder: encoder input).
+  // Generates from token ids (decoder-only: prefix; encoder-decoder: encoder input). Encoder-only
+  // models, masked-LM ones included, cannot generate: an Error saying so.
   GenerateResult generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,
                               const TokenCallback& on_token = nullptr, bool keep_logits = false) const;
   // Generates from text, streaming decoded text pieces (complete UTF-8) to on_text; return false
