@@ -95,17 +95,21 @@ TEST(Probes, WordOrderMatchesHandScoredForward) {
     EXPECT_LE(done, total);
   });
   EXPECT_EQ(calls, 1u);
-  ASSERT_EQ(r.margins.size(), 3u);
+  ASSERT_EQ(r.pairs.size(), 3u);
+  EXPECT_EQ(r.method, "logprob");
   int64_t wins = 0;
   double sum = 0;
   for (size_t i = 0; i < 2; ++i) {
     const double want = sequence_logprob(m, m.encode(pairs[i].original, true)) -
                         sequence_logprob(m, m.encode(pairs[i].swapped, true));
-    EXPECT_NEAR(r.margins[i], want, 1e-4 * std::max(1.0, std::fabs(want))) << i;
+    EXPECT_NEAR(r.pairs[i].margin, want, 1e-4 * std::max(1.0, std::fabs(want))) << i;
+    EXPECT_NEAR(r.pairs[i].original, sequence_logprob(m, m.encode(pairs[i].original, true)), 1e-4) << i;
+    EXPECT_TRUE(r.pairs[i].same_tokens) << "two whole words swapped: the same tokens";
     wins += want > 0;
     sum += want;
   }
-  EXPECT_EQ(r.margins[2], 0.0) << "the same sentence twice is a tie";
+  EXPECT_EQ(r.pairs[2].margin, 0.0) << "the same sentence twice is a tie";
+  EXPECT_TRUE(r.pairs[2].tie);
   EXPECT_EQ(r.ties, 1);
   EXPECT_EQ(r.wins, wins);
   EXPECT_DOUBLE_EQ(r.accuracy, (static_cast<double>(wins) + 0.5) / 3.0);

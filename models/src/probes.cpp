@@ -52,6 +52,7 @@ struct CausalRestore {
 };
 
 Tensor bidirectional_hidden(Transformer& eng, const std::vector<int32_t>& ids) {
+  if (eng.spec().graph == GraphKind::Encoder) return eng.encode(ids, {}, {});
   CausalRestore restore{eng};
   eng.set_causal(false);
   Sequence s = eng.new_sequence(static_cast<int64_t>(ids.size()));
@@ -130,7 +131,7 @@ std::vector<WordPair> parse_pairs(const std::string& jsonl, const std::string& o
   return out;
 }
 
-std::vector<double> sentence_logprobs(const Model& m, const std::vector<const std::string*>& texts) {
+std::vector<TextScore> causal_scores(const Model& m, const std::vector<const std::string*>& texts) {
   const Transformer& eng = m.engine();
   std::vector<Sequence> seqs;
   std::vector<DecodeRequest> reqs;
@@ -142,35 +143,142 @@ std::vector<double> sentence_logprobs(const Model& m, const std::vector<const st
     reqs.push_back(DecodeRequest{&seqs.back(), std::move(ids), {}, LogitsFor::All});
   }
   const std::vector<ForwardOutput> outs = eng.decode_batch(reqs, PromptRows::Shared);
-  std::vector<double> lps;
+  std::vector<TextScore> scores;
   for (size_t i = 0; i < reqs.size(); ++i) {
-    const std::vector<int32_t>& ids = reqs[i].ids;
+    TextScore sc;
+    sc.ids = std::move(reqs[i].ids);
     const int64_t V = outs[i].logits.dim(1);
-    double lp = 0;
-    for (size_t t = 1; t < ids.size(); ++t) lp -= token_nll(outs[i].logits.f32() + (t - 1) * V, V, ids[t]);
-    lps.push_back(lp);
+    for (size_t t = 1; t < sc.ids.size(); ++t) {
+      const double nll = token_nll(outs[i].logits.f32() + (t - 1) * V, V, sc.ids[t]);
+      sc.logprob -= nll;
+      sc.abs_terms += std::fabs(nll);
+    }
+    scores.push_back(std::move(sc));
   }
+  return scores;
+}
+
+std::vector<double> sentence_logprobs(const Model& m, const std::vector<const std::string*>& texts) {
+  std::vector<double> lps;
+  for (const TextScore& sc : causal_scores(m, texts)) lps.push_back(sc.logprob);
   return lps;
 }
+
+bool is_masked_lm(const Model& m) {
+  const ModelSpec& s = m.spec();
+  return s.graph == GraphKind::Encoder && !s.lm_head.weight.empty() && s.mask_id >= 0;
+}
+
+namespace {
+
+// Positions of `with` (encoded with specials) that hold the text's own tokens (`plain`, encoded
+// without): the specials are what encode(text, true) adds before and after them.
+std::vector<size_t> non_special_positions(const std::vector<int32_t>& with, const std::vector<int32_t>& plain,
+                                          const std::string& text) {
+  for (size_t k = 0; k + plain.size() <= with.size() && !plain.empty(); ++k)
+    if (std::equal(plain.begin(), plain.end(), with.begin() + static_cast<std::ptrdiff_t>(k))) {
+      std::vector<size_t> pos(plain.size());
+      for (size_t i = 0; i < pos.size(); ++i) pos[i] = k + i;
+      return pos;
+    }
+  throw Error("PLL: '" + text + "' has no token outside the specials its tokenizer adds");
+}
+
+// PLL terms of texts [t0, t1) of `scores` (ids set), in one batched encoder forward: the masked
+// copies' final hidden rows at their masked position go through the LM head together.
+void pll_batch(const Transformer& eng, const std::vector<std::vector<size_t>>& positions, size_t t0, size_t t1,
+               std::vector<TextScore>& scores) {
+  std::vector<EncodeRequest> reqs;
+  std::vector<std::pair<size_t, size_t>> row_of;  // (text, position) per request
+  for (size_t t = t0; t < t1; ++t)
+    for (size_t p : positions[t]) {
+      EncodeRequest r{scores[t].ids, {}, {}};
+      r.ids[p] = eng.spec().mask_id;
+      reqs.push_back(std::move(r));
+      row_of.emplace_back(t, p);
+    }
+  const std::vector<Tensor> hidden = eng.encode_batch(reqs);
+  const int64_t d = eng.spec().d_model, V = eng.spec().vocab_size;
+  std::vector<float> rows(hidden.size() * static_cast<size_t>(d));
+  for (size_t i = 0; i < hidden.size(); ++i)
+    std::copy_n(hidden[i].f32() + static_cast<int64_t>(row_of[i].second) * d, d, rows.begin() + i * d);
+  const Tensor logits = eng.logits(rows.data(), static_cast<int64_t>(hidden.size()));
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    TextScore& sc = scores[row_of[i].first];
+    const double nll = token_nll(logits.f32() + static_cast<int64_t>(i) * V, V, sc.ids[row_of[i].second]);
+    sc.logprob -= nll;
+    sc.abs_terms += std::fabs(nll);
+  }
+}
+
+}  // namespace
+
+std::vector<TextScore> pseudo_log_likelihoods(const Model& m, const std::vector<const std::string*>& texts) {
+  if (!is_masked_lm(m))
+    throw Error(m.dir() + ": PLL needs a masked-LM encoder (encoder-only, with an LM head and a mask token id)");
+  std::vector<TextScore> scores(texts.size());
+  std::vector<std::vector<size_t>> positions(texts.size());
+  for (size_t t = 0; t < texts.size(); ++t) {
+    scores[t].ids = m.encode(*texts[t], true);
+    positions[t] = non_special_positions(scores[t].ids, m.encode(*texts[t], false), *texts[t]);
+  }
+  // Texts share a forward while their masked copies hold at most kRows rows (a text's copies are
+  // never split): bounded memory, few weight reads.
+  constexpr size_t kRows = 8192;
+  for (size_t t0 = 0, t1; t0 < texts.size(); t0 = t1) {
+    size_t rows = 0;
+    for (t1 = t0; t1 < texts.size(); ++t1) {
+      const size_t r = positions[t1].size() * scores[t1].ids.size();
+      if (t1 > t0 && rows + r > kRows) break;
+      rows += r;
+    }
+    pll_batch(m.engine(), positions, t0, t1, scores);
+  }
+  return scores;
+}
+
+std::vector<TextScore> text_scores(const Model& m, const std::vector<const std::string*>& texts) {
+  return is_masked_lm(m) ? pseudo_log_likelihoods(m, texts) : causal_scores(m, texts);
+}
+
+bool is_tie(const TextScore& original, const TextScore& swapped) {
+  return std::fabs(original.logprob - swapped.logprob) <= kTieTolerance * (original.abs_terms + swapped.abs_terms);
+}
+
+namespace {
+
+PairScore pair_score(const TextScore& o, const TextScore& s) {
+  PairScore p;
+  p.original = o.logprob;
+  p.swapped = s.logprob;
+  p.tie = is_tie(o, s);
+  p.margin = p.tie ? 0.0 : o.logprob - s.logprob;
+  std::vector<int32_t> a = o.ids, b = s.ids;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  p.same_tokens = a == b;
+  return p;
+}
+
+}  // namespace
 
 WordOrderResult word_order(const Model& m, const std::vector<WordPair>& pairs,
                            const std::function<void(size_t, size_t)>& progress) {
   if (pairs.empty()) throw Error("word order: no pairs");
   WordOrderResult r;
+  r.method = is_masked_lm(m) ? "pll" : "logprob";
   constexpr size_t kPairsPerStep = 8;  // 16 sentences per forward step
   for (size_t i0 = 0; i0 < pairs.size(); i0 += kPairsPerStep) {
     const size_t n = std::min(kPairsPerStep, pairs.size() - i0);
     std::vector<const std::string*> texts;
     for (size_t i = i0; i < i0 + n; ++i) texts.insert(texts.end(), {&pairs[i].original, &pairs[i].swapped});
-    const std::vector<double> lp = sentence_logprobs(m, texts);
+    const std::vector<TextScore> sc = text_scores(m, texts);
     for (size_t i = 0; i < n; ++i) {
-      const double d = lp[2 * i] - lp[2 * i + 1];
-      r.margins.push_back(d);
-      r.mean_margin += d;
-      if (d > 0)
-        ++r.wins;
-      else if (d == 0)
-        ++r.ties;
+      const PairScore p = pair_score(sc[2 * i], sc[2 * i + 1]);
+      r.mean_margin += p.margin;
+      r.wins += p.margin > 0;
+      r.ties += p.tie;
+      r.pairs.push_back(p);
     }
     if (progress) progress(i0 + n, pairs.size());
   }
@@ -285,16 +393,21 @@ AttentionProfile attention_by_distance(Model& m, const std::vector<std::vector<i
     Transformer& e;
     ~ObserverRestore() { e.set_attention_observer(nullptr); }
   } restore{eng};
+  const bool encoder = eng.spec().graph == GraphKind::Encoder;  // keys on both sides: distance |q − j|
   eng.set_attention_observer([&](int64_t, int64_t, int64_t q, const float* p, int64_t nk) {
     ++r.rows;
-    for (int64_t j = 0; j < nk && j <= q; ++j) {
-      const size_t b = bucket_of[static_cast<size_t>(q - j)];
+    for (int64_t j = 0; j < nk && (encoder || j <= q); ++j) {
+      const size_t b = bucket_of[static_cast<size_t>(j > q ? j - q : q - j)];
       sum[b] += p[j];
       ++pairs_n[b];
     }
   });
   for (size_t w = 0; w < windows.size(); ++w) {
     if (progress) progress(w);
+    if (encoder) {
+      eng.encode(windows[w], {}, {});
+      continue;
+    }
     Sequence s = eng.new_sequence(static_cast<int64_t>(windows[w].size()));
     eng.decode(s, windows[w], {}, LogitsFor::None);
   }

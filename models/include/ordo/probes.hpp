@@ -36,15 +36,54 @@ std::vector<WordPair> default_pairs(const std::string& text, size_t max_pairs, u
 // (the file) and the line otherwise, or when there is no pair.
 std::vector<WordPair> parse_pairs(const std::string& jsonl, const std::string& origin);
 
+// A text scored as a sum of per-token log-probabilities (nats).
+struct TextScore {
+  double logprob = 0;        // Σ of the per-token terms
+  double abs_terms = 0;      // Σ |term|: the scale float rounding of the score grows with
+  std::vector<int32_t> ids;  // the text encoded with the tokenizer's specials
+};
+
 // Σ_{t>=1} log p(token_t | tokens_<t) of each text encoded with the tokenizer's specials, all texts
 // in one forward step. Error for a text that encodes to fewer than 2 tokens.
+std::vector<TextScore> causal_scores(const Model& m, const std::vector<const std::string*>& texts);
 std::vector<double> sentence_logprobs(const Model& m, const std::vector<const std::string*>& texts);
 
+// Whether m is a masked-LM encoder: encoder-only with an LM head and a mask token id.
+bool is_masked_lm(const Model& m);
+
+// Pseudo-log-likelihood (Salazar et al. 2020) of each text encoded with the tokenizer's specials:
+// for every position that is not a special token (those encode(text, true) adds around
+// encode(text, false)), the token replaced by the mask id, the encoder run, log p(true token) read
+// at that row; PLL = Σ. All masked copies of a text run in one batched encoder forward (several
+// short texts share one). Error unless is_masked_lm(m), or for a text without a non-special token.
+std::vector<TextScore> pseudo_log_likelihoods(const Model& m, const std::vector<const std::string*>& texts);
+
+// The score word_order uses: PLL for a masked-LM encoder, the causal log-prob otherwise.
+std::vector<TextScore> text_scores(const Model& m, const std::vector<const std::string*>& texts);
+
+// Tie rule. A NoPE encoder is permutation-equivariant, so when the swapped text's tokens are a
+// permutation of the original's its PLL is the same in exact arithmetic; in float32 only the order
+// of the attention's sums over keys changes, which perturbs each term by a relative error bounded by
+// about n·u for n keys (u = 2^-24: ~4e-6 at 64 tokens), not by anything the model learned. So a
+// margin is a tie (and reported as 0) when |margin| <= kTieTolerance · (Σ|terms| of both texts):
+// 1e-5 relative, above that bound for texts up to ~80 tokens and far below any learned preference
+// (a margin of 0.01 nats on two 20-token texts of ~4 nats a token is 6e-5 relative).
+constexpr double kTieTolerance = 1e-5;
+bool is_tie(const TextScore& original, const TextScore& swapped);
+
+struct PairScore {
+  double original = 0, swapped = 0;  // scores (PLL or causal log-prob), nats
+  double margin = 0;                 // original − swapped; exactly 0 when `tie`
+  bool tie = false;
+  bool same_tokens = false;  // the swapped text's tokens are a permutation of the original's
+};
+
 struct WordOrderResult {
-  int64_t wins = 0, ties = 0;  // original scored higher / equal
+  std::string method;          // "pll" (masked-LM encoder) or "logprob" (causal)
+  int64_t wins = 0, ties = 0;  // original scored higher / a tie (is_tie)
   double accuracy = 0;         // (wins + ties / 2) / pairs
-  double mean_margin = 0;      // mean of log p(original) − log p(swapped), nats
-  std::vector<double> margins; // per pair
+  double mean_margin = 0;      // mean of the pairs' margins (ties 0), nats
+  std::vector<PairScore> pairs;
 };
 // progress(done, total) after every batch of pairs.
 WordOrderResult word_order(const Model& m, const std::vector<WordPair>& pairs,
@@ -57,7 +96,8 @@ struct PermutationResult {
   double max_abs_hidden = 0;  // max |h(x)|
   double rel_error = 0;       // max_abs_error / max_abs_hidden
 };
-// The stack run bidirectionally on `ids` and on the permutation of them that a Fisher-Yates shuffle
+// The stack run bidirectionally (an encoder as it is, a decoder without its causal mask) on `ids`
+// and on the permutation of them that a Fisher-Yates shuffle
 // driven by splitmix64(seed + i) gives. Without positions, only a mask breaks equivariance.
 constexpr uint64_t kPermutationSeed = 0x7065726d;  // "perm"
 PermutationResult permutation(Model& m, const std::vector<int32_t>& ids, uint64_t seed = kPermutationSeed);
@@ -101,8 +141,8 @@ struct AttentionProfile {
   std::vector<double> mean_weight;  // per bucket: mean attention weight of a (query, key) pair
   std::vector<double> mass;         // per bucket: attention mass per row (sums to 1 over buckets)
 };
-// Attention weights averaged over layers, heads and queries by distance bucket, over windows of
-// `base` tokens each. Error if a window cannot run (e.g. beyond a learned table).
+// Attention weights averaged over layers, heads and queries by distance bucket (|query − key| for an
+// encoder, whose queries see keys on both sides), over windows of `base` tokens each. Error if a window cannot run (e.g. beyond a learned table).
 AttentionProfile attention_by_distance(Model& m, const std::vector<std::vector<int32_t>>& windows,
                                        const std::vector<DistanceBucket>& buckets,
                                        const std::function<void(size_t)>& progress = {});
