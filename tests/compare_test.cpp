@@ -47,6 +47,32 @@ void collect_numbers(const json& j, const std::string& ptr, std::map<std::string
   }
 }
 
+void expect_html_shows_every_number(const json& doc, const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"ordo-compare-results\">";
+  const size_t a = html.find(open);
+  ASSERT_NE(a, std::string::npos);
+  const size_t b = html.find("</script>", a);
+  EXPECT_EQ(json::parse(html.substr(a + open.size(), b - a - open.size())), doc);
+
+  std::map<std::string, json> numbers;
+  collect_numbers(doc, "", numbers);
+  std::set<std::string> shown;
+  const std::regex cell_re("data-json=\"([^\"]*)\">([^<]*)<");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), cell_re); it != std::sregex_iterator(); ++it) {
+    const std::string ptr = (*it)[1], text = (*it)[2];
+    ASSERT_TRUE(numbers.count(ptr)) << "HTML shows " << ptr << " which the JSON lacks";
+    EXPECT_EQ(json::parse(text), numbers[ptr]) << ptr;
+    shown.insert(ptr);
+  }
+  for (const auto& [ptr, v] : numbers) EXPECT_TRUE(shown.count(ptr)) << "the HTML does not show " << ptr << " = " << v;
+}
+
+size_t numbers_shown(const std::string& html) {
+  size_t n = 0;
+  for (size_t at = 0; (at = html.find("data-json=\"", at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
 }  // namespace
 
 // Word order and perplexity against the model's own forward pass, scored by hand in the test.
@@ -149,24 +175,8 @@ TEST(CompareCli, QuickRunJsonAndHtmlAgreeOnEveryNumber) {
   EXPECT_EQ(doc.at("word_order").at("pairs").size(), 8u);
   EXPECT_EQ(doc.at("attention").at("buckets").size(), 9u);  // 0,1,2,3,4-7,...,64-127
 
-  const std::string open = "<script type=\"application/json\" id=\"ordo-compare-results\">";
-  const size_t a = html.find(open);
-  ASSERT_NE(a, std::string::npos);
-  const size_t b = html.find("</script>", a);
-  EXPECT_EQ(json::parse(html.substr(a + open.size(), b - a - open.size())), doc);
-
-  std::map<std::string, json> numbers;
-  collect_numbers(doc, "", numbers);
-  std::set<std::string> shown;
-  const std::regex cell_re("data-json=\"([^\"]*)\">([^<]*)<");
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), cell_re); it != std::sregex_iterator(); ++it) {
-    const std::string ptr = (*it)[1], text = (*it)[2];
-    ASSERT_TRUE(numbers.count(ptr)) << "HTML shows " << ptr << " which the JSON lacks";
-    EXPECT_EQ(json::parse(text), numbers[ptr]) << ptr;
-    shown.insert(ptr);
-  }
-  for (const auto& [ptr, v] : numbers) EXPECT_TRUE(shown.count(ptr)) << "the HTML does not show " << ptr << " = " << v;
-  EXPECT_GT(shown.size(), 50u);
+  expect_html_shows_every_number(doc, html);
+  EXPECT_GT(numbers_shown(html), 50u);
   EXPECT_NE(html.find("<svg"), std::string::npos);
 }
 
@@ -198,4 +208,103 @@ TEST(CompareCli, QuickZooRun) {
   EXPECT_TRUE(learned->at("points").at(1).at("ppl").is_null());
   EXPECT_FALSE(learned->at("points").at(1).value("error", "").empty());
   EXPECT_FALSE(learned_linear->at("points").at(1).at("ppl").is_null());
+}
+
+namespace {
+
+// A zoo in the issue-17 layout made from the committed models: <kind>/<scheme>-s<seed>/ with the
+// "zoo" block; seed 2 scales the embeddings by 1.1 so the seeds differ; mlm dirs are bidirectional.
+std::string make_layout_zoo() {
+  const std::string zoo = ordo::test::make_temp_dir("compare-layout-zoo");
+  const std::string src = std::string(ORDO_SOURCE_DIR) + "/models/zoo/";
+  for (const std::string kind : {"lm", "mlm"})
+    for (const std::string scheme : {"none", "rope"})
+      for (int seed : {1, 2}) {
+        const std::string dir = zoo + "/" + kind + "/" + scheme + "-s" + std::to_string(seed);
+        std::filesystem::create_directories(dir);
+        for (const char* f : {"model.safetensors", "tokenizer.model"})
+          std::filesystem::copy_file(src + scheme + "/" + f, dir + "/" + f);
+        json cfg = json::parse(ordo::test::read_file(src + scheme + "/config.json"));
+        cfg["zoo"] = {{"kind", kind}, {"scheme", scheme}, {"seed", seed}};
+        if (seed == 2) cfg["embed_scale"] = cfg["embed_scale"].get<double>() * 1.1;
+        if (kind == "mlm") cfg["bidirectional"] = true, cfg["mask_token_id"] = 3;
+        std::ofstream(dir + "/config.json") << cfg.dump(2);
+      }
+  std::filesystem::create_directories(zoo + "/lm/notes");  // no config.json: not a model
+  return zoo;
+}
+
+}  // namespace
+
+// Zoo discovery, per-pair scores, groups over seeds and paired tests, against values computed here:
+// log-probs by hand, the interval with SciPy's t.ppf(0.975, 1) = 12.706204736432095, and the test's
+// p-value with the closed form of Student t at 2 dof: P(|T| > |t|) = 1 − |t| / sqrt(2 + t²).
+TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
+  const std::string zoo = make_layout_zoo(), dir = ordo::test::make_temp_dir("compare-groups");
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"And God saw the light, that it was good.", "And God saw the good, that it was light."},
+      {"The earth was without form, and void.", "The form was without earth, and void."},
+      {"And God called the firmament Heaven.", "And God called the Heaven firmament."}};
+  {
+    std::ofstream f(dir + "/pairs.jsonl");
+    for (const auto& p : pairs) f << json{{"original", p.first}, {"swapped", p.second}}.dump() << "\n";
+  }
+  auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --tasks word-order --pairs " + shell_quote(dir + "/pairs.jsonl") +
+                   " --json " + shell_quote(dir + "/r.json") + " --html " + shell_quote(dir + "/r.html"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
+  expect_html_shows_every_number(doc, ordo::test::read_file(dir + "/r.html"));
+  const json& wo = doc.at("word_order");
+  std::vector<std::string> labels;
+  for (const json& m : doc.at("models")) labels.push_back(m.at("label"));
+  EXPECT_EQ(labels, (std::vector<std::string>{"lm/none-s1", "lm/none-s2", "lm/rope-s1", "lm/rope-s2", "mlm/none-s1",
+                                              "mlm/none-s2", "mlm/rope-s1", "mlm/rope-s2"}));
+  // Decoders: both scores per pair by hand; the margin is their difference.
+  std::map<std::string, std::vector<double>> margins;
+  for (const json& res : wo.at("results")) {
+    ASSERT_FALSE(res.contains("error")) << res.dump();
+    const std::string label = res.at("model");
+    EXPECT_EQ(res.at("method"), label.rfind("mlm/", 0) == 0 ? "pll" : "logprob");
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const json& sc = res.at("scores").at(i);
+      margins[label].push_back(sc.at("margin"));
+      if (label.rfind("lm/", 0) != 0) continue;
+      const Model m = Model::load(zoo + "/" + label);
+      expect_close6(sc.at("original"), sequence_logprob(m, m.encode(pairs[i].first, true)), label);
+      expect_close6(sc.at("swapped"), sequence_logprob(m, m.encode(pairs[i].second, true)), label);
+      EXPECT_NEAR(sc.at("margin").get<double>(), sc.at("original").get<double>() - sc.at("swapped").get<double>(), 1e-4);
+    }
+    if (label.rfind("mlm/none", 0) == 0)
+      for (const json& sc : res.at("scores")) EXPECT_TRUE(sc.at("tie").get<bool>()) << label << " is a bag of words";
+  }
+  ASSERT_EQ(wo.at("groups").size(), 4u);
+  const json& g = wo.at("groups").at(2);  // mlm none
+  EXPECT_EQ(g.at("kind"), "mlm");
+  EXPECT_EQ(g.at("scheme"), "none");
+  EXPECT_EQ(g.at("seeds"), 2);
+  EXPECT_EQ(g.at("item_margin").at("mean"), 0.0);
+  // lm rope: accuracy and mean margin over two seeds.
+  const json& rope = wo.at("groups").at(1);
+  const json* s1 = find_by(wo.at("results"), "model", "lm/rope-s1");
+  const json* s2 = find_by(wo.at("results"), "model", "lm/rope-s2");
+  const double a = s1->at("mean_margin"), b = s2->at("mean_margin");
+  expect_close6(rope.at("mean_margin").at("mean"), (a + b) / 2, "mean over seeds");
+  expect_close6(rope.at("mean_margin").at("half_width"), 12.706204736432095 * std::fabs(a - b) / 2, "95% half width");
+  // Paired test lm none vs lm rope on per-pair margins averaged over seeds (n = 3, 2 dof).
+  const json* t = nullptr;
+  for (const json& x : wo.at("tests"))
+    if (x.at("kind") == "lm") t = &x;
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(wo.at("tests").size(), 2u) << "one test per kind: two schemes each";
+  std::vector<double> d;
+  for (size_t i = 0; i < 3; ++i)
+    d.push_back((margins["lm/none-s1"][i] + margins["lm/none-s2"][i]) / 2 - (margins["lm/rope-s1"][i] + margins["lm/rope-s2"][i]) / 2);
+  const double mean = (d[0] + d[1] + d[2]) / 3;
+  double ss = 0;
+  for (double v : d) ss += (v - mean) * (v - mean);
+  const double tt = mean / (std::sqrt(ss / 2) / std::sqrt(3.0));
+  EXPECT_NEAR(t->at("t").get<double>(), tt, 1e-3 * std::fabs(tt));
+  EXPECT_NEAR(t->at("p").get<double>(), 1 - std::fabs(tt) / std::sqrt(2 + tt * tt), 1e-3);
+  EXPECT_NE(r.out.find("paired t-tests"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#3  And God called the firmament Heaven."), std::string::npos) << r.out;
 }

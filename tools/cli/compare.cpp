@@ -1,9 +1,14 @@
 // ordo compare: position schemes side by side on four probes — word order, permutation
 // equivariance, perplexity beyond the trained length, attention weight against distance.
 //
-// Models: the zoo (models/zoo/{none,learned,sinusoidal,relative,rope,alibi}, six decoders identical
-// but for the position scheme) unless --no-zoo, plus every -m DIR, plus for every -m DIR one
-// ablation entry per --position NAME (the same weights with the scheme replaced).
+// Models: the zoo unless --no-zoo (every ordo-zoo model up to two levels under the zoo directory,
+// zoo_index.hpp: lm/<scheme>-s<seed>/ decoders and mlm/<scheme>-s<seed>/ masked-LM encoders, or the
+// first zoo's <scheme>/ dirs; tasks/ models belong to the task probe), plus every -m DIR, plus for
+// every -m DIR one ablation entry per --position NAME (the same weights with the scheme replaced).
+// Word order scores masked-LM encoders by pseudo-log-likelihood, decoders by log-probability; per
+// pair, per model it keeps both scores and the margin. Zoo models are grouped by (kind, scheme), the
+// seeds being replicates: mean ± 95% Student t interval over seeds and over pairs, and paired
+// t-tests between the schemes of a kind (ordo/stats.hpp).
 //
 // All numbers go into one JSON document (rounded to 6 significant digits when stored); the
 // terminal table, --json and --html are all rendered from it, so they agree by construction. The
@@ -24,7 +29,9 @@
 #include "common.hpp"
 #include "ordo/perplexity.hpp"
 #include "ordo/probes.hpp"
+#include "ordo/stats.hpp"
 #include "svg_chart.hpp"
+#include "zoo_index.hpp"
 
 namespace fs = std::filesystem;
 
@@ -44,10 +51,76 @@ double r6(double v) {
 json num_or_null(double v) { return std::isfinite(v) ? json(r6(v)) : json(nullptr); }
 
 
+// ---- statistics over seeds and items ---------------------------------------------------------------
+
+// mean ± half-width of the 95% Student t interval (null when undefined, e.g. one seed).
+json interval_json(const std::vector<double>& v) {
+  const stats::MeanInterval m = stats::mean_interval(v);
+  return {{"mean", num_or_null(m.mean)}, {"half_width", num_or_null(m.half_width)}};
+}
+
+// The zoo models of one (kind, scheme): seeds are replicates. items: per pair, the margin averaged
+// over the seeds.
+struct SeedGroup {
+  std::string kind, scheme;
+  std::vector<const json*> rows;
+  std::vector<double> items;
+};
+
+// Word-order rows of zoo models that ran, grouped by (kind, scheme) in order of appearance.
+std::vector<SeedGroup> word_order_groups(const json& results) {
+  std::vector<SeedGroup> groups;
+  for (const json& r : results) {
+    if (r.value("kind", "").empty() || r.contains("error")) continue;
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const SeedGroup& x) { return x.kind == r["kind"] && x.scheme == r["scheme"]; });
+    if (g == groups.end()) g = groups.insert(groups.end(), SeedGroup{r["kind"], r["scheme"], {}, {}});
+    g->rows.push_back(&r);
+  }
+  for (SeedGroup& g : groups) {
+    g.items.assign(g.rows[0]->at("scores").size(), 0.0);
+    for (const json* r : g.rows)
+      for (size_t i = 0; i < g.items.size(); ++i) g.items[i] += r->at("scores")[i]["margin"].get<double>();
+    for (double& v : g.items) v /= static_cast<double>(g.rows.size());
+  }
+  return groups;
+}
+
+// word_order["groups"]: per (kind, scheme), accuracy and mean margin as mean ± 95% interval over
+// seeds, and the per-item margins (averaged over seeds) as mean ± interval over items;
+// word_order["tests"]: a paired t-test on those per-item margins between every two schemes of a kind.
+void word_order_stats(json& wo) {
+  const std::vector<SeedGroup> groups = word_order_groups(wo["results"]);
+  wo["groups"] = json::array();
+  for (const SeedGroup& g : groups) {
+    json models = json::array();
+    std::vector<double> acc, margin;
+    for (const json* r : g.rows) {
+      models.push_back(r->at("model"));
+      acc.push_back(r->at("accuracy").get<double>());
+      margin.push_back(r->at("mean_margin").get<double>());
+    }
+    wo["groups"].push_back({{"kind", g.kind}, {"scheme", g.scheme}, {"models", models}, {"seeds", g.rows.size()},
+                            {"pairs", g.items.size()}, {"accuracy", interval_json(acc)}, {"mean_margin", interval_json(margin)},
+                            {"item_margin", interval_json(g.items)}});
+  }
+  wo["tests"] = json::array();
+  for (size_t a = 0; a < groups.size(); ++a)
+    for (size_t b = a + 1; b < groups.size(); ++b) {
+      if (groups[a].kind != groups[b].kind || groups[a].items.size() != groups[b].items.size()) continue;
+      const stats::PairedTest t = stats::paired_t_test(groups[a].items, groups[b].items);
+      wo["tests"].push_back({{"kind", groups[a].kind}, {"a", groups[a].scheme}, {"b", groups[b].scheme},
+                             {"n", t.n}, {"mean_diff", num_or_null(t.mean_diff)}, {"t", num_or_null(t.t)},
+                             {"p", num_or_null(t.p)}});
+    }
+}
+
 // ---- the command ---------------------------------------------------------------------------------
 
 struct Entry {
   std::string label, dir, position;  // position: replacement scheme ("" keeps the model's)
+  std::string kind;                  // zoo models: "lm", "mlm", ... ("" for -m models)
+  int64_t seed = 0;
 };
 
 const auto& html_escape = xml_escape;
@@ -156,13 +229,9 @@ struct CompareCommand : Command {
     std::vector<Entry> entries;
     if (!no_zoo) {
       zdir = zoo_dir();
-      for (const std::string& s : position_scheme_names()) {
-        const fs::path d = fs::path(zdir) / s;
-        if (fs::exists(d / "config.json"))
-          entries.push_back({s, d.string(), ""});
-        else
-          std::cerr << "compare: zoo model " << d.string() << " not found, skipped\n";
-      }
+      for (const ZooModel& z : discover_zoo(zdir))
+        if (z.kind != "tasks")  // the synthetic-task models: the task probe's, not these
+          entries.push_back({z.label, z.dir, "", z.kind, z.seed});
       if (entries.empty() && dirs.empty())
         throw Error("no zoo models under " + zdir + " (set --zoo or ORDO_ZOO_DIR, or give -m DIR with --no-zoo)");
     }
@@ -178,9 +247,9 @@ struct CompareCommand : Command {
         for (int n = 2; std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; });
              ++n)
           base = name + "-" + std::to_string(n);
-        entries.push_back({base, d, ""});
+        entries.push_back({base, d, "", "", 0});
       }
-      for (const std::string& p : positions) entries.push_back({base + "[pos=" + p + "]", d, p});
+      for (const std::string& p : positions) entries.push_back({base + "[pos=" + p + "]", d, p, "", 0});
     }
     if (entries.empty()) throw Error("no models to compare");
     return entries;
@@ -208,7 +277,7 @@ struct CompareCommand : Command {
     int64_t trained = 0, base = 0;
     std::vector<int32_t> heldout;
     json row(json extra = json::object()) const {
-      json r = {{"model", entry.label}, {"scheme", scheme}};
+      json r = {{"model", entry.label}, {"scheme", scheme}, {"kind", entry.kind}};
       r.update(extra);
       return r;
     }
@@ -230,11 +299,16 @@ struct CompareCommand : Command {
         pg.show("[", s.entry.label, "] word order ", done, "/", total);
       });
       pg.clear();
+      r["method"] = w.method;
       r["pairs"] = pairs.size();
       r["wins"] = w.wins;
       r["ties"] = w.ties;
       r["accuracy"] = r6(w.accuracy);
       r["mean_margin"] = r6(w.mean_margin);
+      r["scores"] = json::array();
+      for (const probes::PairScore& p : w.pairs)
+        r["scores"].push_back({{"original", r6(p.original)}, {"swapped", r6(p.swapped)}, {"margin", r6(p.margin)},
+                               {"tie", p.tie}, {"same_tokens", p.same_tokens}});
     } catch (const Error& err) {  // e.g. a sentence longer than a learned table
       pg.clear();
       r["error"] = err.what();
@@ -413,6 +487,8 @@ struct CompareCommand : Command {
                              {"scheme", s.scheme},
                              {"position_override", e.position},
                              {"family", m.family()},
+                             {"kind", e.kind},
+                             {"seed", e.seed},
                              {"trained_length", s.trained},
                              {"ctx_base", s.base},
                              {"heldout_tokens", s.heldout.size()},
@@ -444,7 +520,7 @@ struct CompareCommand : Command {
 
     json doc;
     doc["tool"] = "ordo compare";
-    doc["format"] = 1;
+    doc["format"] = 2;  // 2: zoo kinds and seeds, per-pair scores, groups and tests
     doc["settings"] = settings_json(pairs_source, multiples);
     doc["models"] = json::array();
     Results r;
@@ -461,7 +537,10 @@ struct CompareCommand : Command {
     json pair_list = json::array();
     for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
 
-    if (want("word-order")) doc["word_order"] = {{"pairs", pair_list}, {"results", r.word_order}};
+    if (want("word-order")) {
+      doc["word_order"] = {{"pairs", pair_list}, {"results", r.word_order}};
+      word_order_stats(doc["word_order"]);
+    }
     if (want("permutation")) doc["permutation"] = {{"results", r.permutation}};
     if (want("length")) doc["length"] = {{"results", r.length}};
     if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", r.attention}};
@@ -483,6 +562,45 @@ struct CompareCommand : Command {
     }
   }
 
+  static std::string pm(const json& interval) {
+    return show(interval["mean"]) + (interval["half_width"].is_null() ? "" : " ± " + show(interval["half_width"]));
+  }
+
+  // Per (kind, scheme): mean ± 95% interval over seeds and items; paired tests between schemes.
+  static void print_word_order_groups(const json& wo, std::ostream& o) {
+    if (wo["groups"].empty()) return;
+    o << "\n== word order by kind and scheme: mean ± 95% interval (Student t) over seeds; item margin over pairs\n"
+      << column("kind", 6) << column("scheme", 12) << column("seeds", 6) << column("accuracy", 22)
+      << column("mean margin", 24) << column("item margin", 24) << "\n";
+    for (const json& g : wo["groups"])
+      o << column(g["kind"], 6) << column(g["scheme"], 12) << column(g["seeds"], 6)
+        << column(pm(g["accuracy"]), 22) << column(pm(g["mean_margin"]), 24) << column(pm(g["item_margin"]), 24)
+        << "\n";
+    if (wo["tests"].empty()) return;
+    o << "\n== word order, paired t-tests on per-pair margins averaged over seeds (two-sided)\n"
+      << column("kind", 6) << column("a", 12) << column("b", 12) << column("pairs", 6) << column("mean a-b", 12)
+      << column("t", 12) << column("p", 12) << "\n";
+    for (const json& t : wo["tests"])
+      o << column(t["kind"], 6) << column(t["a"], 12) << column(t["b"], 12) << column(t["n"], 6)
+        << column(t["mean_diff"], 12) << column(t["t"], 12) << column(t["p"], 12) << "\n";
+  }
+
+  // Every pair, then per model: both scores and the margin ("tie" within float rounding).
+  static void print_word_order_pairs(const json& wo, int lw, std::ostream& o) {
+    o << "\n== word order per pair: score(original), score(swapped), margin (nats; PLL for masked-LM "
+         "encoders, log-prob otherwise)\n";
+    for (size_t i = 0; i < wo["pairs"].size(); ++i) {
+      o << "#" << i + 1 << "  " << wo["pairs"][i]["original"].get<std::string>() << "\n    "
+        << wo["pairs"][i]["swapped"].get<std::string>() << "\n";
+      for (const json& r : wo["results"]) {
+        if (!r.contains("scores")) continue;
+        const json& sc = r["scores"][i];
+        o << "    " << column(r["model"], lw) << column(sc["original"], 12) << column(sc["swapped"], 12)
+          << column(sc["margin"], 12) << (sc["tie"].get<bool>() ? "tie" : "") << "\n";
+      }
+    }
+  }
+
   static void print_table(const json& doc) {
     std::ostream& o = std::cout;
     int lw = 12, rw = 12;  // label column widths: models, length rows
@@ -494,11 +612,15 @@ struct CompareCommand : Command {
     if (doc.contains("word_order")) {
       o << "== word order: prefers the original over two words swapped (" << doc["word_order"]["pairs"].size()
         << " pairs)\n"
-        << column("model", lw) << column("scheme", 12) << column("accuracy", 10) << column("margin", 12) << "\n";
+        << column("model", lw) << column("scheme", 12) << column("score", 8) << column("accuracy", 10)
+        << column("margin", 12) << column("ties", 6) << "\n";
       for (const json& r : doc["word_order"]["results"])
-        o << column(r["model"], lw) << column(r["scheme"], 12) << column(r.value("accuracy", json()), 10)
-          << column(r.value("mean_margin", json()), 12)
-          << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
+        o << column(r["model"], lw) << column(r["scheme"], 12) << column(r.value("method", json()), 8)
+          << column(r.value("accuracy", json()), 10) << column(r.value("mean_margin", json()), 12)
+          << column(r.value("ties", json()), 6) << (r.contains("error") ? r["error"].get<std::string>() : "")
+          << "\n";
+      print_word_order_groups(doc["word_order"], o);
+      print_word_order_pairs(doc["word_order"], lw, o);
     }
     if (doc.contains("permutation")) {
       o << "\n== permutation probe: bidirectional, max |h(perm x) - perm h(x)|\n"
@@ -565,7 +687,7 @@ struct CompareCommand : Command {
       h << "</tr>";
     }
     h << "</table>\n<h2>Models</h2>\n<table><tr><th>model</th><th>dir</th><th>family</th><th>scheme</th>"
-         "<th>trained length</th><th>length base</th><th>held-out tokens</th></tr>\n";
+         "<th>kind</th><th>seed</th><th>trained length</th><th>length base</th><th>held-out tokens</th></tr>\n";
     for (size_t i = 0; i < doc["models"].size(); ++i) {
       const json& mm = doc["models"][i];
       const std::string p = "/models/" + std::to_string(i);
@@ -573,7 +695,7 @@ struct CompareCommand : Command {
         << text_cell(mm["family"].get<std::string>())
         << text_cell(mm["scheme"].get<std::string>() +
                      (mm["position_override"].get<std::string>().empty() ? "" : " (replaced)"))
-        << cell(doc, p + "/trained_length") << cell(doc, p + "/ctx_base") << cell(doc, p + "/heldout_tokens")
+        << text_cell(mm["kind"].get<std::string>()) << cell(doc, p + "/seed") << cell(doc, p + "/trained_length") << cell(doc, p + "/ctx_base") << cell(doc, p + "/heldout_tokens")
         << "</tr>\n";
     }
     h << "</table>\n";
@@ -609,13 +731,10 @@ struct CompareCommand : Command {
 
   // The word-order table, its accuracy chart and the pairs.
   static void html_word_order(const json& doc, std::ostream& h) {
-    const json& wo = doc["word_order"];
     h << "<h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when "
-         "the "
-         "original has the higher total log-probability (ties count half). Margin: mean log-prob(original) "
-         "− "
-         "log-prob(swapped), "
-         "nats.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
+         "the original has the higher score (ties count half): pseudo-log-likelihood for masked-LM encoders, "
+         "total log-probability otherwise. Margin: mean score(original) − score(swapped), nats; a tie is a margin "
+         "within float rounding, counted as 0.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
          "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
     const auto [labels, acc] =
         html_result_rows(doc, "word_order", {}, {"pairs", "wins", "ties", "accuracy", "mean_margin"}, "accuracy", h);
@@ -623,11 +742,64 @@ struct CompareCommand : Command {
     co.title = "word order: accuracy (0.5 = chance)";
     co.x_label = "accuracy";
     h << svg_bar_chart(labels, acc, co);
+    html_word_order_groups(doc, h);
+    html_word_order_pairs(doc, h);
+  }
+
+  // mean ± half-width cells of an interval at `ptr`.
+  static std::string pm_cells(const json& doc, const std::string& ptr) {
+    return cell(doc, ptr + "/mean") + cell(doc, ptr + "/half_width");
+  }
+
+  static void html_word_order_groups(const json& doc, std::ostream& h) {
+    const json& wo = doc["word_order"];
+    if (wo["groups"].empty()) return;
+    h << "<h3>By kind and scheme</h3>\n<p>Seeds are replicates: mean ± half-width of the 95% Student t "
+         "interval (n − 1 dof) over seeds; item margin: each pair's margin averaged over the seeds, then mean ± "
+         "interval over pairs.</p>\n<table><tr><th>kind</th><th>scheme</th><th>seeds</th><th>accuracy</th><th>±</th>"
+         "<th>mean margin</th><th>±</th><th>pairs</th><th>item margin</th><th>±</th></tr>\n";
+    for (size_t i = 0; i < wo["groups"].size(); ++i) {
+      const json& g = wo["groups"][i];
+      const std::string p = "/word_order/groups/" + std::to_string(i);
+      h << "<tr>" << text_cell(g["kind"].get<std::string>()) << text_cell(g["scheme"].get<std::string>())
+        << cell(doc, p + "/seeds") << pm_cells(doc, p + "/accuracy") << pm_cells(doc, p + "/mean_margin")
+        << cell(doc, p + "/pairs") << pm_cells(doc, p + "/item_margin")
+        << "</tr>\n";
+    }
+    h << "</table>\n<p>Paired t-tests (two-sided) on the per-pair margins averaged over seeds, between every two "
+         "schemes of a kind.</p>\n<table><tr><th>kind</th><th>a</th><th>b</th><th>pairs</th><th>mean a − b</th>"
+         "<th>t</th><th>p</th></tr>\n";
+    for (size_t i = 0; i < wo["tests"].size(); ++i) {
+      const json& t = wo["tests"][i];
+      const std::string p = "/word_order/tests/" + std::to_string(i);
+      h << "<tr>" << text_cell(t["kind"].get<std::string>()) << text_cell(t["a"].get<std::string>())
+        << text_cell(t["b"].get<std::string>()) << cell(doc, p + "/n") << cell(doc, p + "/mean_diff")
+        << cell(doc, p + "/t") << cell(doc, p + "/p") << "</tr>\n";
+    }
+    h << "</table>\n";
+  }
+
+  // Every pair, then one row per model: both scores and the margin.
+  static void html_word_order_pairs(const json& doc, std::ostream& h) {
+    const json& wo = doc["word_order"];
     h << "<details><summary>the " << wo["pairs"].size()
-      << " pairs</summary><table><tr><th>original</th><th>swapped</th></tr>";
-    for (const json& p : wo["pairs"])
-      h << "<tr>" << text_cell(p["original"].get<std::string>())
-        << text_cell(p["swapped"].get<std::string>()) << "</tr>";
+      << " pairs, scored by every model</summary><p>Scores in nats: pseudo-log-likelihood for masked-LM "
+         "encoders (pll), log-probability otherwise (logprob). A tie (margin 0) is a margin within float rounding: "
+         "|margin| ≤ 1e-5 × Σ|per-token terms| of both texts.</p><table><tr><th>model</th><th>score</th>"
+         "<th>original</th><th>swapped</th><th>margin</th><th></th></tr>";
+    for (size_t i = 0; i < wo["pairs"].size(); ++i) {
+      const json& pr = wo["pairs"][i];
+      h << "<tr><th colspan=\"6\">#" << i + 1 << " " << html_escape(pr["original"].get<std::string>()) << " / "
+        << html_escape(pr["swapped"].get<std::string>()) << "</th></tr>\n";
+      for (size_t m = 0; m < wo["results"].size(); ++m) {
+        const json& r = wo["results"][m];
+        if (!r.contains("scores")) continue;
+        const std::string p = "/word_order/results/" + std::to_string(m) + "/scores/" + std::to_string(i);
+        h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["method"].get<std::string>())
+          << cell(doc, p + "/original") << cell(doc, p + "/swapped") << cell(doc, p + "/margin")
+          << text_cell(r["scores"][i]["tie"].get<bool>() ? "tie" : "") << "</tr>\n";
+      }
+    }
     h << "</table></details>\n";
   }
 

@@ -1,0 +1,79 @@
+#include "zoo_index.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "ordo/ordo.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ordo::cli {
+namespace {
+
+using json = nlohmann::json;
+
+// The zoo model in `dir`, if its config.json is an ordo-zoo one.
+bool read_zoo_model(const fs::path& dir, const fs::path& root, ZooModel& out) {
+  const fs::path cfg_path = dir / "config.json";
+  std::ifstream f(cfg_path);
+  if (!f) return false;
+  const json cfg = json::parse(f, nullptr, false);
+  if (!cfg.is_object() || cfg.value("model_type", json()) != "ordo-zoo") return false;
+  const std::string where = cfg_path.string() + ": zoo";
+  out = ZooModel{dir.string(), dir.lexically_relative(root).generic_string(), "lm", "", 1};
+  if (!cfg.contains("zoo")) {
+    if (!cfg.contains("position_scheme") || !cfg["position_scheme"].is_string())
+      throw Error(cfg_path.string() + ": field 'position_scheme' missing or not a string");
+    out.scheme = cfg["position_scheme"].get<std::string>();
+    return true;
+  }
+  const json& z = cfg["zoo"];
+  if (!z.is_object()) throw Error(where + ": must be an object {\"kind\", \"scheme\", \"seed\"}");
+  for (const char* k : {"kind", "scheme"})
+    if (!z.contains(k) || !z[k].is_string()) throw Error(where + ": field '" + k + "' missing or not a string");
+  if (!z.contains("seed") || !z["seed"].is_number_integer() || z["seed"].get<int64_t>() < 0)
+    throw Error(where + ": field 'seed' missing or not a non-negative integer");
+  out.kind = z["kind"].get<std::string>();
+  out.scheme = z["scheme"].get<std::string>();
+  out.seed = z["seed"].get<int64_t>();
+  return true;
+}
+
+int kind_rank(const std::string& k) {
+  const char* order[] = {"lm", "mlm", "tasks"};
+  for (int i = 0; i < 3; ++i)
+    if (k == order[i]) return i;
+  return 3;
+}
+
+int scheme_rank(const std::string& s) {
+  const std::vector<std::string> names = position_scheme_names();
+  return static_cast<int>(std::find(names.begin(), names.end(), s) - names.begin());
+}
+
+}  // namespace
+
+std::vector<ZooModel> discover_zoo(const std::string& root) {
+  std::vector<ZooModel> out;
+  std::error_code ec;
+  const fs::path r(root);
+  for (auto it = fs::recursive_directory_iterator(r, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_directory(ec)) continue;
+    if (it.depth() >= 1) it.disable_recursion_pending();  // depth <= 2 below the root
+    ZooModel m;
+    if (read_zoo_model(it->path(), r, m)) out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(), [](const ZooModel& a, const ZooModel& b) {
+    const auto key = [](const ZooModel& m) {
+      return std::make_tuple(kind_rank(m.kind), m.kind, scheme_rank(m.scheme), m.scheme, m.seed, m.label);
+    };
+    return key(a) < key(b);
+  });
+  return out;
+}
+
+}  // namespace ordo::cli

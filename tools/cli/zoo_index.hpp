@@ -1,0 +1,24 @@
+// The zoo's models as `ordo compare` finds them: every directory up to two levels under the zoo
+// root whose config.json has model_type "ordo-zoo", with its place in the experiment from config
+// "zoo": {"kind": "lm" | "mlm" | "tasks", "scheme": ..., "seed": n}. A model without that block
+// (the first zoo's models/zoo/<scheme>/ layout) is kind "lm", seed 1, scheme its position_scheme.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ordo::cli {
+
+struct ZooModel {
+  std::string dir;    // the model directory
+  std::string label;  // its path under the zoo root ("mlm/rope-s2", or "rope" in the first layout)
+  std::string kind, scheme;
+  int64_t seed = 1;
+};
+
+// Sorted by kind (lm, mlm, tasks, then others by name), scheme (registry order), seed. An Error
+// names the config.json and field for a malformed "zoo" block.
+std::vector<ZooModel> discover_zoo(const std::string& root);
+
+}  // namespace ordo::cli
