@@ -274,8 +274,9 @@ TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
       expect_close6(sc.at("swapped"), sequence_logprob(m, m.encode(pairs[i].second, true)), label);
       EXPECT_NEAR(sc.at("margin").get<double>(), sc.at("original").get<double>() - sc.at("swapped").get<double>(), 1e-4);
     }
-    if (label.rfind("mlm/none", 0) == 0)
+    if (label.rfind("mlm/none", 0) == 0) {
       for (const json& sc : res.at("scores")) EXPECT_TRUE(sc.at("tie").get<bool>()) << label << " is a bag of words";
+    }
   }
   ASSERT_EQ(wo.at("groups").size(), 4u);
   const json& g = wo.at("groups").at(2);  // mlm none

@@ -130,12 +130,15 @@ TEST(ZooEncoder, NoPeEncoderTiesOnPermutedPairsOthersSeparate) {
     for (const pr::PairScore& p : r.pairs) {
       permuted += p.same_tokens;
       permuted_ties += p.same_tokens && p.tie;
-      if (p.tie) EXPECT_EQ(p.margin, 0.0);
+      if (p.tie) {
+        EXPECT_EQ(p.margin, 0.0);
+      }
     }
     EXPECT_GE(permuted, 30) << "most swaps move whole tokens";
-    if (scheme == "none")
+    if (scheme == "none") {
       EXPECT_EQ(permuted_ties, permuted);
-    else
+    } else {
       EXPECT_LE(permuted_ties, permuted / 10);
+    }
   }
 }
