@@ -27,6 +27,8 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "compare_report.hpp"
+#include "compare_tasks.hpp"
 #include "ordo/perplexity.hpp"
 #include "ordo/probes.hpp"
 #include "ordo/stats.hpp"
@@ -39,17 +41,7 @@ namespace ordo::cli {
 namespace {
 
 using json = nlohmann::json;
-
-
-// Rounded to 6 significant digits, so every rendering of the number can print it exactly.
-double r6(double v) {
-  if (!std::isfinite(v) || v == 0.0) return v;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return std::strtod(buf, nullptr);
-}
-json num_or_null(double v) { return std::isfinite(v) ? json(r6(v)) : json(nullptr); }
-
+using namespace report;
 
 // ---- statistics over seeds and items ---------------------------------------------------------------
 
@@ -123,40 +115,13 @@ struct Entry {
   int64_t seed = 0;
 };
 
-const auto& html_escape = xml_escape;
-
-// How every rendering prints a number: integers as they are, floats with the 6 significant digits
-// they were stored with (parses back to the identical double).
-std::string show(const json& v) {
-  if (v.is_null()) return "n/a";
-  if (v.is_number_float()) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
-    return buf;
-  }
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-// A number cell carrying its JSON pointer; null → "n/a".
-std::string cell(const json& doc, const std::string& ptr, const char* tag = "td") {
-  const json& v = doc.at(json::json_pointer(ptr));
-  if (v.is_null()) return std::string("<") + tag + " class=\"na\">n/a</" + tag + ">";
-  return std::string("<") + tag + " data-json=\"" + html_escape(ptr) + "\">" + show(v) + "</" + tag + ">";
-}
-std::string text_cell(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }
-
-std::string column(const json& v, int width) {
-  std::ostringstream os;
-  os << std::left << std::setw(width) << show(v) << ' ';
-  return os.str();
-}
-
 struct CompareCommand : Command {
   std::vector<std::string> dirs, positions;
   std::string zoo, text_file, pairs_file, json_out, html_out,
       backend = "onednn", tasks = "word-order,permutation,length,attention";
   std::string multiples_list;
   bool no_zoo = false, quick = false;
+  SyntheticTaskOptions synthetic;
   int64_t max_pairs = 0, ctx_base = 0, probe_tokens = 0, attn_windows = 0, length_tokens = -1;
   int threads = 1;  // the zoo's models are tiny: on a busy machine extra OpenMP threads cost ~20x
 
@@ -193,8 +158,10 @@ struct CompareCommand : Command {
                   "Held-out tokens the length probe scores at most (0: all; default all, --quick 4 x the "
                   "longest context)");
     c->add_option("--tasks", tasks,
-                  "Probes to run, comma-separated: word-order, permutation, length, attention")
+                  "Probes to run, comma-separated: word-order, permutation, length, attention, synthetic (the "
+                  "zoo's task models on its task suite)")
         ->capture_default_str();
+    synthetic.add(c);
     c->add_flag("--quick", quick, "Small settings for smoke tests");
     c->add_option("--json", json_out, "Write the results as JSON");
     c->add_option("--html", html_out, "Write a self-contained HTML report (SVG charts, the JSON embedded)");
@@ -222,7 +189,10 @@ struct CompareCommand : Command {
     return ("," + tasks + ",").find("," + task + ",") != std::string::npos;
   }
 
-  void validate() const override { check_flag_range("--threads", threads, 0, kMaxThreads); }
+  void validate() const override {
+    check_flag_range("--threads", threads, 0, kMaxThreads);
+    synthetic.validate();
+  }
 
   // The zoo's models (one per registered scheme that has one), then every -m DIR and its ablations.
   std::vector<Entry> collect_entries(std::string& zdir) const {
@@ -254,20 +224,6 @@ struct CompareCommand : Command {
     if (entries.empty()) throw Error("no models to compare");
     return entries;
   }
-
-  // Progress lines on a terminal are rewritten in place; elsewhere they are left out.
-  struct Progress {
-    bool tty = isatty(STDERR_FILENO);
-    template <class... A>
-    void show(const A&... parts) const {
-      if (!tty) return;
-      std::cerr << "\r";
-      (std::cerr << ... << parts) << std::flush;
-    }
-    void clear() const {
-      if (tty) std::cerr << "\r\033[K";
-    }
-  };
 
   // The model as one compare entry sees it.
   struct Subject {
@@ -429,8 +385,9 @@ struct CompareCommand : Command {
     for (std::stringstream ss(tasks); ss.good();) {
       std::string t;
       std::getline(ss, t, ',');
-      if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention")
-        throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention)");
+      if (!t.empty() && t != "word-order" && t != "permutation" && t != "length" && t != "attention" &&
+          t != "synthetic")
+        throw Error("--tasks: unknown probe '" + t + "' (word-order, permutation, length, attention, synthetic)");
     }
   }
 
@@ -514,7 +471,9 @@ struct CompareCommand : Command {
     const Progress pg;
 
     std::string zdir;
-    const std::vector<Entry> entries = collect_entries(zdir);
+    const bool model_probes = want("word-order") || want("permutation") || want("length") || want("attention");
+    const std::vector<Entry> entries = model_probes ? collect_entries(zdir) : std::vector<Entry>{};
+    if (!no_zoo) zdir = zoo_dir();
     std::string text, pairs_source;
     const std::vector<probes::WordPair> pairs = load_pairs(zdir, text, pairs_source);
 
@@ -544,6 +503,7 @@ struct CompareCommand : Command {
     if (want("permutation")) doc["permutation"] = {{"results", r.permutation}};
     if (want("length")) doc["length"] = {{"results", r.length}};
     if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", r.attention}};
+    if (want("synthetic")) doc["synthetic"] = synthetic_section(synthetic, zdir, dirs, opts);
     write_outputs(doc);
     return 0;
   }
@@ -651,12 +611,8 @@ struct CompareCommand : Command {
         o << "\n";
       }
     }
+    if (doc.contains("synthetic")) print_synthetic(doc, o);
     o << std::flush;
-  }
-
-  static std::string err_cell(const json& r) {
-    return std::string("<td class=\"err\">") + (r.contains("error") ? html_escape(r["error"].get<std::string>()) : "") +
-           "</td>";
   }
 
   // The page head, the settings and the models.
@@ -926,6 +882,7 @@ struct CompareCommand : Command {
     if (doc.contains("permutation")) html_permutation(doc, h);
     if (doc.contains("length")) html_length(doc, h);
     if (doc.contains("attention")) html_attention(doc, h);
+    if (doc.contains("synthetic")) html_synthetic(doc, h);
     std::string embedded = doc.dump();
     for (size_t at = 0; (at = embedded.find("</", at)) != std::string::npos; at += 3)
       embedded.replace(at, 2, "<\\/");

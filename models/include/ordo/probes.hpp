@@ -127,6 +127,48 @@ std::vector<LengthPoint> length(Model& m, const std::vector<int32_t>& ids, const
                                 const std::vector<int64_t>& multiples, int64_t base, int64_t trained,
                                 const std::function<void(const LengthPoint&, int64_t, int64_t)>& progress = {});
 
+// ---- Synthetic tasks (length generalization) ----------------------------------------------------
+
+// One item of a task suite (tasks/suite.jsonl of the zoo): the model gets `prompt` encoded with
+// the tokenizer's specials and must produce `target`'s tokens, then the end-of-sequence token.
+struct TaskItem {
+  std::string task;    // "copy", "reverse", "role", "add", ...
+  int64_t length = 0;  // the task's length knob (n)
+  std::string prompt, target;
+};
+
+// JSONL lines {"task": "...", "length": n, "prompt": "...", "target": "..."} (blank lines
+// skipped); Error naming `origin` (the file) and the line for a bad line, or when there is no item.
+std::vector<TaskItem> parse_task_suite(const std::string& jsonl, const std::string& origin);
+
+struct TaskPoint {
+  std::string task;
+  int64_t length = 0;
+  int64_t longest = 0;  // tokens of the longest item: bos + prompt + target + end of sequence
+  double factor = 1;    // the scaling factor used (1 for "none")
+  int64_t items = 0, correct = 0;
+  double accuracy = 0;               // correct / items; NaN with `error` set when the point cannot run
+  std::vector<uint8_t> item_correct; // per item, in suite order
+  std::string error;
+};
+
+struct TaskRunOptions {
+  int max_batch = 32;  // sequences in flight (continuous batching)
+  // With a scaling method, the factor of a point; empty: max(1, longest / trained), so that every
+  // item of the point fits. Points at factor <= 1 are left out (they are the unscaled points).
+  std::function<double(const TaskPoint&)> factor;
+  std::function<void(const TaskPoint&, size_t)> progress;  // (point, items done)
+};
+
+// Exact-match accuracy per (task, length), points in the order the suite first names them. Each
+// item is decoded greedily until the model's end-of-sequence id or len(target ids) + 1 tokens and
+// is correct iff it produced exactly the target ids, then end of sequence. "none" runs every point
+// with the model as it is; a scaling method runs the points beyond the trained length with the
+// model's scheme scaled (see TaskRunOptions::factor). A point that cannot run (e.g. beyond a
+// learned table) gets `error`.
+std::vector<TaskPoint> synthetic_tasks(Model& m, const std::vector<TaskItem>& suite, const LengthMethod& method,
+                                       int64_t trained, const TaskRunOptions& opts = {});
+
 // ---- Attention by distance ----------------------------------------------------------------------
 
 struct DistanceBucket {
