@@ -111,17 +111,17 @@ TEST(ZooEncoder, PllEqualsHandMaskedForwards) {
 TEST(ZooEncoder, TieRuleIsRelativeToTheTerms) {
   pr::TextScore a, b;
   a.logprob = -100, a.abs_terms = 100;
-  b.logprob = -100.0019, b.abs_terms = 100.0019;
-  EXPECT_TRUE(pr::is_tie(a, b)) << "1.9e-3 <= 1e-5 x 200";
-  b.logprob = -100.0021;
+  b.logprob = -100.000019, b.abs_terms = 100.000019;
+  EXPECT_TRUE(pr::is_tie(a, b)) << "1.9e-5 <= 1e-7 x 200";
+  b.logprob = -100.000021;
   EXPECT_FALSE(pr::is_tie(a, b));
 }
 
 // NoPE: every pair whose tokens are a permutation of the original's ties; the other schemes
 // separate most pairs (each has a position signal the permutation changes).
 TEST(ZooEncoder, NoPeEncoderTiesOnPermutedPairsOthersSeparate) {
-  const std::vector<pr::WordPair> pairs = heldout_pairs(40);
-  ASSERT_EQ(pairs.size(), 40u);
+  const std::vector<pr::WordPair> pairs = heldout_pairs(20);
+  ASSERT_EQ(pairs.size(), 20u);
   for (const std::string scheme : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"}) {
     SCOPED_TRACE(scheme);
     const pr::WordOrderResult r = pr::word_order(Model::load(encoder_dir(scheme)), pairs);
@@ -134,7 +134,7 @@ TEST(ZooEncoder, NoPeEncoderTiesOnPermutedPairsOthersSeparate) {
         EXPECT_EQ(p.margin, 0.0);
       }
     }
-    EXPECT_GE(permuted, 30) << "most swaps move whole tokens";
+    EXPECT_GE(permuted, 15) << "most swaps move whole tokens";
     if (scheme == "none") {
       EXPECT_EQ(permuted_ties, permuted);
     } else {

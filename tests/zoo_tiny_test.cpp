@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <ostream>
 
 #include "ordo/probes.hpp"
 #include "support/golden.hpp"
@@ -47,6 +48,8 @@ struct Param {
   std::string model;
   Backend backend;
 };
+// How CTest's test list shows the parameter (not as raw bytes).
+void PrintTo(const Param& p, std::ostream* os) { *os << p.model << " on " << backend_name(p.backend); }
 
 std::vector<Param> params() {
   std::vector<Param> v;
