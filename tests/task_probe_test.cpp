@@ -3,9 +3,11 @@
 // and golden.json "tasks" (accuracy and per-item correctness from PyTorch greedy decoding of the
 // exported weights).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -49,6 +51,10 @@ TEST(TaskSuite, ParsesItemsAndNamesFileAndLineOfBadOnes) {
             "s.jsonl:3: \"prompt\" is empty");
   EXPECT_EQ(error_at_line3("[1, 2]").rfind("s.jsonl:3: expected", 0), 0u);
   EXPECT_EQ(error_of([] { pr::parse_task_suite("\n \n", "s.jsonl"); }), "s.jsonl: no task items");
+  // Nesting is refused before parsing (no recursion 100,000 levels deep); the same for pairs files.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_at_line3(deep).rfind("s.jsonl:3: JSON nests arrays/objects more than 128", 0), 0u);
+  EXPECT_EQ(error_of([&] { pr::parse_pairs(deep + "\n", "p.jsonl"); }).rfind("p.jsonl:1: JSON nests", 0), 0u);
 }
 
 namespace {
@@ -294,6 +300,13 @@ TEST(TaskProbeCli, NoZooModelsAndBadSuites) {
                           shell_quote(dir + "/bad.jsonl"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find(dir + "/bad.jsonl:2: "), std::string::npos) << r.err;
+  // A FIFO in place of a zoo model's config.json is refused, not read (reading would block).
+  const std::string zoo = ordo::test::make_temp_dir("compare-tasks-fifo");
+  std::filesystem::create_directories(zoo + "/tasks/x-s1");
+  ASSERT_EQ(mkfifo((zoo + "/tasks/x-s1/config.json").c_str(), 0600), 0);
+  r = ordo::test::run_cli("compare --zoo " + shell_quote(zoo) + " --tasks synthetic --suite " + shell_quote(suite));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(zoo + "/tasks/x-s1/config.json: not a regular file"), std::string::npos) << r.err;
 }
 
 // What a user would try first: `ordo run` on a task model, greedy, gives the answer PyTorch's

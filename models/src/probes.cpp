@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jsonl.hpp"
 #include "ordo/perplexity.hpp"
 
 namespace ordo::probes {
@@ -114,19 +115,11 @@ std::vector<WordPair> default_pairs(const std::string& text, size_t max_pairs, u
 }
 
 std::vector<WordPair> parse_pairs(const std::string& jsonl, const std::string& origin) {
-  std::istringstream f(jsonl);
   std::vector<WordPair> out;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    try {
-      const nlohmann::json j = nlohmann::json::parse(line);
-      out.push_back({j.at("original").get<std::string>(), j.at("swapped").get<std::string>()});
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(origin + ":" + std::to_string(n) + ": expected {\"original\": \"...\", \"swapped\": \"...\"}: " +
-                  e.what());
-    }
-  }
+  for_each_jsonl_line(jsonl, origin, "{\"original\": \"...\", \"swapped\": \"...\"}",
+                      [&](const nlohmann::json& j, const std::string&) {
+                        out.push_back({j.at("original").get<std::string>(), j.at("swapped").get<std::string>()});
+                      });
   if (out.empty()) throw Error(origin + ": no pairs");
   return out;
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ordo/probes.hpp"
+#include "jsonl.hpp"
 
 namespace ordo::probes {
 namespace {
@@ -84,30 +85,21 @@ void run_point(const Model& m, const std::vector<EncodedItem>& enc, const TaskRu
 }  // namespace
 
 std::vector<TaskItem> parse_task_suite(const std::string& jsonl, const std::string& origin) {
-  std::istringstream f(jsonl);
   std::vector<TaskItem> out;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = origin + ":" + std::to_string(n) + ": ";
+  const char* expected = "{\"task\": \"...\", \"length\": n, \"prompt\": \"...\", \"target\": \"...\"}";
+  for_each_jsonl_line(jsonl, origin, expected, [&](const nlohmann::json& j, const std::string& where) {
     TaskItem item;
-    try {
-      const nlohmann::json j = nlohmann::json::parse(line);
-      item.task = j.at("task").get<std::string>();
-      const nlohmann::json& len = j.at("length");
-      if (!len.is_number_integer()) throw Error(where + "\"length\" must be an integer, got " + len.dump());
-      item.length = len.get<int64_t>();
-      item.prompt = j.at("prompt").get<std::string>();
-      item.target = j.at("target").get<std::string>();
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(where + "expected {\"task\": \"...\", \"length\": n, \"prompt\": \"...\", \"target\": \"...\"}: " +
-                  e.what());
-    }
+    item.task = j.at("task").get<std::string>();
+    const nlohmann::json& len = j.at("length");
+    if (!len.is_number_integer()) throw Error(where + "\"length\" must be an integer, got " + len.dump());
+    item.length = len.get<int64_t>();
+    item.prompt = j.at("prompt").get<std::string>();
+    item.target = j.at("target").get<std::string>();
     if (item.task.empty()) throw Error(where + "\"task\" is empty");
     if (item.length < 1) throw Error(where + "\"length\" must be positive, got " + std::to_string(item.length));
     if (item.prompt.empty()) throw Error(where + "\"prompt\" is empty");
     out.push_back(std::move(item));
-  }
+  });
   if (out.empty()) throw Error(origin + ": no task items");
   return out;
 }

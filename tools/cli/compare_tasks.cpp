@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "common.hpp"
@@ -14,6 +13,7 @@
 #include "ordo/probes.hpp"
 #include "ordo/stats.hpp"
 #include "svg_chart.hpp"
+#include "zoo_index.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,37 +23,15 @@ namespace {
 using json = nlohmann::json;
 using namespace report;
 
-struct TaskModel {
-  std::string label, dir, scheme;  // scheme: config "zoo" "scheme" ("" until the model is loaded)
-  int64_t seed = 0;
-};
+using TaskModel = ZooModel;
 
-// The model of `dir` when its config.json says "zoo": {"kind": "tasks", ...}.
-std::optional<TaskModel> task_model(const fs::path& dir, const std::string& label) {
-  const std::string path = (dir / "config.json").string();
-  try {
-    const json cfg = json::parse(read_input_text(path));
-    if (!cfg.is_object() || !cfg.contains("zoo")) return std::nullopt;
-    const json& z = cfg.at("zoo");
-    if (z.at("kind").get<std::string>() != "tasks") return std::nullopt;
-    return TaskModel{label, dir.string(), z.value("scheme", std::string()), z.value("seed", int64_t{0})};
-  } catch (const json::exception& e) {
-    throw Error(path + ": \"zoo\": expected {\"kind\": \"tasks\", \"scheme\": \"...\", \"seed\": n}: " + e.what());
-  }
-}
-
-// ZOO/tasks/* in name order (zoo_dir "" for none), then the -m directories that are task models.
+// The zoo's task models (kind "tasks"; zoo_dir "" for none), then the -m directories that are task
+// models.
 std::vector<TaskModel> task_models(const std::string& zoo_dir, const std::vector<std::string>& dirs) {
   std::vector<TaskModel> out;
-  if (!zoo_dir.empty()) {
-    std::vector<fs::path> subdirs;
-    std::error_code ec;
-    for (const fs::directory_entry& e : fs::directory_iterator(fs::path(zoo_dir) / "tasks", ec))
-      if (fs::exists(e.path() / "config.json")) subdirs.push_back(e.path());
-    std::sort(subdirs.begin(), subdirs.end());
-    for (const fs::path& p : subdirs)
-      if (auto t = task_model(p, "tasks/" + p.filename().string())) out.push_back(*t);
-  }
+  if (!zoo_dir.empty())
+    for (ZooModel& z : discover_zoo(zoo_dir))
+      if (z.kind == "tasks") out.push_back(std::move(z));
   for (const std::string& d : dirs) {
     std::error_code ec1, ec2;
     const bool listed = std::any_of(out.begin(), out.end(), [&](const TaskModel& t) {
@@ -63,8 +41,9 @@ std::vector<TaskModel> task_models(const std::string& zoo_dir, const std::vector
     std::string label = fs::path(d).lexically_normal().filename().string();
     if (label.empty()) label = fs::path(d).lexically_normal().parent_path().filename().string();
     if (std::any_of(out.begin(), out.end(), [&](const TaskModel& t) { return t.label == label; })) label = d;
-    if (auto t = task_model(d, label))
-      out.push_back(*t);
+    TaskModel t;
+    if (read_zoo_model(d, label, t) && t.kind == "tasks")
+      out.push_back(std::move(t));
     else
       std::cerr << "compare: " << d << " is not a task model (config.json \"zoo\": {\"kind\": \"tasks\"}): synthetic skips it\n";
   }
@@ -253,10 +232,9 @@ json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir
                 "or -m DIR whose config.json has \"zoo\": {\"kind\": \"tasks\"})");
   const Progress pg;
   json mlist = json::array(), results = json::array();
-  for (TaskModel t : models) {
+  for (const TaskModel& t : models) {
     std::cerr << "[" << t.label << "] loading " << t.dir << "\n";
     Model m = Model::load(t.dir, opts);
-    if (t.scheme.empty()) t.scheme = m.spec().position.scheme;
     mlist.push_back({{"label", t.label}, {"dir", t.dir}, {"scheme", t.scheme}, {"seed", t.seed},
                      {"family", m.family()}, {"trained_length", m.spec().position.max_positions}});
     run_model(t, m, suite, o.batch, pg, results);

@@ -2,28 +2,27 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
 
 namespace fs = std::filesystem;
 
 namespace ordo::cli {
-namespace {
-
 using json = nlohmann::json;
 
-// The zoo model in `dir`, if its config.json is an ordo-zoo one.
-bool read_zoo_model(const fs::path& dir, const fs::path& root, ZooModel& out) {
+bool read_zoo_model(const fs::path& dir, const std::string& label, ZooModel& out) {
   const fs::path cfg_path = dir / "config.json";
-  std::ifstream f(cfg_path);
-  if (!f) return false;
-  const json cfg = json::parse(f, nullptr, false);
+  std::error_code ec;
+  if (!fs::exists(cfg_path, ec)) return false;
+  const std::string text = read_input_file(cfg_path.string(), kMaxJsonBytes, "a config.json");
+  check_json_limits(text, cfg_path.string());
+  const json cfg = json::parse(text, nullptr, false);
   if (!cfg.is_object() || cfg.value("model_type", json()) != "ordo-zoo") return false;
   const std::string where = cfg_path.string() + ": zoo";
-  out = ZooModel{dir.string(), dir.lexically_relative(root).generic_string(), "lm", "", 1};
+  out = ZooModel{dir.string(), label, "lm", "", 1};
   if (!cfg.contains("zoo")) {
     if (!cfg.contains("position_scheme") || !cfg["position_scheme"].is_string())
       throw Error(cfg_path.string() + ": field 'position_scheme' missing or not a string");
@@ -41,6 +40,8 @@ bool read_zoo_model(const fs::path& dir, const fs::path& root, ZooModel& out) {
   out.seed = z["seed"].get<int64_t>();
   return true;
 }
+
+namespace {
 
 int kind_rank(const std::string& k) {
   const char* order[] = {"lm", "mlm", "tasks"};
@@ -65,7 +66,7 @@ std::vector<ZooModel> discover_zoo(const std::string& root) {
     if (!it->is_directory(ec)) continue;
     if (it.depth() >= 1) it.disable_recursion_pending();  // depth <= 2 below the root
     ZooModel m;
-    if (read_zoo_model(it->path(), r, m)) out.push_back(std::move(m));
+    if (read_zoo_model(it->path(), it->path().lexically_relative(r).generic_string(), m)) out.push_back(std::move(m));
   }
   std::sort(out.begin(), out.end(), [](const ZooModel& a, const ZooModel& b) {
     const auto key = [](const ZooModel& m) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,9 @@ struct ZooModel {
 // Sorted by kind (lm, mlm, tasks, then others by name), scheme (registry order), seed. An Error
 // names the config.json and field for a malformed "zoo" block.
 std::vector<ZooModel> discover_zoo(const std::string& root);
+
+// The zoo model in `dir` (its config.json read as untrusted input), labelled `label`; false when
+// `dir` has no config.json or it is not an ordo-zoo one.
+bool read_zoo_model(const std::filesystem::path& dir, const std::string& label, ZooModel& out);
 
 }  // namespace ordo::cli
