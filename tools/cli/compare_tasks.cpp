@@ -73,6 +73,11 @@ void run_model(const TaskModel& t, Model& m, const std::vector<probes::TaskItem>
     try {
       probes::TaskRunOptions run;
       run.max_batch = batch;
+      // Scaled as the task's lengths grow beyond those trained on (n / L: 2 at 2L), when known.
+      if (t.train_length > 0) {
+        const double L = static_cast<double>(t.train_length);
+        run.factor = [L](const probes::TaskPoint& p) { return static_cast<double>(p.length) / L; };
+      }
       run.progress = [&](const probes::TaskPoint& p, size_t done) {
         pg.show("[", label, "] ", p.task, " at length ", p.length, ": ", done, "/", p.items);
       };
@@ -363,8 +368,9 @@ void html_synthetic(const json& doc, std::ostream& h) {
   h << "<h2>Synthetic tasks</h2>\n<p>Exact-match accuracy of greedy decoding on the " << s["items"].get<int64_t>()
     << " items of " << html_escape(s["suite"].get<std::string>())
     << ": an item is right when the model produces exactly the target's tokens, then end of sequence. Scaled "
-       "rows apply the scaling at factor (longest item of the point) / (trained length), at the lengths beyond "
-       "the trained length only. Per scheme: mean over seeds ± 95% interval.</p>\n";
+       "rows apply the scaling at factor n / L for task length n and the longest length trained on L (the "
+       "model's config \"zoo\": {\"train_length\"}; without it, (longest item's tokens) / (trained positions)), "
+       "where that factor is above 1. Per scheme: mean over seeds ± 95% interval.</p>\n";
   html_synthetic_groups(doc, h);
   html_synthetic_tests(doc, h);
   h << "<details><summary>every model</summary>\n";

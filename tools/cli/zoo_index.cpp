@@ -38,6 +38,11 @@ bool read_zoo_model(const fs::path& dir, const std::string& label, ZooModel& out
   out.kind = z["kind"].get<std::string>();
   out.scheme = z["scheme"].get<std::string>();
   out.seed = z["seed"].get<int64_t>();
+  if (z.contains("train_length")) {
+    if (!z["train_length"].is_number_integer() || z["train_length"].get<int64_t>() < 1)
+      throw Error(where + ": field 'train_length' must be a positive integer");
+    out.train_length = z["train_length"].get<int64_t>();
+  }
   return true;
 }
 

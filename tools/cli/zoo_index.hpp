@@ -16,6 +16,8 @@ struct ZooModel {
   std::string label;  // its path under the zoo root ("mlm/rope-s2", or "rope" in the first layout)
   std::string kind, scheme;
   int64_t seed = 1;
+  // Task models: the longest task length n trained on ("zoo": {"train_length": L}); 0 if not given.
+  int64_t train_length = 0;
 };
 
 // Sorted by kind (lm, mlm, tasks, then others by name), scheme (registry order), seed. An Error
