@@ -562,8 +562,12 @@ def read_safetensors(path):
 
 # ---------------------------------------------------------------- configuration of one model
 
-def model_config(kind, preset):
+def model_config(kind, preset, overrides=None):
     c = dict(COMMON, **PRESETS[preset][kind])
+    for k, v in (overrides or {}).get(kind, {}).items():
+        if k not in c:
+            raise SystemExit("--set %s.%s: no such setting (%s)" % (kind, k, ", ".join(sorted(c))))
+        c[k] = v
     if kind == "tasks":
         c["vocab"] = len(TASK_VOCAB)
         # Sized to the longest training sequence: the learned table has no row beyond it.
@@ -705,7 +709,7 @@ def round_to_f16(model):
 
 # ---------------------------------------------------------------- export and references
 
-def hf_config(kind, scheme, seed, c, chash, preset):
+def hf_config(kind, scheme, seed, c, chash, preset, overrides):
     config = {
         "model_type": "ordo-zoo",
         "architectures": ["OrdoZooForMaskedLM" if kind == "mlm" else "OrdoZooForCausalLM"],
@@ -729,13 +733,15 @@ def hf_config(kind, scheme, seed, c, chash, preset):
     if scheme == "alibi":
         config["alibi_max_bias"] = c["alibi_max_bias"]
     config["zoo"] = {"kind": kind, "scheme": scheme, "seed": seed, "preset": preset, "config_hash": chash}
+    if overrides.get(kind):
+        config["zoo"]["overrides"] = overrides[kind]
     return config
 
 
 def load_exported(model_dir):
     config = json.load(open(os.path.join(model_dir, "config.json")))
     z = config["zoo"]
-    c = model_config(z["kind"], z["preset"])
+    c = model_config(z["kind"], z["preset"], {z["kind"]: z.get("overrides", {})})
     model = ZooModel(z["scheme"], c, causal=(z["kind"] != "mlm"))
     w = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     with torch.no_grad():
@@ -883,9 +889,10 @@ def worker_data(kind):
 
 def run_job(job):
     """Trains and exports one model into a temporary directory, then renames it into place."""
-    kind, scheme, seed, preset, out, chash = (job[k] for k in ["kind", "scheme", "seed", "preset", "out", "hash"])
+    kind, scheme, seed, preset, out, chash, ov = (job[k] for k in ["kind", "scheme", "seed", "preset", "out", "hash",
+                                                                   "overrides"])
     lang, tasks = worker_data(kind)
-    c = model_config(kind, preset)
+    c = model_config(kind, preset, ov)
     tag = "%s/%s" % (kind, model_name(scheme, seed))
     model, stats = train_one(kind, scheme, seed, c, lang, tag)
     model.eval()
@@ -897,7 +904,7 @@ def run_job(job):
     tmp = os.path.join(out, kind, ".tmp-%s-%d" % (model_name(scheme, seed), os.getpid()))
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    config = hf_config(kind, scheme, seed, c, chash, preset)
+    config = hf_config(kind, scheme, seed, c, chash, preset, ov)
     config["training"] = {k: stats[k] for k in stats if k in ("steps", "heldout_loss", "train_loss_last50")}
     with open(os.path.join(tmp, "config.json"), "w") as f:
         f.write(json_text(config, indent=2))
@@ -925,17 +932,17 @@ def run_job(job):
 
 # ---------------------------------------------------------------- main
 
-def bench(kind, scheme, preset, steps, work):
+def bench(kind, scheme, preset, overrides, steps, work):
     worker_init(work)
     lang, _ = worker_data(kind)
-    c = dict(model_config(kind, preset), steps=steps)
+    c = dict(model_config(kind, preset, overrides), steps=steps)
     _, stats = train_one(kind, scheme, 1, c, lang, "bench %s/%s" % (kind, scheme))
     print(json.dumps({"kind": kind, "scheme": scheme, "steps": steps,
                       "wall_per_step": stats["train_seconds"] / steps,
                       "cpu_per_step": stats["train_cpu_seconds"] / steps}))
 
 
-def update_training_json(out, preset, results):
+def update_training_json(out, preset, overrides, results):
     path = os.path.join(out, "training.json")
     try:
         doc = json.load(open(path))
@@ -945,7 +952,7 @@ def update_training_json(out, preset, results):
     for r in results:
         models[(r["kind"], r["scheme"], r["seed"])] = r
     order = lambda k: (KINDS.index(k[0]), SCHEMES.index(k[1]), k[2])
-    doc = {"preset": preset, "config": {k: model_config(k, preset) for k in KINDS},
+    doc = {"preset": preset, "overrides": overrides, "config": {k: model_config(k, preset, overrides) for k in KINDS},
            "heldout_books": HELDOUT_BOOKS, "task_vocab": TASK_VOCAB,
            "models": [models[k] for k in sorted(models, key=order)]}
     write_atomic(path, json_text(doc))
@@ -967,6 +974,8 @@ def main():
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     ap.add_argument("--models", default="", help="explicit list kind/scheme-sN,... (instead of kinds x schemes x seeds)")
+    ap.add_argument("--set", action="append", default=[],
+                    help="override a setting of the preset, kind.key=JSON (repeatable; e.g. tasks.steps=500)")
     ap.add_argument("--jobs", type=int, default=1, help="models trained at once, one process (one thread) each")
     ap.add_argument("--force", action="store_true", help="retrain models even if their outputs are up to date")
     ap.add_argument("--bench", type=int, default=0, help="time this many steps of the first kind and scheme; exit")
@@ -983,6 +992,18 @@ def main():
         kinds = parse_list(a.kinds, KINDS)
         jobs = [(k, s, seed) for k in kinds for s in parse_list(a.schemes, SCHEMES)
                 for seed in parse_list(a.seeds, range(1, 1000), int)]
+    overrides = {}
+    for item in a.set:
+        mm = re.match(r"^(\w+)\.(\w+)=(.*)$", item)
+        if not mm or mm.group(1) not in KINDS:
+            raise SystemExit("bad --set entry %r (expected kind.key=value)" % item)
+        try:
+            v = json.loads(mm.group(3))
+        except ValueError:
+            v = mm.group(3)
+        overrides.setdefault(mm.group(1), {})[mm.group(2)] = v
+    for k in overrides:
+        model_config(k, a.preset, overrides)  # unknown keys fail here
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     os.makedirs(a.out, exist_ok=True)
@@ -992,14 +1013,14 @@ def main():
         lang = prepare_language(work, a.out) if any(k != "tasks" for k, _, _ in jobs) else None
         tasks = None
         if any(k == "tasks" for k, _, _ in jobs):
-            tasks = prepare_tasks(a.out, model_config("tasks", a.preset))
+            tasks = prepare_tasks(a.out, model_config("tasks", a.preset, overrides))
             torch.save(tasks, os.path.join(work, "tasks.pt"))
         if lang:
             log("language data: train tokens %d, held-out tokens %d, tokenizer %s (%.0fs)" % (
                 len(lang["train_ids"]), len(lang["held_ids"]), lang["tokenizer_sha"][:12], time.time() - t0))
         if a.bench:
             k, s, _ = jobs[0]
-            bench(k, s, a.preset, a.bench, work)
+            bench(k, s, a.preset, overrides, a.bench, work)
             return
         if a.golden_only:
             for k, s, seed in jobs:
@@ -1009,13 +1030,14 @@ def main():
             return
         todo = []
         for k, s, seed in jobs:
-            chash = config_hash(k, s, seed, model_config(k, a.preset), data_sha(k, lang, tasks))
+            chash = config_hash(k, s, seed, model_config(k, a.preset, overrides), data_sha(k, lang, tasks))
             d = os.path.join(a.out, k, model_name(s, seed))
             if not a.force and model_complete(d, chash):
                 log("%s/%s is up to date (config %s), skipped" % (k, model_name(s, seed), chash))
                 continue
             os.makedirs(os.path.join(a.out, k), exist_ok=True)
-            todo.append({"kind": k, "scheme": s, "seed": seed, "preset": a.preset, "out": a.out, "hash": chash})
+            todo.append({"kind": k, "scheme": s, "seed": seed, "preset": a.preset, "out": a.out, "hash": chash,
+                         "overrides": overrides})
         log("%d of %d models to train, %d at once" % (len(todo), len(jobs), a.jobs))
         done = 0
         ctx = multiprocessing.get_context("spawn")
@@ -1024,7 +1046,7 @@ def main():
             futs = [ex.submit(run_job, j) for j in todo]
             for f in concurrent.futures.as_completed(futs):
                 stats = f.result()
-                update_training_json(a.out, a.preset, [stats])
+                update_training_json(a.out, a.preset, overrides, [stats])
                 done += 1
                 log("[%d/%d] %s/%s-s%d exported, %.1f min elapsed" % (
                     done, len(todo), stats["kind"], stats["scheme"], stats["seed"], (time.time() - t0) / 60))
