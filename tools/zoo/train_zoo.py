@@ -740,6 +740,8 @@ def hf_config(kind, scheme, seed, c, chash, preset, overrides):
     if scheme == "alibi":
         config["alibi_max_bias"] = c["alibi_max_bias"]
     config["zoo"] = {"kind": kind, "scheme": scheme, "seed": seed, "preset": preset, "config_hash": chash}
+    if kind == "tasks":
+        config["zoo"]["train_length"] = c["train_max_n"]  # ordo compare scales at n / train_length
     if overrides.get(kind):
         config["zoo"]["overrides"] = overrides[kind]
     return config
