@@ -128,6 +128,9 @@ std::vector<TaskPoint> synthetic_tasks(Model& m, const std::vector<TaskItem>& su
       pc.scaling.type = method.type;
       if (method.type != ScalingType::None) pc.scaling.factor = pt.factor;
       eng.set_position(pc);
+      // Every item must fit whole (bos, prompt, target, end), as in training: a model that stops
+      // early must not score a point its table cannot hold.
+      eng.decoder_scheme().check_positions(pt.longest - 1);
       run_point(m, enc, opts, g);
     } catch (const Error& err) {  // e.g. items longer than a learned table
       pt.correct = 0;
