@@ -19,7 +19,7 @@ using ordo::test::Golden;
 using ordo::test::ids_of;
 using ordo::test::run_cli;
 using ordo::test::shell_quote;
-using ordo::test::within_tolerance;
+using ordo::test::expect_forward_cases_match;
 
 namespace {
 
@@ -60,21 +60,7 @@ TEST_P(ZooModel, LogitsAndHiddenStatesMatchTrainingScript) {
   const Model m = Model::load(zoo_dir(GetParam().scheme), o);
   EXPECT_EQ(m.spec().position.scheme, GetParam().scheme);
   EXPECT_EQ(m.spec().position.max_positions, 128);
-  int cases = 0;
-  for (const auto& c : g.json.at("cases")) {
-    const std::string name = c.at("name");
-    SCOPED_TRACE("case " + name);
-    const ForwardOutput out = m.forward(ids_of(c.at("input_ids")), true);
-    EXPECT_TRUE(within_tolerance(out.logits.f32(), g.tensor(name + ".logits")));
-    const size_t n_hidden = m.spec().decoder.layers.size() + 1;
-    ASSERT_EQ(out.hidden.size(), n_hidden);
-    for (size_t i = 0; i < n_hidden; ++i) {
-      SCOPED_TRACE("hidden_states." + std::to_string(i));
-      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(), g.tensor(name + ".hidden_states." + std::to_string(i))));
-    }
-    ++cases;
-  }
-  EXPECT_GE(cases, 1);
+  EXPECT_GE(expect_forward_cases_match(m, g, m.spec().decoder.layers.size() + 1), 1);
 }
 
 std::vector<Param> all_params() {

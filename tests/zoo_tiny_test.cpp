@@ -21,7 +21,7 @@ using namespace ordo;
 namespace pr = ordo::probes;
 using ordo::test::Golden;
 using ordo::test::ids_of;
-using ordo::test::within_tolerance;
+using ordo::test::expect_forward_cases_match;
 
 namespace {
 
@@ -83,21 +83,7 @@ TEST_P(ZooTiny, LogitsAndHiddenStatesMatchTheTrainer) {
   const Model m = Model::load(kTiny + "/" + GetParam().model, o);
   const bool mlm = GetParam().model.rfind("mlm/", 0) == 0;
   EXPECT_EQ(m.spec().graph, mlm ? GraphKind::Encoder : GraphKind::Decoder);
-  int cases = 0;
-  for (const auto& c : g.json.at("cases")) {
-    const std::string name = c.at("name");
-    SCOPED_TRACE("case " + name);
-    const ForwardOutput out = m.forward(ids_of(c.at("input_ids")), true);
-    EXPECT_TRUE(within_tolerance(out.logits.f32(), g.tensor(name + ".logits")));
-    const size_t n_hidden = (mlm ? m.spec().encoder : m.spec().decoder).layers.size() + 1;
-    ASSERT_EQ(out.hidden.size(), n_hidden);
-    for (size_t i = 0; i < n_hidden; ++i) {
-      SCOPED_TRACE("hidden_states." + std::to_string(i));
-      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(), g.tensor(name + ".hidden_states." + std::to_string(i))));
-    }
-    ++cases;
-  }
-  EXPECT_GE(cases, 1);
+  EXPECT_GE(expect_forward_cases_match(m, g, (mlm ? m.spec().encoder : m.spec().decoder).layers.size() + 1), 1);
 }
 
 // The probe texts' PLL (encoders) or log-prob (decoders) against the trainer's float64 sums of

@@ -1,5 +1,6 @@
 #include "support/golden.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -94,6 +95,23 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<
   std::vector<float> got;
   for (const Tensor& row : r.step_logits) got.insert(got.end(), row.f32(), row.f32() + row.numel());
   return within_tolerance(got.data(), golden);
+}
+
+int expect_forward_cases_match(const Model& model, const Golden& golden, size_t n_hidden) {
+  int cases = 0;
+  for (const auto& c : golden.json.at("cases")) {
+    const std::string name = c.at("name");
+    SCOPED_TRACE("case " + name);
+    const ForwardOutput out = model.forward(ids_of(c.at("input_ids")), true);
+    EXPECT_TRUE(within_tolerance(out.logits.f32(), golden.tensor(name + ".logits")));
+    EXPECT_EQ(out.hidden.size(), n_hidden);
+    for (size_t i = 0; i < std::min(n_hidden, out.hidden.size()); ++i) {
+      SCOPED_TRACE("hidden_states." + std::to_string(i));
+      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(), golden.tensor(name + ".hidden_states." + std::to_string(i))));
+    }
+    ++cases;
+  }
+  return cases;
 }
 
 void expect_greedy_with_cache_matches(const Model& model, const Golden& golden, const nlohmann::json& test_case) {

@@ -52,6 +52,10 @@ std::vector<int32_t> ids_of(const nlohmann::json& j);
 // the reference): the ids must equal output_ids and every step's logits <name>.greedy.logits.
 void expect_greedy_with_cache_matches(const Model& model, const Golden& golden, const nlohmann::json& test_case);
 
+// Every case of `golden` through model.forward with hidden states: the logits and the n_hidden
+// hidden states (embedding, each layer, final) within tolerance. Returns the number of cases.
+int expect_forward_cases_match(const Model& model, const Golden& golden, size_t n_hidden);
+
 // Fixture tests run every reference fixture on every GEMM backend.
 struct FixtureParam {
   std::string fixture;
