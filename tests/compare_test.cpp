@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -308,4 +309,39 @@ TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
   EXPECT_NEAR(t->at("p").get<double>(), 1 - std::fabs(tt) / std::sqrt(2 + tt * tt), 1e-3);
   EXPECT_NE(r.out.find("paired t-tests"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("#3  And God called the firmament Heaven."), std::string::npos) << r.out;
+}
+
+// A zoo whose models misdescribe themselves is refused, naming the file and the field; unfinished
+// trainer outputs (.tmp-*) are not models.
+TEST(CompareCli, ZooBlocksThatMisdescribeTheirModelAreErrors) {
+  const auto first_error = [](const std::string& zoo) {
+    const auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --quick --tasks word-order");
+    EXPECT_NE(r.exit_code, 0);
+    return r.err;
+  };
+  const auto edit = [](const std::string& dir, const std::function<void(json&)>& f) {
+    json cfg = json::parse(ordo::test::read_file(dir + "/config.json"));
+    f(cfg);
+    std::ofstream(dir + "/config.json") << cfg.dump(2);
+  };
+  std::string zoo = make_layout_zoo();
+  edit(zoo + "/lm/rope-s2", [](json& c) { c["zoo"]["seed"] = 1; });
+  EXPECT_NE(first_error(zoo).find(zoo + ": lm/rope-s1 and lm/rope-s2 are both lm rope seed 1; remove one"),
+            std::string::npos);
+  zoo = make_layout_zoo();
+  edit(zoo + "/lm/rope-s2", [](json& c) { c["zoo"]["scheme"] = "alibi"; });
+  EXPECT_NE(first_error(zoo).find("lm/rope-s2/config.json: zoo: scheme 'alibi' but position_scheme is \"rope\""),
+            std::string::npos);
+  zoo = make_layout_zoo();
+  edit(zoo + "/mlm/none-s1", [](json& c) { c.erase("bidirectional"); });
+  EXPECT_NE(first_error(zoo).find("mlm/none-s1/config.json: zoo: kind 'mlm' but bidirectional is false"),
+            std::string::npos);
+  zoo = make_layout_zoo();
+  std::ofstream(zoo + "/lm/none-s1/config.json") << "{\"model_type\": \"ordo-zoo\",";
+  EXPECT_NE(first_error(zoo).find(zoo + "/lm/none-s1/config.json: not valid JSON"), std::string::npos);
+  // A .tmp-* copy of a model is skipped, so it is not a second seed 1.
+  zoo = make_layout_zoo();
+  std::filesystem::copy(zoo + "/lm/rope-s1", zoo + "/lm/.tmp-rope-s1-123");
+  const auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --quick --tasks permutation");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }

@@ -182,6 +182,15 @@ TEST(TaskProbe, ScaledVariantsMatchPyTorch) {
 }
 
 // compare's own factor: the longest item of a point over the trained length; only points beyond it.
+// A suite in another vocabulary is refused, naming the item, not scored as <unk> against <unk>.
+TEST(TaskProbe, ItemsWithWordsTheModelLacksAreErrors) {
+  Model m = load_task("rope");
+  const std::vector<pr::TaskItem> suite = pr::parse_task_suite(
+      "{\"task\": \"copy\", \"length\": 2, \"prompt\": \"copy zzqx zzqx =\", \"target\": \"zzqx zzqx\"}\n", "s.jsonl");
+  EXPECT_EQ(error_of([&] { pr::synthetic_tasks(m, suite, {"none", ScalingType::None}, 87); }),
+            task_dir("rope") + ": task item 1 (copy at length 2) has a word the model's vocabulary lacks");
+}
+
 TEST(TaskProbe, DefaultFactorCoversTheLongestItem) {
   const std::vector<pr::TaskItem> suite = tiny_suite();
   Model m = load_task("rope");

@@ -114,6 +114,16 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooTiny, testing::ValuesIn(params()), param_name);
 
 // The trainer's probe pairs: the NoPE encoder ties on every pair whose tokens are a permutation of
 // the original's; every other scheme's encoder separates them.
+// PLL of a text beyond the context limit is refused before T masked copies of T tokens are made.
+TEST(ZooTinyWordOrder, PllOfATextBeyondTheContextLimitIsAnError) {
+  const Model m = Model::load(kTiny + "/mlm/rope-s1");
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "and the ";
+  const std::string err = ordo::test::error_of([&] { pr::pseudo_log_likelihoods(m, {&text}); });
+  EXPECT_EQ(err.rfind("PLL of 'and the and the and the and the and the ' needs ", 0), 0u) << err;
+  EXPECT_NE(err.find("more than the context limit of 1024"), std::string::npos) << err;
+}
+
 TEST(ZooTinyWordOrder, NoPeEncoderTiesOthersSeparate) {
   for (const std::string& model : tiny_models("mlm")) {
     SCOPED_TRACE(model);

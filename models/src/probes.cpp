@@ -177,28 +177,25 @@ std::vector<size_t> non_special_positions(const std::vector<int32_t>& with, cons
   throw Error("PLL: '" + text + "' has no token outside the specials its tokenizer adds");
 }
 
-// PLL terms of texts [t0, t1) of `scores` (ids set), in one batched encoder forward: the masked
-// copies' final hidden rows at their masked position go through the LM head together.
-void pll_batch(const Transformer& eng, const std::vector<std::vector<size_t>>& positions, size_t t0, size_t t1,
+// PLL terms of the masked copies work[i0, i1) — (text, position) each — in one batched encoder
+// forward: the copies' final hidden rows at their masked position go through the LM head together.
+void pll_batch(const Transformer& eng, const std::vector<std::pair<size_t, size_t>>& work, size_t i0, size_t i1,
                std::vector<TextScore>& scores) {
   std::vector<EncodeRequest> reqs;
-  std::vector<std::pair<size_t, size_t>> row_of;  // (text, position) per request
-  for (size_t t = t0; t < t1; ++t)
-    for (size_t p : positions[t]) {
-      EncodeRequest r{scores[t].ids, {}, {}};
-      r.ids[p] = eng.spec().mask_id;
-      reqs.push_back(std::move(r));
-      row_of.emplace_back(t, p);
-    }
+  for (size_t i = i0; i < i1; ++i) {
+    EncodeRequest r{scores[work[i].first].ids, {}, {}};
+    r.ids[work[i].second] = eng.spec().mask_id;
+    reqs.push_back(std::move(r));
+  }
   const std::vector<Tensor> hidden = eng.encode_batch(reqs);
   const int64_t d = eng.spec().d_model, V = eng.spec().vocab_size;
   std::vector<float> rows(hidden.size() * static_cast<size_t>(d));
   for (size_t i = 0; i < hidden.size(); ++i)
-    std::copy_n(hidden[i].f32() + static_cast<int64_t>(row_of[i].second) * d, d, rows.begin() + i * d);
+    std::copy_n(hidden[i].f32() + static_cast<int64_t>(work[i0 + i].second) * d, d, rows.begin() + i * d);
   const Tensor logits = eng.logits(rows.data(), static_cast<int64_t>(hidden.size()));
   for (size_t i = 0; i < hidden.size(); ++i) {
-    TextScore& sc = scores[row_of[i].first];
-    const double nll = token_nll(logits.f32() + static_cast<int64_t>(i) * V, V, sc.ids[row_of[i].second]);
+    TextScore& sc = scores[work[i0 + i].first];
+    const double nll = token_nll(logits.f32() + static_cast<int64_t>(i) * V, V, sc.ids[work[i0 + i].second]);
     sc.logprob -= nll;
     sc.abs_terms += std::fabs(nll);
   }
@@ -210,22 +207,24 @@ std::vector<TextScore> pseudo_log_likelihoods(const Model& m, const std::vector<
   if (!is_masked_lm(m))
     throw Error(m.dir() + ": PLL needs a masked-LM encoder (encoder-only, with an LM head and a mask token id)");
   std::vector<TextScore> scores(texts.size());
-  std::vector<std::vector<size_t>> positions(texts.size());
+  std::vector<std::pair<size_t, size_t>> work;  // (text, masked position), in text then position order
   for (size_t t = 0; t < texts.size(); ++t) {
     scores[t].ids = m.encode(*texts[t], true);
-    positions[t] = non_special_positions(scores[t].ids, m.encode(*texts[t], false), *texts[t]);
+    // T masked copies of T tokens each: the same length limit as the causal scores.
+    m.engine().check_context(static_cast<int64_t>(scores[t].ids.size()), "PLL of '" + texts[t]->substr(0, 40) + "'");
+    for (size_t p : non_special_positions(scores[t].ids, m.encode(*texts[t], false), *texts[t])) work.emplace_back(t, p);
   }
-  // Texts share a forward while their masked copies hold at most kRows rows (a text's copies are
-  // never split): bounded memory, few weight reads.
+  // Masked copies share a forward up to kRows rows (one copy alone may exceed it): memory stays
+  // bounded however long a text is, and each text's terms are summed in position order.
   constexpr size_t kRows = 8192;
-  for (size_t t0 = 0, t1; t0 < texts.size(); t0 = t1) {
+  for (size_t i0 = 0, i1; i0 < work.size(); i0 = i1) {
     size_t rows = 0;
-    for (t1 = t0; t1 < texts.size(); ++t1) {
-      const size_t r = positions[t1].size() * scores[t1].ids.size();
-      if (t1 > t0 && rows + r > kRows) break;
+    for (i1 = i0; i1 < work.size(); ++i1) {
+      const size_t r = scores[work[i1].first].ids.size();
+      if (i1 > i0 && rows + r > kRows) break;
       rows += r;
     }
-    pll_batch(m.engine(), positions, t0, t1, scores);
+    pll_batch(m.engine(), work, i0, i1, scores);
   }
   return scores;
 }
@@ -240,7 +239,11 @@ bool is_tie(const TextScore& original, const TextScore& swapped) {
 
 namespace {
 
-PairScore pair_score(const TextScore& o, const TextScore& s) {
+PairScore pair_score(const TextScore& o, const TextScore& s, const WordPair& pair) {
+  if (!std::isfinite(o.logprob) || !std::isfinite(s.logprob))
+    throw Error("word order: the model scores '" + pair.original.substr(0, 40) + "' / '" + pair.swapped.substr(0, 40) +
+                "' as " + std::to_string(o.logprob) + " / " + std::to_string(s.logprob) +
+                " (non-finite logits: check the weights)");
   PairScore p;
   p.original = o.logprob;
   p.swapped = s.logprob;
@@ -267,7 +270,7 @@ WordOrderResult word_order(const Model& m, const std::vector<WordPair>& pairs,
     for (size_t i = i0; i < i0 + n; ++i) texts.insert(texts.end(), {&pairs[i].original, &pairs[i].swapped});
     const std::vector<TextScore> sc = text_scores(m, texts);
     for (size_t i = 0; i < n; ++i) {
-      const PairScore p = pair_score(sc[2 * i], sc[2 * i + 1]);
+      const PairScore p = pair_score(sc[2 * i], sc[2 * i + 1], pairs[i0 + i]);
       r.mean_margin += p.margin;
       r.wins += p.margin > 0;
       r.ties += p.tie;

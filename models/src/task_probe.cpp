@@ -109,7 +109,14 @@ std::vector<TaskPoint> synthetic_tasks(Model& m, const std::vector<TaskItem>& su
   if (m.spec().eos_id < 0) throw Error(m.dir() + ": the model has no end-of-sequence id to end an answer");
   if (trained < 1) throw Error("synthetic tasks: trained length must be positive, got " + std::to_string(trained));
   std::vector<EncodedItem> enc;
-  for (const TaskItem& it : suite) enc.push_back({m.encode(it.prompt, true), m.encode(it.target, false)});
+  const int32_t unk = m.tokenizer().unk_id();
+  for (size_t i = 0; i < suite.size(); ++i) {
+    enc.push_back({m.encode(suite[i].prompt, true), m.encode(suite[i].target, false)});
+    for (const std::vector<int32_t>* ids : {&enc.back().prompt, &enc.back().target})
+      if (unk >= 0 && std::find(ids->begin(), ids->end(), unk) != ids->end())
+        throw Error(m.dir() + ": task item " + std::to_string(i + 1) + " (" + suite[i].task + " at length " +
+                    std::to_string(suite[i].length) + ") has a word the model's vocabulary lacks");
+  }
   Transformer& eng = m.engine();
   const PositionRestore restore{eng, eng.spec().position};
   std::vector<TaskPoint> points;

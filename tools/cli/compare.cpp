@@ -741,7 +741,7 @@ struct CompareCommand : Command {
     h << "<details><summary>the " << wo["pairs"].size()
       << " pairs, scored by every model</summary><p>Scores in nats: pseudo-log-likelihood for masked-LM "
          "encoders (pll), log-probability otherwise (logprob). A tie (margin 0) is a margin within float rounding: "
-         "|margin| ≤ 1e-5 × Σ|per-token terms| of both texts.</p><table><tr><th>model</th><th>score</th>"
+         "|margin| ≤ " << show(json(probes::kTieTolerance)) << " × Σ|per-token terms| of both texts.</p><table><tr><th>model</th><th>score</th>"
          "<th>original</th><th>swapped</th><th>margin</th><th></th></tr>";
     for (size_t i = 0; i < wo["pairs"].size(); ++i) {
       const json& pr = wo["pairs"][i];

@@ -20,6 +20,7 @@ bool read_zoo_model(const fs::path& dir, const std::string& label, ZooModel& out
   const std::string text = read_input_file(cfg_path.string(), kMaxJsonBytes, "a config.json");
   check_json_limits(text, cfg_path.string());
   const json cfg = json::parse(text, nullptr, false);
+  if (cfg.is_discarded()) throw Error(cfg_path.string() + ": not valid JSON");
   if (!cfg.is_object() || cfg.value("model_type", json()) != "ordo-zoo") return false;
   const std::string where = cfg_path.string() + ": zoo";
   out = ZooModel{dir.string(), label, "lm", "", 1};
@@ -37,6 +38,12 @@ bool read_zoo_model(const fs::path& dir, const std::string& label, ZooModel& out
     throw Error(where + ": field 'seed' missing or not a non-negative integer");
   out.kind = z["kind"].get<std::string>();
   out.scheme = z["scheme"].get<std::string>();
+  // The block places the model in the experiment; it must describe the model it sits in.
+  if (cfg.value("position_scheme", json()) != out.scheme)
+    throw Error(where + ": scheme '" + out.scheme + "' but position_scheme is " + cfg.value("position_scheme", json()).dump());
+  if ((out.kind == "mlm") != (cfg.value("bidirectional", json(false)) == true))
+    throw Error(where + ": kind '" + out.kind + "' but bidirectional is " + cfg.value("bidirectional", json(false)).dump() +
+                " (mlm models, and only they, are bidirectional)");
   out.seed = z["seed"].get<int64_t>();
   if (z.contains("train_length")) {
     if (!z["train_length"].is_number_integer() || z["train_length"].get<int64_t>() < 1)
@@ -69,6 +76,10 @@ std::vector<ZooModel> discover_zoo(const std::string& root) {
   for (auto it = fs::recursive_directory_iterator(r, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     if (!it->is_directory(ec)) continue;
+    if (it->path().filename().string().rfind('.', 0) == 0) {  // the trainer's unfinished .tmp-* outputs
+      it.disable_recursion_pending();
+      continue;
+    }
     if (it.depth() >= 1) it.disable_recursion_pending();  // depth <= 2 below the root
     ZooModel m;
     if (read_zoo_model(it->path(), it->path().lexically_relative(r).generic_string(), m)) out.push_back(std::move(m));
@@ -79,6 +90,11 @@ std::vector<ZooModel> discover_zoo(const std::string& root) {
     };
     return key(a) < key(b);
   });
+  // Seeds are replicates: two models claiming one (kind, scheme, seed) would be averaged silently.
+  for (size_t i = 1; i < out.size(); ++i)
+    if (std::tie(out[i].kind, out[i].scheme, out[i].seed) == std::tie(out[i - 1].kind, out[i - 1].scheme, out[i - 1].seed))
+      throw Error(root + ": " + out[i - 1].label + " and " + out[i].label + " are both " + out[i].kind + " " +
+                  out[i].scheme + " seed " + std::to_string(out[i].seed) + "; remove one");
   return out;
 }
 
