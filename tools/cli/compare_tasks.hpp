@@ -2,7 +2,8 @@
 // reverse, role, add; Kazemnejad et al. 2023). The task models are the zoo's tasks/* directories
 // whose config.json says "zoo": {"kind": "tasks", ...} (not with --no-zoo) and every -m directory
 // that says so. Each runs the suite as it is and with every factor-only scaling of its scheme at
-// the lengths beyond its trained length (config max_position_embeddings). Results go into compare's
+// the task lengths n beyond the longest trained, L (config "zoo": {"train_length"}), at factor n / L
+// (without train_length: beyond max_position_embeddings, at the longest item's share of it). Results go into compare's
 // one JSON document, section "synthetic": per model and method, accuracy per (task, length) with
 // per-item correctness; per group (scheme, method; the seeds are the replicates), the mean
 // accuracy over seeds with its 95% interval.
