@@ -762,8 +762,9 @@ def load_exported(model_dir):
 
 @torch.no_grad()
 def pll(model, ids):
-    """Pseudo-log-likelihood (Salazar et al. 2020): each non-special token masked in turn."""
-    pos = [i for i, t in enumerate(ids) if t > MASK]
+    """Pseudo-log-likelihood (Salazar et al. 2020): each of the text's tokens masked in turn. ids are
+    [BOS] + the text's ids; every position after BOS is the text's (an <unk> inside it too), as in ordo."""
+    pos = list(range(1, len(ids)))
     x = torch.tensor([ids] * len(pos))
     for r, i in enumerate(pos):
         x[r, i] = MASK
