@@ -342,6 +342,14 @@ TEST(CompareCli, ZooBlocksThatMisdescribeTheirModelAreErrors) {
   // A .tmp-* copy of a model is skipped, so it is not a second seed 1.
   zoo = make_layout_zoo();
   std::filesystem::copy(zoo + "/lm/rope-s1", zoo + "/lm/.tmp-rope-s1-123");
-  const auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --quick --tasks permutation");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --quick --tasks permutation,length --json " +
+                         shell_quote(zoo + "/r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(ordo::test::read_file(zoo + "/r.json"));
+  EXPECT_EQ(doc.at("models").size(), 8u);
+  // Perplexity is a decoder's: the encoders are left out of the length section, with a note.
+  std::set<std::string> length_models;
+  for (const json& row : doc.at("length").at("results")) length_models.insert(row.at("model").get<std::string>());
+  EXPECT_EQ(length_models, (std::set<std::string>{"lm/none-s1", "lm/none-s2", "lm/rope-s1", "lm/rope-s2"}));
+  EXPECT_NE(r.err.find("[mlm/rope-s2] length: skipped (an encoder has no causal perplexity)"), std::string::npos) << r.err;
 }

@@ -72,6 +72,11 @@ const json& golden_of(const std::string& scheme) {
   return cache[scheme];
 }
 
+// The longest task length the trainer trained `scheme`'s model on (config "zoo": {"train_length"}).
+double train_length(const std::string& scheme) {
+  return json::parse(ordo::test::read_file(task_dir(scheme) + "/config.json")).at("zoo").at("train_length").get<double>();
+}
+
 // One thread: the models are tiny, and extra OpenMP threads only cost on a busy machine.
 Model load_task(const std::string& scheme) {
   ModelOptions o;
@@ -158,7 +163,7 @@ TEST(TaskProbe, AccuracyAndItemsMatchPyTorch) {
   }
 }
 
-// Scaled, at the trainer's factors (n / 20): rope + ntk and yarn, learned + linear interpolation.
+// Scaled, at the trainer's factors (n / L, L its train_length): rope + ntk and yarn, learned + linear interpolation.
 TEST(TaskProbe, ScaledVariantsMatchPyTorch) {
   const std::vector<pr::TaskItem> suite = tiny_suite();
   for (const std::string scheme : {"rope", "learned"}) {
@@ -166,7 +171,8 @@ TEST(TaskProbe, ScaledVariantsMatchPyTorch) {
     int64_t matched = 0;
     for (const pr::LengthMethod& meth : pr::length_methods(scheme)) {
       pr::TaskRunOptions run;
-      run.factor = [](const pr::TaskPoint& p) { return static_cast<double>(p.length) / 20.0; };
+      const double L = train_length(scheme);
+      run.factor = [L](const pr::TaskPoint& p) { return static_cast<double>(p.length) / L; };
       const std::vector<pr::TaskPoint> pts = pr::synthetic_tasks(m, suite, meth, m.spec().position.max_positions, run);
       for (const json& ref : golden_of(scheme).at("scaled")) {
         if (ref.at("scaling") != meth.name) continue;
@@ -239,10 +245,11 @@ TEST(TaskProbeCli, CompareSyntheticOnTheTinyZoo) {
   ASSERT_GT(learned_rows, 40);
   for (const json& row : s.at("results")) {
     const std::string scheme = row.at("scheme");
-    if (row.at("method") != "none") {  // the task models' config says train_length 20: factor n / 20
+    if (row.at("method") != "none") {  // factor n / L beyond the model's train_length L
+      const double L = train_length(scheme);
       for (const json& p : row.at("points")) {
-        EXPECT_GT(p.at("length").get<int64_t>(), 20) << row.at("label");
-        EXPECT_DOUBLE_EQ(p.at("factor").get<double>(), p.at("length").get<double>() / 20.0) << row.at("label");
+        EXPECT_GT(p.at("length").get<double>(), L) << row.at("label");
+        EXPECT_DOUBLE_EQ(p.at("factor").get<double>(), p.at("length").get<double>() / L) << row.at("label");
       }
       continue;
     }

@@ -452,7 +452,12 @@ struct CompareCommand : Command {
                              {"tokenizer", m.has_tokenizer()}});
     if (want("word-order")) r.word_order.push_back(word_order_result(s, pairs, pg));
     if (want("permutation")) r.permutation.push_back(permutation_result(s));
-    if (want("length")) length_results(s, multiples, pg, r.length);
+    if (want("length")) {
+      if (m.spec().graph == GraphKind::Encoder)  // perplexity needs next-token probabilities
+        std::cerr << "[" << e.label << "] length: skipped (an encoder has no causal perplexity)\n";
+      else
+        length_results(s, multiples, pg, r.length);
+    }
     if (want("attention")) {
       const std::vector<probes::DistanceBucket> bk = probes::distance_buckets(s.base - 1);
       if (bk.size() > r.buckets.size()) r.buckets = bk;
