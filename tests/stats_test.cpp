@@ -1,6 +1,6 @@
 // ordo/stats.hpp against reference values from SciPy 1.10.1 (scipy.special.betainc,
 // scipy.stats.t.cdf / t.ppf, scipy.stats.sem, scipy.stats.ttest_rel), computed once with
-// /usr/bin/python3 and pasted here.
+// python3 and pasted here.
 #include <gtest/gtest.h>
 
 #include <cmath>

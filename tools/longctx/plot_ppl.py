@@ -2,7 +2,7 @@
 """Plots `ordo ppl --json` results: perplexity against context length for none / NTK / YaRN /
 Self-Extend / sinks, the bundled model and the zoo side by side (docs/long-context.md).
 
-  /usr/bin/python3 tools/longctx/plot_ppl.py OUT.png stories260K=stories.json zoo-rope=zoo-rope.json ...
+  python3 tools/longctx/plot_ppl.py OUT.png stories260K=stories.json zoo-rope=zoo-rope.json ...
 
 Each NAME=FILE becomes one panel; NAME=A.json+B.json puts several models in one (labels then name
 the model directory).

@@ -28,7 +28,7 @@ defined for learned/sinusoidal (positions enter at the embeddings), so the zoo's
 Output: tests/data/longctx/golden.json + golden.safetensors (float32): for every case, the logits of
 a few positions of a long input, and a greedy continuation (ids and step logits).
 Needs Debian's python3-torch and a built `ordo` (to tokenize the stories text). Run from the
-repository root:  /usr/bin/python3 tools/longctx/reference.py
+repository root:  python3 tools/longctx/reference.py
 """
 import json
 import math

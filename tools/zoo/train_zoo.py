@@ -19,7 +19,7 @@ exported (F16-rounded) weights. Training is deterministic (single thread, seeded
 algorithms) and resumable: a model whose outputs exist with the same config hash is skipped.
 
 Needs: Debian's python3-torch (1.13), sentencepiece (spm_train, spm_encode), bible-kjv.
-Run from the repository root:  /usr/bin/python3 tools/zoo/train_zoo.py [--jobs 2] [--preset tiny --out DIR]
+Run from the repository root:  python3 tools/zoo/train_zoo.py [--jobs 2] [--preset tiny --out DIR]
 """
 import argparse
 import concurrent.futures
