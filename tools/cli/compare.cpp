@@ -100,10 +100,9 @@ void word_order_stats(json& wo) {
   for (size_t a = 0; a < groups.size(); ++a)
     for (size_t b = a + 1; b < groups.size(); ++b) {
       if (groups[a].kind != groups[b].kind || groups[a].items.size() != groups[b].items.size()) continue;
-      const stats::PairedTest t = stats::paired_t_test(groups[a].items, groups[b].items);
-      wo["tests"].push_back({{"kind", groups[a].kind}, {"a", groups[a].scheme}, {"b", groups[b].scheme},
-                             {"n", t.n}, {"mean_diff", num_or_null(t.mean_diff)}, {"t", num_or_null(t.t)},
-                             {"p", num_or_null(t.p)}});
+      json test = {{"kind", groups[a].kind}, {"a", groups[a].scheme}, {"b", groups[b].scheme}};
+      test.update(paired_test_json(groups[a].items, groups[b].items));
+      wo["tests"].push_back(test);
     }
 }
 
@@ -206,14 +205,10 @@ struct CompareCommand : Command {
         throw Error("no zoo models under " + zdir + " (set --zoo or ORDO_ZOO_DIR, or give -m DIR with --no-zoo)");
     }
     for (const std::string& d : dirs) {
-      std::string base = fs::path(d).lexically_normal().filename().string();
-      if (base.empty()) base = fs::path(d).lexically_normal().parent_path().filename().string();
+      std::string base = dir_label(d);
       const std::string name = base;
       // A zoo member given again with -m is not run twice (its ablations are still added).
-      bool listed = false;
-      std::error_code ec1, ec2;
-      for (const Entry& e : entries) listed = listed || fs::weakly_canonical(e.dir, ec1) == fs::weakly_canonical(d, ec2);
-      if (!listed) {
+      if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return same_directory(e.dir, d); })) {
         for (int n = 2; std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.label == base; });
              ++n)
           base = name + "-" + std::to_string(n);

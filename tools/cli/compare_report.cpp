@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "ordo/stats.hpp"
 #include "svg_chart.hpp"
 
 namespace ordo::cli::report {
@@ -17,6 +18,11 @@ double r6(double v) {
 }
 
 json num_or_null(double v) { return std::isfinite(v) ? json(r6(v)) : json(nullptr); }
+
+json paired_test_json(const std::vector<double>& a, const std::vector<double>& b) {
+  const stats::PairedTest t = stats::paired_t_test(a, b);
+  return {{"n", t.n}, {"mean_diff", num_or_null(t.mean_diff)}, {"t", num_or_null(t.t)}, {"p", num_or_null(t.p)}};
+}
 
 std::string show(const json& v) {
   if (v.is_null()) return "n/a";

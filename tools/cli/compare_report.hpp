@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace ordo::cli::report {
 
@@ -16,6 +17,9 @@ using json = nlohmann::json;
 // Rounded to 6 significant digits, so every rendering of the number can print it exactly.
 double r6(double v);
 json num_or_null(double v);
+
+// A paired t-test of a against b as compare stores it: {"n", "mean_diff", "t", "p"}.
+json paired_test_json(const std::vector<double>& a, const std::vector<double>& b);
 
 // How every rendering prints a number: integers as they are, floats with the 6 significant digits
 // they were stored with (parses back to the identical double); null as "n/a".

@@ -23,25 +23,18 @@ namespace {
 using json = nlohmann::json;
 using namespace report;
 
-using TaskModel = ZooModel;
-
 // The zoo's task models (kind "tasks"; zoo_dir "" for none), then the -m directories that are task
 // models.
-std::vector<TaskModel> task_models(const std::string& zoo_dir, const std::vector<std::string>& dirs) {
-  std::vector<TaskModel> out;
+std::vector<ZooModel> task_models(const std::string& zoo_dir, const std::vector<std::string>& dirs) {
+  std::vector<ZooModel> out;
   if (!zoo_dir.empty())
     for (ZooModel& z : discover_zoo(zoo_dir))
       if (z.kind == "tasks") out.push_back(std::move(z));
   for (const std::string& d : dirs) {
-    std::error_code ec1, ec2;
-    const bool listed = std::any_of(out.begin(), out.end(), [&](const TaskModel& t) {
-      return fs::weakly_canonical(t.dir, ec1) == fs::weakly_canonical(d, ec2);
-    });
-    if (listed) continue;
-    std::string label = fs::path(d).lexically_normal().filename().string();
-    if (label.empty()) label = fs::path(d).lexically_normal().parent_path().filename().string();
-    if (std::any_of(out.begin(), out.end(), [&](const TaskModel& t) { return t.label == label; })) label = d;
-    TaskModel t;
+    if (std::any_of(out.begin(), out.end(), [&](const ZooModel& t) { return same_directory(t.dir, d); })) continue;
+    std::string label = dir_label(d);
+    if (std::any_of(out.begin(), out.end(), [&](const ZooModel& t) { return t.label == label; })) label = d;
+    ZooModel t;
     if (read_zoo_model(d, label, t) && t.kind == "tasks")
       out.push_back(std::move(t));
     else
@@ -61,7 +54,7 @@ json point_json(const probes::TaskPoint& p) {
 }
 
 // One row per method (as the model is, then each factor-only scaling of its scheme) into `results`.
-void run_model(const TaskModel& t, Model& m, const std::vector<probes::TaskItem>& suite, int batch,
+void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>& suite, int batch,
                const Progress& pg, json& results) {
   const int64_t trained = m.spec().position.max_positions;
   for (const probes::LengthMethod& meth : probes::length_methods(t.scheme)) {
@@ -157,17 +150,18 @@ std::vector<double> item_means(const json& results, const json& group, const jso
 // the per-item correctness averaged over seeds.
 json paired_tests(const json& results, const json& groups, const json& suite_pts) {
   json tests = json::array();
-  for (const json& sp : suite_pts)
+  for (const json& sp : suite_pts) {
+    std::vector<std::vector<double>> items(groups.size());  // per group, once per point
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g]["method"] == "none") items[g] = item_means(results, groups[g], sp);
     for (size_t a = 0; a < groups.size(); ++a)
       for (size_t b = a + 1; b < groups.size(); ++b) {
-        if (groups[a]["method"] != "none" || groups[b]["method"] != "none") continue;
-        const std::vector<double> ia = item_means(results, groups[a], sp), ib = item_means(results, groups[b], sp);
-        if (ia.empty() || ia.size() != ib.size()) continue;
-        const stats::PairedTest t = stats::paired_t_test(ia, ib);
-        tests.push_back({{"task", sp["task"]}, {"length", sp["length"]}, {"a", groups[a]["scheme"]},
-                         {"b", groups[b]["scheme"]}, {"n", t.n}, {"mean_diff", num_or_null(t.mean_diff)},
-                         {"t", num_or_null(t.t)}, {"p", num_or_null(t.p)}});
+        if (items[a].empty() || items[a].size() != items[b].size()) continue;
+        json test = {{"task", sp["task"]}, {"length", sp["length"]}, {"a", groups[a]["scheme"]}, {"b", groups[b]["scheme"]}};
+        test.update(paired_test_json(items[a], items[b]));
+        tests.push_back(test);
       }
+  }
   return tests;
 }
 
@@ -231,13 +225,13 @@ json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir
     suite_file = (fs::path(zoo_dir) / "tasks" / "suite.jsonl").string();
   }
   const std::vector<probes::TaskItem> suite = probes::parse_task_suite(read_input_text(suite_file), suite_file);
-  const std::vector<TaskModel> models = task_models(zoo_dir, dirs);
+  const std::vector<ZooModel> models = task_models(zoo_dir, dirs);
   if (models.empty())
     throw Error("--tasks synthetic: no task models (" + (zoo_dir.empty() ? std::string() : zoo_dir + "/tasks/*, ") +
                 "or -m DIR whose config.json has \"zoo\": {\"kind\": \"tasks\"})");
   const Progress pg;
   json mlist = json::array(), results = json::array();
-  for (const TaskModel& t : models) {
+  for (const ZooModel& t : models) {
     std::cerr << "[" << t.label << "] loading " << t.dir << "\n";
     Model m = Model::load(t.dir, opts);
     mlist.push_back({{"label", t.label}, {"dir", t.dir}, {"scheme", t.scheme}, {"seed", t.seed},

@@ -13,6 +13,16 @@ namespace fs = std::filesystem;
 namespace ordo::cli {
 using json = nlohmann::json;
 
+std::string dir_label(const std::string& dir) {
+  const fs::path p = fs::path(dir).lexically_normal();
+  return p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
+}
+
+bool same_directory(const std::string& a, const std::string& b) {
+  std::error_code ec1, ec2;
+  return fs::weakly_canonical(a, ec1) == fs::weakly_canonical(b, ec2);
+}
+
 bool read_zoo_model(const fs::path& dir, const std::string& label, ZooModel& out) {
   const fs::path cfg_path = dir / "config.json";
   std::error_code ec;

@@ -24,6 +24,11 @@ struct ZooModel {
 // names the config.json and field for a malformed "zoo" block.
 std::vector<ZooModel> discover_zoo(const std::string& root);
 
+// How compare names a -m directory: its last path component ("models/rope/" → "rope").
+std::string dir_label(const std::string& dir);
+// Whether two paths name the same directory (a zoo member given again with -m).
+bool same_directory(const std::string& a, const std::string& b);
+
 // The zoo model in `dir` (its config.json read as untrusted input), labelled `label`; false when
 // `dir` has no config.json or it is not an ordo-zoo one.
 bool read_zoo_model(const std::filesystem::path& dir, const std::string& label, ZooModel& out);
