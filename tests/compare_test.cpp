@@ -311,6 +311,62 @@ TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
   EXPECT_NE(r.out.find("#3  And God called the firmament Heaven."), std::string::npos) << r.out;
 }
 
+// The permutation, length and attention sections group the zoo's seeds too: every group number is
+// the mean ± SciPy's t.ppf(0.975, 1) = 12.706204736432095 · |a − b| / 2 of its two seeds' rows.
+TEST(CompareCli, PermutationLengthAttentionGroupOverSeeds) {
+  const std::string zoo = make_layout_zoo(), dir = ordo::test::make_temp_dir("compare-groups-probes");
+  const std::string text = std::string(ORDO_SOURCE_DIR) + "/models/zoo/heldout.txt";
+  auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --text " + shell_quote(text) +
+                   " --quick --tasks permutation,length,attention --json " +
+                   shell_quote(dir + "/r.json") + " --html " + shell_quote(dir + "/r.html"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
+  expect_html_shows_every_number(doc, ordo::test::read_file(dir + "/r.html"));
+  const auto expect_pair = [](const json& interval, const json& a, const json& b, const std::string& what) {
+    const double x = a.get<double>(), y = b.get<double>();
+    expect_close6(interval.at("mean"), (x + y) / 2, what + " mean");
+    expect_close6(interval.at("half_width"), 12.706204736432095 * std::fabs(x - y) / 2, what + " half width");
+  };
+  const json& perm = doc.at("permutation");
+  ASSERT_EQ(perm.at("groups").size(), 4u) << perm.at("groups").dump();  // lm/mlm x none/rope
+  for (const json& g : perm.at("groups")) {
+    const std::string base = g.at("kind").get<std::string>() + "/" + g.at("scheme").get<std::string>();
+    EXPECT_EQ(g.at("seeds"), 2);
+    EXPECT_EQ(g.at("models"), json({base + "-s1", base + "-s2"}));
+    const json* a = find_by(perm.at("results"), "model", base + "-s1");
+    const json* b = find_by(perm.at("results"), "model", base + "-s2");
+    ASSERT_TRUE(a && b) << base;
+    expect_pair(g.at("rel_error"), a->at("rel_error"), b->at("rel_error"), base + " rel_error");
+  }
+  // Length: encoders are left out (no causal perplexity), so only the lm groups, per method.
+  const json& len = doc.at("length");
+  ASSERT_FALSE(len.at("groups").empty());
+  for (const json& g : len.at("groups")) {
+    EXPECT_EQ(g.at("kind"), "lm");
+    ASSERT_EQ(g.at("models").size(), 2u);
+    std::vector<const json*> rows;
+    for (const json& r : len.at("results"))
+      if (r.value("kind", "") == "lm" && r.at("scheme") == g.at("scheme") && r.at("method") == g.at("method"))
+        rows.push_back(&r);
+    ASSERT_EQ(rows.size(), 2u) << g.dump();
+    for (size_t j = 0; j < g.at("points").size(); ++j)
+      expect_pair(g.at("points").at(j).at("ppl"), rows[0]->at("points").at(j).at("ppl"),
+                  rows[1]->at("points").at(j).at("ppl"), g.at("label").get<std::string>() + " ppl");
+  }
+  const json& att = doc.at("attention");
+  ASSERT_EQ(att.at("groups").size(), 4u);
+  const json& g = att.at("groups").at(1);  // lm rope
+  EXPECT_EQ(g.at("scheme"), "rope");
+  const json* a = find_by(att.at("results"), "model", "lm/rope-s1");
+  const json* b = find_by(att.at("results"), "model", "lm/rope-s2");
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(g.at("mean_weight").size(), a->at("mean_weight").size());
+  for (size_t j = 0; j < g.at("mean_weight").size(); ++j)
+    expect_pair(g.at("mean_weight").at(j), a->at("mean_weight").at(j), b->at("mean_weight").at(j), "attention");
+  EXPECT_NE(r.out.find("== permutation probe by kind and scheme"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== length by kind, scheme and method"), std::string::npos) << r.out;
+}
+
 // A zoo whose models misdescribe themselves is refused, naming the file and the field; unfinished
 // trainer outputs (.tmp-*) are not models.
 TEST(CompareCli, ZooBlocksThatMisdescribeTheirModelAreErrors) {

@@ -6,9 +6,9 @@
 // first zoo's <scheme>/ dirs; tasks/ models belong to the task probe), plus every -m DIR, plus for
 // every -m DIR one ablation entry per --position NAME (the same weights with the scheme replaced).
 // Word order scores masked-LM encoders by pseudo-log-likelihood, decoders by log-probability; per
-// pair, per model it keeps both scores and the margin. Zoo models are grouped by (kind, scheme), the
-// seeds being replicates: mean ± 95% Student t interval over seeds and over pairs, and paired
-// t-tests between the schemes of a kind (ordo/stats.hpp).
+// pair, per model it keeps both scores and the margin. In every section the zoo's models are also
+// grouped by (kind, scheme), the seeds being replicates: mean ± 95% Student t interval over seeds
+// (compare_groups.hpp; word order also over pairs, with paired t-tests between the schemes of a kind).
 //
 // All numbers go into one JSON document (rounded to 6 significant digits when stored); the
 // terminal table, --json and --html are all rendered from it, so they agree by construction. The
@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "compare_groups.hpp"
 #include "compare_report.hpp"
 #include "compare_tasks.hpp"
 #include "ordo/perplexity.hpp"
@@ -45,63 +46,32 @@ using namespace report;
 
 // ---- statistics over seeds and items ---------------------------------------------------------------
 
-// mean ± half-width of the 95% Student t interval (null when undefined, e.g. one seed).
-json interval_json(const std::vector<double>& v) {
-  const stats::MeanInterval m = stats::mean_interval(v);
-  return {{"mean", num_or_null(m.mean)}, {"half_width", num_or_null(m.half_width)}};
-}
-
-// The zoo models of one (kind, scheme): seeds are replicates. items: per pair, the margin averaged
-// over the seeds.
-struct SeedGroup {
-  std::string kind, scheme;
-  std::vector<const json*> rows;
-  std::vector<double> items;
-};
-
-// Word-order rows of zoo models that ran, grouped by (kind, scheme) in order of appearance.
-std::vector<SeedGroup> word_order_groups(const json& results) {
-  std::vector<SeedGroup> groups;
-  for (const json& r : results) {
-    if (r.value("kind", "").empty() || r.contains("error")) continue;
-    auto g = std::find_if(groups.begin(), groups.end(),
-                          [&](const SeedGroup& x) { return x.kind == r["kind"] && x.scheme == r["scheme"]; });
-    if (g == groups.end()) g = groups.insert(groups.end(), SeedGroup{r["kind"], r["scheme"], {}, {}});
-    g->rows.push_back(&r);
-  }
-  for (SeedGroup& g : groups) {
-    g.items.assign(g.rows[0]->at("scores").size(), 0.0);
-    for (const json* r : g.rows)
-      for (size_t i = 0; i < g.items.size(); ++i) g.items[i] += r->at("scores")[i]["margin"].get<double>();
-    for (double& v : g.items) v /= static_cast<double>(g.rows.size());
-  }
-  return groups;
-}
-
 // word_order["groups"]: per (kind, scheme), accuracy and mean margin as mean ± 95% interval over
-// seeds, and the per-item margins (averaged over seeds) as mean ± interval over items;
-// word_order["tests"]: a paired t-test on those per-item margins between every two schemes of a kind.
+// seeds, and each pair's margin averaged over the seeds as mean ± interval over pairs;
+// word_order["tests"]: a paired t-test on those per-pair margins between every two schemes of a kind.
 void word_order_stats(json& wo) {
-  const std::vector<SeedGroup> groups = word_order_groups(wo["results"]);
+  const std::vector<SeedGroup> groups = seed_groups(wo["results"], {"kind", "scheme"});
+  std::vector<std::vector<double>> items(groups.size());  // per group: per pair, the margin averaged over seeds
   wo["groups"] = json::array();
-  for (const SeedGroup& g : groups) {
-    json models = json::array();
-    std::vector<double> acc, margin;
-    for (const json* r : g.rows) {
-      models.push_back(r->at("model"));
-      acc.push_back(r->at("accuracy").get<double>());
-      margin.push_back(r->at("mean_margin").get<double>());
-    }
-    wo["groups"].push_back({{"kind", g.kind}, {"scheme", g.scheme}, {"models", models}, {"seeds", g.rows.size()},
-                            {"pairs", g.items.size()}, {"accuracy", interval_json(acc)}, {"mean_margin", interval_json(margin)},
-                            {"item_margin", interval_json(g.items)}});
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const SeedGroup& g = groups[i];
+    items[i].assign(g.rows[0]->at("scores").size(), 0.0);
+    for (const json* r : g.rows)
+      for (size_t k = 0; k < items[i].size(); ++k) items[i][k] += r->at("scores")[k]["margin"].get<double>();
+    for (double& v : items[i]) v /= static_cast<double>(g.rows.size());
+    json head = g.head;
+    head.update({{"pairs", items[i].size()},
+                 {"accuracy", interval_json(values_at(g, json::json_pointer("/accuracy")))},
+                 {"mean_margin", interval_json(values_at(g, json::json_pointer("/mean_margin")))},
+                 {"item_margin", interval_json(items[i])}});
+    wo["groups"].push_back(head);
   }
   wo["tests"] = json::array();
   for (size_t a = 0; a < groups.size(); ++a)
     for (size_t b = a + 1; b < groups.size(); ++b) {
-      if (groups[a].kind != groups[b].kind || groups[a].items.size() != groups[b].items.size()) continue;
-      json test = {{"kind", groups[a].kind}, {"a", groups[a].scheme}, {"b", groups[b].scheme}};
-      test.update(paired_test_json(groups[a].items, groups[b].items));
+      if (groups[a].head["kind"] != groups[b].head["kind"] || items[a].size() != items[b].size()) continue;
+      json test = {{"kind", groups[a].head["kind"]}, {"a", groups[a].head["scheme"]}, {"b", groups[b].head["scheme"]}};
+      test.update(paired_test_json(items[a], items[b]));
       wo["tests"].push_back(test);
     }
 }
@@ -503,6 +473,7 @@ struct CompareCommand : Command {
     if (want("permutation")) doc["permutation"] = {{"results", r.permutation}};
     if (want("length")) doc["length"] = {{"results", r.length}};
     if (want("attention")) doc["attention"] = {{"buckets", jb}, {"results", r.attention}};
+    add_seed_groups(doc);
     if (want("synthetic")) doc["synthetic"] = synthetic_section(synthetic, zdir, dirs, opts);
     write_outputs(doc);
     return 0;
@@ -520,10 +491,6 @@ struct CompareCommand : Command {
       if (!f) throw Error(html_out + ": cannot open for writing");
       f << render_html(doc);
     }
-  }
-
-  static std::string pm(const json& interval) {
-    return show(interval["mean"]) + (interval["half_width"].is_null() ? "" : " ± " + show(interval["half_width"]));
   }
 
   // Per (kind, scheme): mean ± 95% interval over seeds and items; paired tests between schemes.
@@ -590,6 +557,7 @@ struct CompareCommand : Command {
         o << column(r["model"], lw) << column(r["scheme"], 12) << column(r["tokens"], 8)
           << column(r.value("max_abs_error", json()), 14) << column(r.value("rel_error", json()), 14)
           << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
+      print_seed_groups(doc, "permutation", o);
     }
     if (doc.contains("length")) {
       o << "\n== length: perplexity at multiples of the trained length\n" << column("row", rw);
@@ -600,6 +568,7 @@ struct CompareCommand : Command {
         for (const json& p : r["points"]) o << column(p["ppl"], 11);
         o << "\n";
       }
+      print_seed_groups(doc, "length", o);
     }
     if (doc.contains("attention")) {
       o << "\n== attention: mean weight by query-key distance\n" << column("model", lw);
@@ -610,6 +579,7 @@ struct CompareCommand : Command {
         for (const json& v : r["mean_weight"]) o << column(v, 11);
         o << "\n";
       }
+      print_seed_groups(doc, "attention", o);
     }
     if (doc.contains("synthetic")) print_synthetic(doc, o);
     o << std::flush;
@@ -702,11 +672,6 @@ struct CompareCommand : Command {
     html_word_order_pairs(doc, h);
   }
 
-  // mean ± half-width cells of an interval at `ptr`.
-  static std::string pm_cells(const json& doc, const std::string& ptr) {
-    return cell(doc, ptr + "/mean") + cell(doc, ptr + "/half_width");
-  }
-
   static void html_word_order_groups(const json& doc, std::ostream& h) {
     const json& wo = doc["word_order"];
     if (wo["groups"].empty()) return;
@@ -776,6 +741,7 @@ struct CompareCommand : Command {
     co.x_label = "max |h(perm x) − perm h(x)| / max |h|";
     co.log_x = true;
     h << svg_bar_chart(labels, errs, co);
+    html_seed_groups(doc, "permutation", h);
   }
 
   // Perplexity per length and method: table, charts, every window setting.
@@ -817,6 +783,7 @@ struct CompareCommand : Command {
       co.title = "perplexity vs context length, with long-context scaling (factor = multiple)";
       h << svg_line_chart(scaled, co);
     }
+    html_seed_groups(doc, "length", h);
     h << "<details><summary>every window "
          "setting</summary><table><tr><th>row</th><th>multiple</th><th>ctx</th>"
          "<th>factor</th><th>windows</th><th>tokens</th><th>ppl</th><th></th></tr>\n";
@@ -872,6 +839,7 @@ struct CompareCommand : Command {
     co.y_label = "mean attention weight";
     co.log_x = co.log_y = true;
     h << svg_line_chart(series, co);
+    html_seed_groups(doc, "attention", h);
   }
 
   // One self-contained page: each section rendered from the results document, which is embedded.

@@ -121,7 +121,7 @@ json group_results(const json& results) {
       json acc = json::array();
       for (double v : a) acc.push_back(r6(v));
       g.head["points"].push_back({{"task", key.first}, {"length", key.second}, {"seeds", a.size()}, {"accuracy", acc},
-                                  {"mean", num_or_null(mi.mean)}, {"ci95_half", num_or_null(mi.half_width)}});
+                                  {"mean", num_or_null(mi.mean)}, {"half_width", num_or_null(mi.half_width)}});
     }
     out.push_back(g.head);
   }
@@ -261,7 +261,7 @@ void print_synthetic(const json& doc, std::ostream& o) {
     }
     o << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
   }
-  o << "\n== synthetic tasks by scheme: mean accuracy over seeds +- 95% interval\n"
+  o << "\n== synthetic tasks by scheme: mean accuracy ± 95% interval over seeds\n"
     << column("scheme", lw) << column("seeds", 6);
   for (const json& sp : s["points"]) o << column(point_name(sp), 17);
   o << "\n";
@@ -269,8 +269,7 @@ void print_synthetic(const json& doc, std::ostream& o) {
     o << column(g["label"], lw) << column(g["n_seeds"], 6);
     for (const json& sp : s["points"]) {
       const json* p = point_of(g, sp);
-      const std::string v = !p ? "-" : show((*p)["mean"]) + ((*p)["ci95_half"].is_null() ? "" : " +- " + show((*p)["ci95_half"]));
-      o << column(v, 17);
+      o << column(p ? pm(*p) : "-", 17);
     }
     o << "\n";
   }
@@ -335,9 +334,7 @@ void html_synthetic_groups(const json& doc, std::ostream& h) {
         h << "<td class=\"na\">-</td>";
         continue;
       }
-      const std::string pp = gp + "/points/" + std::to_string(k);
-      h << "<td>" << cell(doc, pp + "/mean", "span")
-        << ((*p)["ci95_half"].is_null() ? "" : " ± " + cell(doc, pp + "/ci95_half", "span")) << "</td>";
+      h << pm_cell(doc, gp + "/points/" + std::to_string(k));
       std::vector<Series>& task = charts[sp["task"].get<std::string>()];
       if (task.empty() || task.back().name != g["label"]) task.push_back({g["label"].get<std::string>(), {}, {}});
       task.back().x.push_back(sp["length"].get<double>());
