@@ -115,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
     config_name);
 
 // Every graph kind and the schemes whose rotation depends on the sequence (dynamic NTK,
-// LongRoPE), with prepacked weights on oneDNN: each fixture case's forward and greedy run.
+// LongRoPE): each fixture case's forward and greedy run.
 class SharedFixtureModel : public testing::TestWithParam<test::FixtureParam> {};
 
 Outcome run_case(const Model& m, const nlohmann::json& c, bool greedy) {
@@ -143,7 +143,6 @@ TEST_P(SharedFixtureModel, ThreadsGetWhatEachCallGetsAlone) {
   ModelOptions opts;
   opts.backend = fp.backend;
   opts.load_tokenizer = false;
-  opts.prepack = fp.backend == Backend::OneDNN;
   const Model m = Model::load(test::model_dir(fp.fixture), opts);
   const test::Golden golden = test::Golden::load(fp.fixture);
   std::vector<std::pair<const nlohmann::json*, bool>> calls;  // (case, greedy)

@@ -1,20 +1,19 @@
-// linear() / gemm_nt() dispatch, the M == 1 matrix-vector kernel and weight dequantisation.
+// linear() / gemm_nt() dispatch, the row-major matrix-vector kernels and weight dequantisation.
 //
 // Routing (see tools/bench_kernels for the measurements behind it):
-//   * M == 1 (decode): hand-written OpenMP + AVX2/FMA matvec for every weight dtype, converting
-//     F16 (F16C) and BF16 (shift) on the fly; I8 uses int16 activations and vpmaddwd. Threads
-//     take 256 KB chunks of rows dynamically and read each as kStreams linear streams (see
-//     matvec_rows).
-//     Memory-bound; beats both libraries. linear_group() runs several weights on one input
-//     (q/k/v, gate/up) as a single parallel loop (parallel_items: on the decode step's team, or
-//     one OpenMP region).
-//   * M > 1, F32 weights: the chosen backend (OpenBLAS cblas_sgemm or a cached oneDNN matmul).
-//   * M > 1, F16/BF16/I8 weights: blocks of rows are dequantised into a per-thread F32 scratch
-//     (about 4 MB) and each block goes through the chosen backend, writing its columns of y;
-//     I8 scales and the bias are applied to y afterwards. The weight is never expanded whole.
+//   * A Linear with panels (pack_panels; Transformer packs every linear of its spec): the panel
+//     kernels of gemm_panels.cpp for every M and dtype — decode steps, batches and prompts alike.
+//   * A Linear without panels (built by hand and passed to linear()):
+//     - M == 1 and every I8 row: hand-written OpenMP + AVX2/FMA matvec over the row-major
+//       weight, converting F16 (F16C) and BF16 (shift) on the fly; I8 uses int16 activations and
+//       vpmaddwd. Threads take 256 KB chunks of rows dynamically and read each as kStreams
+//       linear streams (see matvec_rows). Several rows run one after another.
+//     - M > 1, F32: the chosen backend (OpenBLAS cblas_sgemm or a cached oneDNN matmul).
+//     - M > 1, F16/BF16: blocks of rows are dequantised into a per-thread F32 scratch (about
+//       4 MB) and each block goes through the chosen backend, writing its columns of y.
 //   * Threads: everything runs on the one OpenMP pool (see threads.cpp, gemm_openblas.cpp).
 //     Called from inside an OpenMP parallel region, every path runs on the calling thread
-//     (except a matvec on the caller's own team; see team.hpp).
+//     (except parallel_items on the caller's own team; see team.hpp).
 #include <omp.h>
 
 #include <algorithm>
@@ -29,6 +28,7 @@
 #include "fixed_point.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "panels.hpp"
 #include "team.hpp"
 
 #include "simd.hpp"
@@ -53,13 +53,6 @@ Backend parse_backend(const std::string& name) {
 
 namespace detail {
 namespace {
-
-// ORDO_MAX_ISA=avx2 keeps the kernels to AVX2 on an AVX-512 machine, so that one machine can test
-// both paths (with ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's).
-[[maybe_unused]] bool avx2_only() {
-  const char* v = std::getenv("ORDO_MAX_ISA");
-  return v && std::string(v) == "avx2";
-}
 
 // Below this many weight elements a matvec/dequantisation runs on one thread.
 constexpr int64_t kParallelMinElems = 1 << 15;
@@ -157,150 +150,13 @@ void matvec_rows(const float* x, int64_t K, const typename L::T* W, int64_t r0, 
   }
 }
 
-#ifdef ORDO_SIMD
-// y[j, i] = W[row i] · x[j] for RW weight rows w[i] and MX input rows x + j·K: each (j, i) is one
-// FMA chain over k in steps of 8, then hsum, then the scalar tail, exactly as matvec_rows computes
-// a row, so a sequence's row of a batch gets the same bits as alone. The RW × MX accumulators stay
-// in registers, each weight load serving MX rows and each input load RW rows.
-template <class L, int RW, int MX>
-void dot_block(const typename L::T* const* w, const float* x, int64_t K, float* y, int64_t ldy) {
-  const int64_t k8 = K / 8 * 8;
-  __m256 acc[RW][MX];
-  for (auto& a : acc)
-    for (auto& v : a) v = _mm256_setzero_ps();
-  for (int64_t k = 0; k < k8; k += 8) {
-    __m256 xv[MX];
-    for (int j = 0; j < MX; ++j) xv[j] = _mm256_loadu_ps(x + j * K + k);
-    for (int i = 0; i < RW; ++i) {
-      const __m256 wv = L::eight(w[i] + k);
-      for (int j = 0; j < MX; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < RW; ++i)
-    for (int j = 0; j < MX; ++j) {
-      float v = hsum(acc[i][j]);
-      for (int64_t k = k8; k < K; ++k) v = std::fma(L::one(w[i] + k), x[j * K + k], v);
-      y[j * ldy + i] = v;
-    }
-}
-#endif
-
-#if defined(ORDO_SIMD) && defined(__x86_64__)
-#define ORDO_AVX512_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl")))
-#pragma GCC diagnostic push
-#ifndef __clang__  // GCC's warning only (the fuzz build uses clang)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
-#endif
-// dot_block for 2·RP weight rows with AVX-512: rows 2p and 2p + 1 share one 512-bit register,
-// row 2p in the low 8 lanes and 2p + 1 in the high 8, each against the same 8 inputs, so every
-// lane runs exactly the FMA chain of its AVX2 lane (and hsum of each half is the AVX2 hsum): the
-// same bits with half the FMA instructions.
-template <class L, int RP, int MX>
-ORDO_AVX512_TARGET void dot_block_512(const typename L::T* const* w, const float* x, int64_t K, float* y,
-                                      int64_t ldy, const typename L::T* const* next) {
-  const int64_t k8 = K / 8 * 8;
-  constexpr int64_t kLine = 64 / sizeof(typename L::T);  // elements per cache line
-  __m512 acc[RP][MX];
-  for (auto& a : acc)
-    for (auto& v : a) v = _mm512_setzero_ps();
-  for (int64_t k = 0; k < k8; k += 8) {
-    // The next block's weights, one line per row as this block's reach it: the loop is too
-    // compute-heavy for the hardware prefetcher to keep the streams ahead.
-    if (next && k % kLine == 0)
-      for (int r = 0; r < 2 * RP; ++r) _mm_prefetch(reinterpret_cast<const char*>(next[r] + k), _MM_HINT_T0);
-    __m512 xv[MX];
-    for (int j = 0; j < MX; ++j) xv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + j * K + k));
-    for (int p = 0; p < RP; ++p) {
-      const __m512 wv = _mm512_insertf32x8(_mm512_castps256_ps512(L::eight(w[2 * p] + k)), L::eight(w[2 * p + 1] + k), 1);
-      for (int j = 0; j < MX; ++j) acc[p][j] = _mm512_fmadd_ps(wv, xv[j], acc[p][j]);
-    }
-  }
-  for (int p = 0; p < RP; ++p)
-    for (int j = 0; j < MX; ++j)
-      for (int h = 0; h < 2; ++h) {
-        const typename L::T* wr = w[2 * p + h];
-        float v = hsum(h ? _mm512_extractf32x8_ps(acc[p][j], 1) : _mm512_castps512_ps256(acc[p][j]));
-        for (int64_t k = k8; k < K; ++k) v = std::fma(L::one(wr + k), x[j * K + k], v);
-        y[j * ldy + 2 * p + h] = v;
-      }
-}
-#pragma GCC diagnostic pop
-
-bool has_avx512() {
-  static const bool yes = !avx2_only() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl");
-  return yes;
-}
-#endif
-
 // Rows [r0, r1) of every row's output: y[m, r] = W[r, :] · x[m, :] for m < M (y's row stride
-// ldy), weights read once for all M rows; bit for bit what matvec_rows gives each row alone. Four
-// weight rows at a time, from four far-apart streams as in matvec_rows.
+// ldy), one row at a time: a Linear without panels (pack_panels) re-reads the weight per row, and
+// each row gets what M = 1 gives it.
 template <class L>
 void matmul_rows(const float* x, int64_t M, int64_t K, const typename L::T* W, int64_t r0, int64_t r1, float* y,
                  int64_t ldy) {
-  if (M == 1) return matvec_rows<L>(x, K, W, r0, r1, y);
-#ifdef ORDO_SIMD
-  using T = typename L::T;
-  constexpr int kRows = 4;
-  const bool wide = has_avx512();
-  auto for_inputs = [&](auto rw, const T* const* w, int64_t r, int64_t stride, const T* const* next) {
-    constexpr int RW = decltype(rw)::value;
-    // Inputs in groups of 3 (AVX2: 12 accumulators of 16 registers) or 8 (AVX-512, 4 rows as 2
-    // pairs: 16 accumulators of 32).
-    const int64_t group = wide && RW == kRows ? 8 : 3;
-    float tmp[8 * kRows];  // rows of one block land in y[m, r + i·stride]
-    for (int64_t m = 0; m < M; m += group) {
-      const float* xm = x + m * K;
-      const int64_t n = std::min(group, M - m);
-      const T* const* pf = m == 0 ? next : nullptr;  // prefetch during the first pass over the rows
-      if constexpr (RW == kRows) {
-        if (wide) {
-          switch (n) {
-            case 8: dot_block_512<L, 2, 8>(w, xm, K, tmp, kRows, pf); break;
-            case 7: dot_block_512<L, 2, 7>(w, xm, K, tmp, kRows, pf); break;
-            case 6: dot_block_512<L, 2, 6>(w, xm, K, tmp, kRows, pf); break;
-            case 5: dot_block_512<L, 2, 5>(w, xm, K, tmp, kRows, pf); break;
-            case 4: dot_block_512<L, 2, 4>(w, xm, K, tmp, kRows, pf); break;
-            case 3: dot_block_512<L, 2, 3>(w, xm, K, tmp, kRows, pf); break;
-            case 2: dot_block_512<L, 2, 2>(w, xm, K, tmp, kRows, pf); break;
-            default: dot_block_512<L, 2, 1>(w, xm, K, tmp, kRows, pf);
-          }
-        }
-      }
-      if (!wide || RW != kRows) {
-        switch (n) {
-          case 3: dot_block<L, RW, 3>(w, xm, K, tmp, kRows); break;
-          case 2: dot_block<L, RW, 2>(w, xm, K, tmp, kRows); break;
-          default: dot_block<L, RW, 1>(w, xm, K, tmp, kRows);
-        }
-      }
-      for (int64_t j = 0; j < n; ++j)
-        for (int i = 0; i < RW; ++i) y[(m + j) * ldy + r + i * stride] = tmp[j * kRows + i];
-    }
-  };
-  const int64_t q = (r1 - r0) / kRows;
-  for (int64_t i = 0; i < q; ++i) {
-    const T* w[kRows];
-    const T* next[kRows];
-    for (int s = 0; s < kRows; ++s) {
-      w[s] = W + (r0 + s * q + i) * K;
-      next[s] = w[s] + K;
-    }
-    for_inputs(std::integral_constant<int, kRows>{}, w, r0 + i, q, i + 1 < q ? next : nullptr);
-  }
-  for (int64_t r = r0 + kRows * q; r < r1; ++r) {
-    const T* w[1] = {W + r * K};
-    for_inputs(std::integral_constant<int, 1>{}, w, r, 0, nullptr);
-  }
-#else
-  for (int64_t m = 0; m < M; ++m) {
-    thread_local std::vector<float> row;
-    row.resize(static_cast<size_t>(r1));
-    matvec_rows<L>(x + m * K, K, W, r0, r1, row.data());
-    std::copy(row.begin() + r0, row.begin() + r1, y + m * ldy + r0);
-  }
-#endif
+  for (int64_t m = 0; m < M; ++m) matvec_rows<L>(x + m * K, K, W, r0, r1, y + m * ldy);
 }
 
 #ifdef ORDO_SIMD
@@ -358,144 +214,11 @@ void matvec_i8_rows(const int16_t* xq, int64_t K, const int8_t* W, int64_t r0, i
   }
 }
 
-// y[j, i] = the flushed block totals plus the columns past the last 16 (an exact int32 sum).
-template <int RW, int MX>
-void store_i8_block(const int8_t* const* w, const int16_t* xq, int64_t K, const float (&total)[RW][MX], float* y,
-                    int64_t ldy) {
-  for (int i = 0; i < RW; ++i)
-    for (int j = 0; j < MX; ++j) {
-      int32_t t = 0;
-      for (int64_t k = K / 16 * 16; k < K; ++k) t += w[i][k] * xq[j * K + k];
-      y[j * ldy + i] = total[i][j] + static_cast<float>(t);
-    }
-}
-
-// matvec_i8_rows for RW weight rows and MX input rows xq + j·K at once: per (j, i) the same exact
-// int32 lane sums per kI8Block (integer addition does not depend on order), the same float
-// flushes and tail, so each row gets the bits it gets alone.
-template <int RW, int MX>
-void dot_block_i8(const int8_t* const* w, const int16_t* xq, int64_t K, float* y, int64_t ldy) {
-  const int64_t k16 = K / 16 * 16;
-  float total[RW][MX] = {};
-  for (int64_t kb = 0; kb < k16; kb += kI8Block) {
-    const int64_t ke = std::min(k16, kb + kI8Block);
-    __m256i acc[RW][MX];
-    for (auto& a : acc)
-      for (auto& v : a) v = _mm256_setzero_si256();
-    for (int64_t k = kb; k < ke; k += 16) {
-      __m256i xv[MX];
-      for (int j = 0; j < MX; ++j) xv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + j * K + k));
-      for (int i = 0; i < RW; ++i) {
-        const __m256i wv = load_w16(w[i] + k);
-        for (int j = 0; j < MX; ++j) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(wv, xv[j]));
-      }
-    }
-    for (int i = 0; i < RW; ++i)
-      for (int j = 0; j < MX; ++j) total[i][j] += hsum(_mm256_cvtepi32_ps(acc[i][j]));
-  }
-  store_i8_block<RW, MX>(w, xq, K, total, y, ldy);
-}
-
-#if defined(__x86_64__)
-// dot_block_i8 with AVX-512 VNNI (run-time dispatch): vpdpwssd multiplies and adds 32 int16 pairs
-// per instruction where AVX2 needs vpmaddwd + vpaddd for 16, the batched int8 kernel being
-// compute-bound. Lane l of a 512-bit accumulator sums the columns c with c mod 32 in {2l, 2l+1};
-// folding lanes l and l + 8 gives exactly the AVX2 lanes (c mod 16), and integer sums are exact,
-// so the float flushes, and the results, are the same bits.
-#define ORDO_VNNI_TARGET __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
-// GCC 12 flags the undefined-value placeholders inside its own AVX-512 intrinsics.
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-template <int RW, int MX>
-ORDO_VNNI_TARGET void dot_block_i8_vnni(const int8_t* const* w, const int16_t* xq, int64_t K, float* y, int64_t ldy) {
-  const int64_t k16 = K / 16 * 16;
-  float total[RW][MX] = {};
-  for (int64_t kb = 0; kb < k16; kb += kI8Block) {
-    const int64_t ke = std::min(k16, kb + kI8Block);
-    __m512i acc[RW][MX];
-    for (auto& a : acc)
-      for (auto& v : a) v = _mm512_setzero_si512();
-    int64_t k = kb;
-    for (; k + 32 <= ke; k += 32) {
-      __m512i xv[MX];
-      for (int j = 0; j < MX; ++j) xv[j] = _mm512_loadu_si512(xq + j * K + k);
-      for (int i = 0; i < RW; ++i) {
-        const __m512i wv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k)));
-        for (int j = 0; j < MX; ++j) acc[i][j] = _mm512_dpwssd_epi32(acc[i][j], wv, xv[j]);
-      }
-    }
-    for (int i = 0; i < RW; ++i)
-      for (int j = 0; j < MX; ++j) {
-        const __m512i hi = _mm512_shuffle_i64x2(acc[i][j], acc[i][j], _MM_SHUFFLE(3, 2, 3, 2));
-        __m256i a8 = _mm256_add_epi32(_mm512_castsi512_si256(acc[i][j]), _mm512_castsi512_si256(hi));
-        if (k < ke)  // one last group of 16 columns
-          a8 = _mm256_dpwssd_epi32(a8, _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + k))),
-                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + j * K + k)));
-        total[i][j] += hsum(_mm256_cvtepi32_ps(a8));
-      }
-  }
-  store_i8_block<RW, MX>(w, xq, K, total, y, ldy);
-}
-
-#pragma GCC diagnostic pop
-
-bool has_avx512_vnni() {
-  static const bool yes = !avx2_only() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-  return yes;
-}
-#else
-bool has_avx512_vnni() { return false; }
-template <int RW, int MX>
-void dot_block_i8_vnni(const int8_t* const* w, const int16_t* xq, int64_t K, float* y, int64_t ldy) {
-  dot_block_i8<RW, MX>(w, xq, K, y, ldy);
-}
-#endif
-
-// matmul_rows for I8 weights and int16 inputs xq [M, K]: y[m, r] in units of each row's sx.
+// matvec_i8_rows for M rows of int16 inputs xq [M, K], one row at a time: y[m, r] in units of each
+// row's sx.
 void matmul_i8_rows(const int16_t* xq, int64_t M, int64_t K, const int8_t* W, int64_t r0, int64_t r1, float* y,
                     int64_t ldy) {
-  if (M == 1) return matvec_i8_rows(xq, K, W, r0, r1, y);
-  constexpr int kRows = 4;
-  const bool vnni = has_avx512_vnni();
-  // Inputs in groups of 3 (AVX2: 12 accumulators of 16 registers) or 4 (AVX-512: 16 of 32).
-  const int64_t group = vnni ? 4 : 3;
-  auto for_inputs = [&](auto rw, const int8_t* const* w, int64_t r, int64_t stride) {
-    constexpr int RW = decltype(rw)::value;
-    float tmp[4 * kRows];
-    for (int64_t m = 0; m < M; m += group) {
-      const int16_t* xm = xq + m * K;
-      const int64_t n = std::min(group, M - m);
-      if (vnni) {
-        switch (n) {
-          case 4: dot_block_i8_vnni<RW, 4>(w, xm, K, tmp, kRows); break;
-          case 3: dot_block_i8_vnni<RW, 3>(w, xm, K, tmp, kRows); break;
-          case 2: dot_block_i8_vnni<RW, 2>(w, xm, K, tmp, kRows); break;
-          default: dot_block_i8_vnni<RW, 1>(w, xm, K, tmp, kRows);
-        }
-      } else {
-        switch (n) {
-          case 3: dot_block_i8<RW, 3>(w, xm, K, tmp, kRows); break;
-          case 2: dot_block_i8<RW, 2>(w, xm, K, tmp, kRows); break;
-          default: dot_block_i8<RW, 1>(w, xm, K, tmp, kRows);
-        }
-      }
-      for (int64_t j = 0; j < n; ++j)
-        for (int i = 0; i < RW; ++i) y[(m + j) * ldy + r + i * stride] = tmp[j * kRows + i];
-    }
-  };
-  const int64_t q = (r1 - r0) / kRows;
-  for (int64_t i = 0; i < q; ++i) {
-    const int8_t* w[kRows];
-    for (int s = 0; s < kRows; ++s) w[s] = W + (r0 + s * q + i) * K;
-    for_inputs(std::integral_constant<int, kRows>{}, w, r0 + i, q);
-  }
-  for (int64_t r = r0 + kRows * q; r < r1; ++r) {
-    const int8_t* w[1] = {W + r * K};
-    for_inputs(std::integral_constant<int, 1>{}, w, r, 0);
-  }
+  for (int64_t m = 0; m < M; ++m) matvec_i8_rows(xq + m * K, K, W, r0, r1, y + m * ldy);
 }
 
 #endif
@@ -728,25 +451,10 @@ LinearView view_linear(const Linear& w, int64_t K) {
 
 namespace {
 
-// The matvec kernels over any number of rows, kMaxMatvecRows at a time. Every row's result is the
-// one it gets alone, whatever M.
-void matvec_chunks(const float* x, int64_t M, int64_t K, const detail::MatvecJob* jobs, size_t n) {
-  detail::ensure_threads();
-  detail::MatvecJob chunk[detail::kMaxGroup];
-  for (int64_t m0 = 0; m0 < M; m0 += detail::kMaxMatvecRows) {
-    for (size_t j = 0; j < n; ++j) {
-      chunk[j] = jobs[j];
-      chunk[j].y = jobs[j].y + m0 * jobs[j].N;
-    }
-    detail::matvec_group(x + m0 * K, std::min(detail::kMaxMatvecRows, M - m0), K, chunk, n);
-  }
-}
-
-// Rows that go through the matvec kernels rather than the backend's GEMM: up to kMaxMatvecRows
-// (the weights are read once for all of them), and every row of an I8 weight, whose integer
-// kernels keep a row's result independent of the batch and, with AVX-512 VNNI, outrun the
-// dequantise-then-GEMM path.
-bool use_matvec(int64_t M, DType wt) { return M <= detail::kMaxMatvecRows || wt == DType::I8; }
+// Rows of a Linear without panels that go through the row-major matvec kernels rather than the
+// backend's GEMM: a single row (memory-bound: the kernels beat both libraries), and every row of
+// an I8 weight, which has no backend path.
+bool use_matvec(int64_t M, DType wt) { return M == 1 || wt == DType::I8; }
 
 }  // namespace
 
@@ -761,6 +469,18 @@ void detail::linear_targets(Backend be, const float* x, int64_t M, int64_t K, co
     for (size_t i = 0; i < n; ++i) linear(be, x, M, K, *targets[i].w, targets[i].y);
     return;
   }
+  bool panels = true;
+  for (size_t i = 0; i < n; ++i) panels = panels && targets[i].w->panels;
+  if (panels) {
+    PanelJob pj[kMaxGroup];
+    for (size_t i = 0; i < n; ++i) {
+      const LinearView v = view_linear(*targets[i].w, K);
+      pj[i] = PanelJob{targets[i].w->panels.get(), v.scales, v.bias, targets[i].y};
+    }
+    ensure_threads();
+    panel_group(x, M, K, pj, n);
+    return;
+  }
   bool all = true;  // every weight would take the matvec kernels at this M anyway
   for (size_t i = 0; i < n; ++i) all = all && use_matvec(M, targets[i].w->weight.dtype);
   if (!matvec && !all) {
@@ -772,23 +492,16 @@ void detail::linear_targets(Backend be, const float* x, int64_t M, int64_t K, co
     const LinearView v = view_linear(*targets[i].w, K);
     jobs[i] = MatvecJob{targets[i].w->weight.data, targets[i].w->weight.dtype, v.scales, v.bias, v.N, targets[i].y};
   }
-  matvec_chunks(x, M, K, jobs, n);
+  ensure_threads();
+  matvec_group(x, M, K, jobs, n);
 }
 
-std::string kernel_isa() {
-#if defined(ORDO_SIMD) && defined(__x86_64__)
-  return detail::has_avx512_vnni() ? "avx512-vnni" : detail::has_avx512() ? "avx512" : "avx2";
-#elif defined(ORDO_SIMD)
-  return "avx2";
-#else
-  return "scalar";
-#endif
-}
+std::string kernel_isa() { return detail::panel_isa(); }
 
-bool prepack_linear(Linear& w) {
-  if (!w.present() || w.weight.dtype != DType::F32 || w.weight.ndim() != 2) return false;
-  w.packed = detail::onednn_pack(w.weight.f32(), w.weight.dim(0), w.weight.dim(1));
-  return w.packed != nullptr;
+bool pack_panels(Linear& w) {
+  if (!w.present() || w.weight.ndim() != 2) return false;
+  w.panels = detail::make_panels(w.weight);
+  return true;
 }
 
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y) {
@@ -806,14 +519,18 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
   }
   detail::ensure_threads();
 
+  if (w.panels) {
+    const detail::PanelJob job{w.panels.get(), scales, bias, y};
+    detail::panel_group(x, M, K, &job, 1);
+    return;
+  }
   if (use_matvec(M, W.dtype)) {
     const detail::MatvecJob job{W.data, W.dtype, scales, bias, N, y};
-    matvec_chunks(x, M, K, &job, 1);
+    detail::matvec_group(x, M, K, &job, 1);
     return;
   }
   if (be == Backend::OpenBLAS) detail::check_blas_dims("linear", {M, N, K});
   if (W.dtype == DType::F32) {
-    if (be == Backend::OneDNN && w.packed && detail::onednn_linear_packed(x, K, M, *w.packed, bias, y, N)) return;
     detail::backend_linear(be, x, K, M, K, W.f32(), K, N, bias, y, N);
     return;
   }

@@ -32,17 +32,10 @@ void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, con
 // Same contract as openblas_linear, through a cached dnnl::matmul primitive (bias fused).
 void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                    int64_t N, const float* bias, float* y, int64_t ldy);
-// w[N, K] (row-major, contiguous) in the layout oneDNN's matmul picks for it, or null when that
-// is the plain layout (nothing to gain).
-std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64_t K);
-// onednn_linear with a packed weight. Returns false (nothing written) when oneDNN cannot run this
-// shape with the packed layout; the caller then uses the plain weight.
-bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWeight& w, const float* bias, float* y,
-                          int64_t ldy);
 // Number of cached matmul primitives (for tests).
 size_t onednn_cache_size();
 
-// ---- hand-written kernels (gemm.cpp) ------------------------------------------------------
+// ---- row-major matrix-vector kernels (gemm.cpp), for Linears without panels --------------
 // One matrix-vector product: y[N] = (W[N, K] · x[K]) · scales[n] + bias[n], converting W from
 // `wt` on the fly. scales (I8 only) and bias may be null.
 struct MatvecJob {
@@ -55,19 +48,16 @@ struct MatvecJob {
 };
 // Runs every job on the same x [M, K] as one parallel loop (parallel_items: chunks of rows taken
 // dynamically by the decode step's team or one OpenMP region's threads); job j writes
-// y[m · N + n]. Each weight is read once for all M rows, and every row's result is bit for bit
-// the one M = 1 gives it (a sequence decoded in a batch gets what it gets alone). At most
+// y[m · N + n]. The M rows run one after another, each re-reading the weight (the batched kernels
+// are the panel ones), so every row's result is bit for bit the one M = 1 gives it. At most
 // kMaxGroup jobs.
 constexpr size_t kMaxGroup = 8;
 void matvec_group(const float* x, int64_t M, int64_t K, const MatvecJob* jobs, size_t n_jobs);
-// linear_group over n targets. matvec: every row through the matvec kernels (kMaxMatvecRows at a
-// time) whatever M, so each row's result is the one it gets alone (M = 1); otherwise as linear()
-// chooses.
+// linear_group over n targets. When every target has panels: the panel kernels, any M (each row
+// gets what it gets alone). Otherwise, matvec: every row through the matvec kernels, so each
+// row's result is the one it gets alone; or as linear() chooses.
 void linear_targets(Backend be, const float* x, int64_t M, int64_t K, const LinearTarget* targets, size_t n,
                     bool matvec);
-// Up to this many rows, linear() uses matvec_group (weights read once, compute in registers);
-// beyond it, the backend's GEMM.
-constexpr int64_t kMaxMatvecRows = 16;
 // dst[r, :] = float(W[r0 + r, :]) for r in [0, rows), without applying I8 scales.
 void dequantize_rows(const void* W, DType wt, int64_t K, int64_t r0, int64_t rows, float* dst);
 

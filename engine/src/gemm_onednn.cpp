@@ -4,9 +4,6 @@
 // linear: a dnnl::matmul primitive per (M, N, K, strides, has_bias), created once and cached
 // (JIT creation costs far more than a decode-step matmul). The weight W[N, K] row-major is
 // described as a {K, N} matrix with strides {1, ldw} (format `ba`), so it is used in place.
-// Prepacked weights (prepack_linear): the layout the matmul picks for format `any`, queried once
-// per (N, K) at a reference M and reordered into once; primitives for every M then take that
-// layout as given (brgemm accepts it for any M).
 // gemm_nt / gemm_nn: dnnl_sgemm (row-major BLAS-like entry point), which needs no primitive and so
 // suits attention shapes that change every decode step.
 //
@@ -24,15 +21,6 @@
 
 #include "gemm_backend.hpp"
 
-namespace ordo {
-
-struct PackedWeight {
-  dnnl::memory::desc desc;  // [K, N] in a blocked format
-  int64_t N = 0, K = 0;
-  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
-};
-
-}  // namespace ordo
 
 namespace ordo::detail {
 
@@ -74,7 +62,7 @@ memory thread_scratchpad(const memory::desc& desc) {
 }
 
 struct Key {
-  int64_t M, N, K, ldx, ldw, ldy;  // ldw = 0: packed (its layout depends on N and K only)
+  int64_t M, N, K, ldx, ldw, ldy;
   bool bias;
   bool operator==(const Key& o) const {
     return M == o.M && N == o.N && K == o.K && ldx == o.ldx && ldw == o.ldw && ldy == o.ldy && bias == o.bias;
@@ -93,28 +81,17 @@ struct KeyHash {
 struct Entry {
   dnnl::matmul prim;
   memory::desc src, wei, bias, dst, scratchpad;
-  bool ok = true;  // false: no primitive for this packed layout (callers fall back to plain)
 };
-
-// The weight layout the matmul picks for W[N, K] (`any`), asked at a prompt-sized reference M.
-memory::desc preferred_weight_desc(int64_t N, int64_t K) {
-  constexpr int64_t kRefM = 512;
-  const memory::desc src({kRefM, K}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc dst({kRefM, N}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc any({K, N}, memory::data_type::f32, memory::format_tag::any);
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, any, dst), cpu_engine()).weights_desc();
-}
 
 // Bounded: prompts of many different lengths would otherwise grow it without limit.
 constexpr size_t kMaxCached = 256;
 std::mutex g_cache_mu;
 std::unordered_map<Key, Entry, KeyHash> g_cache;
 
-// packed: the weight's blocked layout when k.ldw == 0 (the PackedWeight's own desc).
-Entry make_entry(const Key& k, const memory::desc* packed) {
+Entry make_entry(const Key& k) {
   Entry e;
   e.src = memory::desc({k.M, k.K}, memory::data_type::f32, {k.ldx, 1});
-  e.wei = k.ldw == 0 ? *packed : memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] as Wᵀ (`ba`)
+  e.wei = memory::desc({k.K, k.N}, memory::data_type::f32, {1, k.ldw});  // W[N,K] as Wᵀ (`ba`)
   e.dst = memory::desc({k.M, k.N}, memory::data_type::f32, {k.ldy, 1});
   if (k.bias) e.bias = memory::desc({1, k.N}, memory::data_type::f32, memory::format_tag::ab);
   const dnnl::matmul::desc d =
@@ -125,19 +102,13 @@ Entry make_entry(const Key& k, const memory::desc* packed) {
   return e;
 }
 
-Entry lookup(const Key& k, const memory::desc* packed = nullptr) {
+Entry lookup(const Key& k) {
   {
     std::lock_guard<std::mutex> lock(g_cache_mu);
     auto it = g_cache.find(k);
     if (it != g_cache.end()) return it->second;
   }
-  Entry e;
-  try {
-    e = make_entry(k, packed);  // outside the lock: creation JITs code
-  } catch (const dnnl::error&) {
-    if (k.ldw != 0) throw;
-    e.ok = false;  // remembered, so a packed weight without a primitive costs one attempt
-  }
+  Entry e = make_entry(k);  // outside the lock: creation JITs code
   std::lock_guard<std::mutex> lock(g_cache_mu);
   if (g_cache.size() >= kMaxCached) g_cache.clear();
   return g_cache.emplace(k, std::move(e)).first->second;
@@ -178,45 +149,6 @@ void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const floa
   } catch (const dnnl::error& err) {
     throw Error("oneDNN matmul failed for M=" + std::to_string(M) + " N=" + std::to_string(N) +
                 " K=" + std::to_string(K) + ": " + err.what());
-  }
-}
-
-std::shared_ptr<const PackedWeight> onednn_pack(const float* W, int64_t N, int64_t K) {
-  try {
-    const memory::desc plain({K, N}, memory::data_type::f32, {1, K});
-    const memory::desc blocked = preferred_weight_desc(N, K);
-    if (blocked == plain) return nullptr;
-    auto p = std::make_shared<PackedWeight>();
-    p->desc = blocked;
-    p->N = N;
-    p->K = K;
-    const size_t bytes = (blocked.get_size() + 63) / 64 * 64;
-    p->data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-    if (!p->data) throw Error("prepack: out of memory for a " + std::to_string(N) + "x" + std::to_string(K) + " weight");
-    dnnl::engine& eng = cpu_engine();
-    memory src(plain, eng, const_cast<float*>(W)), dst(blocked, eng, p->data.get());
-    const dnnl::reorder::primitive_desc pd(src, dst, user_scratchpad());
-    std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
-    if (pd.scratchpad_desc().get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(pd.scratchpad_desc()));
-    dnnl::stream& s = cpu_stream();
-    dnnl::reorder(pd).execute(s, args);
-    s.wait();
-    return p;
-  } catch (const dnnl::error& err) {
-    throw Error("oneDNN could not prepack a " + std::to_string(N) + "x" + std::to_string(K) + " weight: " + err.what());
-  }
-}
-
-bool onednn_linear_packed(const float* x, int64_t ldx, int64_t M, const PackedWeight& w, const float* bias, float* y,
-                          int64_t ldy) {
-  try {
-    const Entry e = lookup(Key{M, w.N, w.K, ldx, 0, ldy, bias != nullptr}, &w.desc);
-    if (!e.ok) return false;
-    execute(e, x, w.data.get(), bias, y);
-    return true;
-  } catch (const dnnl::error& err) {
-    throw Error("oneDNN matmul (prepacked weight) failed for M=" + std::to_string(M) + " N=" + std::to_string(w.N) +
-                " K=" + std::to_string(w.K) + ": " + err.what());
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gemm_backend.hpp"
+#include "panels.hpp"
 
 namespace ordo {
 
@@ -139,20 +140,20 @@ void convert_weights(ModelSpec& spec, DType to) {
   });
 }
 
-int64_t prepack_weights(ModelSpec& spec) {
-  // Keyed by data and shape: a view of a tensor's first rows shares its data pointer.
-  std::map<std::tuple<const void*, int64_t, int64_t>, std::shared_ptr<const PackedWeight>> done;
+int64_t pack_panels(ModelSpec& spec) {
+  std::map<std::tuple<const void*, int64_t, int64_t, DType>, std::shared_ptr<const PanelWeight>> done;
   int64_t bytes = 0;
   spec.for_each_linear([&](Linear& l) {
-    if (!l.present() || l.weight.dtype != DType::F32 || l.weight.ndim() != 2 || l.packed) return;
-    const auto key = std::make_tuple(static_cast<const void*>(l.weight.data), l.weight.dim(0), l.weight.dim(1));
+    if (!l.present() || l.weight.ndim() != 2 || l.panels) return;
+    const auto key = std::make_tuple(static_cast<const void*>(l.weight.data), l.weight.dim(0), l.weight.dim(1),
+                                     l.weight.dtype);
     auto it = done.find(key);
     if (it != done.end()) {
-      l.packed = it->second;
+      l.panels = it->second;
       return;
     }
-    if (prepack_linear(l)) bytes += static_cast<int64_t>(l.weight.nbytes());
-    done.emplace(key, l.packed);
+    if (pack_panels(l)) bytes += static_cast<int64_t>(l.weight.nbytes());
+    done.emplace(key, l.panels);
   });
   return bytes;
 }

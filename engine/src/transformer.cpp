@@ -140,6 +140,7 @@ Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec
   if (spec_.n_heads % spec_.n_kv_heads != 0)
     throw Error("model spec: n_heads (" + std::to_string(spec_.n_heads) + ") is not a multiple of n_kv_heads (" +
                 std::to_string(spec_.n_kv_heads) + ")");
+  pack_panels(spec_);
   set_position(spec_.position);
 }
 

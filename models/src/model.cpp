@@ -74,7 +74,6 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   // file): convert those too, so the model matches loading the original with that dtype.
   const std::optional<DType> dtype = opts.dtype ? opts.dtype : l.stored_dtype;
   if (dtype) convert_weights(spec, *dtype);
-  if (opts.prepack) prepack_weights(spec);
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
   impl->engine->set_context_limit(opts.context_limit);

@@ -81,6 +81,7 @@ std::vector<ordo::Linear> make_ring(int64_t N, int64_t K, DType dt, bool cold) {
     std::memcpy(l.weight.data, ring[0].weight.data, bytes);
     ring.push_back(l);
   }
+  for (ordo::Linear& l : ring) ordo::pack_panels(l);  // as Transformer does: each copy streams its own
   return ring;
 }
 
@@ -127,6 +128,12 @@ const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
 void linear_onednn(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
   ordo::linear(Backend::OneDNN, x, M, K, w, y);
 }
+// The row-major kernels a Linear without panels takes.
+void linear_rowmajor(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+  ordo::Linear plain = w;
+  plain.panels.reset();
+  ordo::linear(Backend::OneDNN, x, M, K, plain, y);
+}
 void openblas_sgemv(const float* x, int64_t, int64_t K, const ordo::Linear& w, float* y) {
   ordo::detail::openblas_gemv(x, K, w.weight.f32(), w.weight.dim(0), w.bias.f32(), y);
 }
@@ -148,8 +155,10 @@ void register_decode() {
   const std::pair<int64_t, int64_t> decode_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {32000, 768}};
   for (auto [N, K] : decode_shapes) {
     const std::string s = shape(1, N, K);
-    for (DType dt : kDTypes)  // the public entry point (M == 1 takes the matvec kernel)
+    for (DType dt : kDTypes) {  // the public entry point (M == 1 takes the panel kernels)
       reg("decode/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true, linear_onednn);
+      reg("decode/variant/rowmajor/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true, linear_rowmajor);
+    }
     // F32 alternatives for the M == 1 decision.
     reg("decode/variant/openblas_sgemv/F32/" + s, 1, N, K, DType::F32, true, openblas_sgemv);
     reg("decode/variant/openblas_sgemm/F32/" + s, 1, N, K, DType::F32, true, openblas_sgemm);
@@ -158,14 +167,16 @@ void register_decode() {
   }
 }
 
-// Batched decode: M sequences' rows through the matvec kernels (weights read once), and the
-// backend GEMM at the same M for comparison.
+// Batched decode: M sequences' rows through the panel kernels (weights read once), the row-major
+// kernels of a Linear without panels, and the backend GEMM at the same M for comparison.
 void register_batch() {
   for (int64_t M : {2, 4, 8, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
-      for (DType dt : {DType::F32, DType::I8})
+      for (DType dt : {DType::F32, DType::I8}) {
         reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_onednn);
+        reg("batch/variant/rowmajor/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_rowmajor);
+      }
       reg("batch/variant/onednn_matmul/F32/" + s, M, N, K, DType::F32, true, onednn_matmul);
     }
 }

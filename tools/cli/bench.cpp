@@ -194,7 +194,7 @@ struct BenchCommand : Command {
   std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "f32", batches = "1";
   int threads = 0, warmup = 1, reps = 5, steps = 16;
   uint64_t seed = 1;
-  bool quick = false, prepack = false;
+  bool quick = false;
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand(
@@ -209,7 +209,6 @@ struct BenchCommand : Command {
     c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32, f16 or int8")
         ->capture_default_str()
         ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
-    c->add_flag("--prepack", prepack, "Prepack F32 weights into oneDNN's blocked layout at load (see ordo run --help)");
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
     c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();
     c->add_option("--batch", batches,
@@ -273,7 +272,6 @@ struct BenchCommand : Command {
       for (int64_t C : ctx_lens) longest = std::max(longest, C + steps + 1);
       shape.max_positions = longest;
       ModelSpec spec = synthetic_llama(shape, dt, seed);
-      if (prepack) prepack_weights(spec);
       m.owned = std::make_unique<Transformer>(std::move(spec), bes[0]);
     } else {
       ModelOptions o;
@@ -281,7 +279,6 @@ struct BenchCommand : Command {
       o.threads = threads;
       o.dtype = dt;
       o.load_tokenizer = false;
-      o.prepack = prepack;
       m.model = std::make_unique<Model>(Model::load(dir, o));
     }
     return m;
@@ -465,7 +462,6 @@ struct BenchCommand : Command {
       std::cout << (it == mach.sgemm_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
     std::cout << "), " << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
               << ", OpenMP wait policy " << wait_policy() << ", KV cache " << weight_dtype_name(kv)
-              << (prepack ? ", F32 weights prepacked for oneDNN" : "")
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
               << std::flush;
@@ -478,7 +474,7 @@ struct BenchCommand : Command {
                     {"onednn_isa", onednn_isa()},                 {"wait_policy", wait_policy()}};
     j["model"] = model_json;
     j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
-                     {"kv_dtype", weight_dtype_name(kv)}, {"prepack", prepack}};
+                     {"kv_dtype", weight_dtype_name(kv)}};
     j["results"] = nlohmann::json::array();
     for (const Row& r : rows)
       j["results"].push_back({{"phase", r.phase},

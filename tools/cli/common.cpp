@@ -32,8 +32,6 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
                   "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
-  app->add_flag("--prepack", prepack,
-                "Copy F32 weights into oneDNN's blocked layout at load: faster prompts, a second copy of the weights");
   if (!with_position) return;
   app->add_option("--position", position,
                   "Replace the model's position scheme")
@@ -116,10 +114,7 @@ ModelOptions ModelArgs::options() const {
   o.position = position;
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
   o.kv_dtype = parse_weight_dtype(kv_dtype);
-  o.prepack = prepack;
   o.extension = parse_extension(self_extend, sinks, window);
-  if (prepack && o.backend != Backend::OneDNN)
-    throw Error("--prepack prepares weights for the oneDNN backend; it does nothing for --backend " + backend);
   if (!scaling.empty() || (factor_opt && factor_opt->count() > 0) || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
     Scaling s;

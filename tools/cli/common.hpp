@@ -22,7 +22,6 @@ struct ModelArgs {
   int threads = 0;
   std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
   std::string kv_dtype = "f32";
-  bool prepack = false;
   int64_t max_context = 0;  // --max-context (0: the model's default limit)
   CLI::Option* factor_opt = nullptr;  // --factor was given (any value, even 0, must be checked)
   std::string self_extend;  // --self-extend G,W

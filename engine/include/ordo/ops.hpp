@@ -19,8 +19,9 @@ const char* backend_name(Backend b);
 // Parses "openblas" / "onednn" (case-insensitive); throws Error naming the value otherwise.
 Backend parse_backend(const std::string& name);
 
-// An F32 weight copied into the oneDNN backend's preferred blocked layout (opaque; prepack_linear).
-struct PackedWeight;
+// A weight of any dtype in ordo's panel layout, read by the batch-invariant kernels (opaque;
+// pack_panels).
+struct PanelWeight;
 
 // A linear layer's parameters. weight is [N, K] (out, in) like nn.Linear; bias is [N] or empty.
 // weight may be F32, F16, BF16, or I8 with per-output-row `scales` [N] (F32).
@@ -28,33 +29,33 @@ struct Linear {
   Tensor weight;
   Tensor bias;
   Tensor scales;
-  // Optional (prepack_linear): the F32 weight in oneDNN's blocked layout, which linear() uses for
-  // M > 1 on the OneDNN backend. `weight` stays the reference: decode (M = 1), OpenBLAS and every
-  // shape check read it.
-  std::shared_ptr<const PackedWeight> packed;
+  // Optional (pack_panels, done by Transformer for every linear of its spec): the weight in panel
+  // layout, which linear() then reads for every M instead of `weight` (see linear()).
+  std::shared_ptr<const PanelWeight> panels;
   bool present() const { return !weight.empty(); }
   int64_t out_features() const { return weight.dim(0); }
 };
 
 // y[M, N] = x[M, K] · Wᵀ + b.
 // x and y must not alias. Throws Error if K does not match the weight.
-// Up to 16 rows (decode steps of up to 16 sequences) go through built-in matrix-vector kernels
-// that read each weight once for all rows (memory-bound; F16/BF16 converted on the fly; AVX2, or
-// AVX-512 where the CPU has it, chosen at run time). I8 weights take them at every M: int8
-// weights times x rounded to 16-bit fixed point (relative error <= 3.1e-5 of max|x|) with integer
-// multiply-adds. On these kernels each row's result is bit for bit the one M = 1 gives it. More
-// rows of F32/F16/BF16 weights go through the chosen backend's GEMM (F16/BF16 dequantised in
-// blocks of rows into a per-thread F32 scratch of ~4 MB), equal up to float rounding.
+// With panels (pack_panels; a Transformer packs all its linears), every M and dtype runs on
+// built-in kernels that read each weight once for all rows (AVX2, or AVX-512 where the CPU has
+// it, chosen at run time; F16/BF16 converted on the fly; I8 weights times x rounded to 16-bit
+// fixed point, relative error <= 3.1e-5 of max|x|, with integer multiply-adds). Each output is
+// computed in one fixed order, so a row's result is bit for bit the same whatever the other rows,
+// the row count or the instruction set. Without panels: one row (and every I8 row, one at a time)
+// through row-major matrix-vector kernels, more rows through the chosen backend's GEMM (F16/BF16
+// dequantised in blocks of rows into a per-thread F32 scratch of ~4 MB), equal up to rounding.
 // Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
 // thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
 
-// Copies an F32 weight into the layout oneDNN's matmul prefers (w.packed), so prompt GEMMs stop
-// repacking it on every call (~5% faster prefill on the 110M model). Costs a second copy of the
-// weight. Returns false, leaving w alone, for non-F32 weights (dequantised per call anyway) or
-// when oneDNN has no blocked layout for it on this CPU (the plain layout is then already its
-// preference).
-bool prepack_linear(Linear& w);
+// Copies the weight into the panel layout of ordo's batch kernels (w.panels): F32/F16/BF16/I8,
+// one extra copy of the weight. Returns false, leaving w alone, for an absent or non-2-D weight.
+// With panels, every output of linear() on the built-in kernels is one FMA chain over k in order
+// (I8: exact int32 sums per 512 columns), so a row's result does not depend on the other rows,
+// the row count or the instruction set.
+bool pack_panels(Linear& w);
 
 // Several linears over one input (q/k/v, gate/up): *t.y = x · t.wᵀ + b for each target, with the
 // same results as calling linear() on each. At M == 1 they share one parallel region, saving a

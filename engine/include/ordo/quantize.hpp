@@ -29,10 +29,10 @@ Linear convert_linear(const Linear& l, DType to);
 // is left alone.
 void convert_weights(ModelSpec& spec, DType to);
 
-// prepack_linear() on every F32 Linear of the spec, once per distinct weight (shared weights share
-// the packed copy). Returns the bytes of packed copies made. For the OneDNN backend's prompt GEMMs;
-// decode and OpenBLAS keep reading the plain weights, so a decoder model then holds both.
-int64_t prepack_weights(ModelSpec& spec);
+// pack_panels() on every Linear of the spec that has no panels yet, once per distinct weight
+// (shared weights share the copy). Returns the bytes of panel copies made. Transformer does this
+// for its spec.
+int64_t pack_panels(ModelSpec& spec);
 
 // Bytes of linear weights (and I8 scales) one decode step streams: every decoder-stack linear plus
 // the lm_head (cross-attention k/v excluded: computed once per sequence).

@@ -38,10 +38,6 @@ struct ModelOptions {
   // Decoder KV cache storage: F32 (exact), F16 (half the cache memory and reads) or I8 (a
   // quarter; see Transformer::set_kv_dtype).
   DType kv_dtype = DType::F32;
-  // Copy every F32 linear weight into oneDNN's preferred blocked layout at load (prepack_weights):
-  // prompt GEMMs on the OneDNN backend ~5% faster. Decode keeps reading the plain weights, so a
-  // decoder model then holds its F32 linear weights twice; off by default for that reason.
-  bool prepack = false;
   // Most positions one sequence may hold (prompt + generated), checked before allocating; 0: the
   // default (Transformer::context_limit).
   int64_t context_limit = 0;

@@ -1,0 +1,603 @@
+// Panel-layout weights and their outer-product kernels (contract and layout in panels.hpp).
+//
+// Why this shape: a batch of sequences multiplies every weight by several rows at once. Kernels
+// that keep rows of W against x in vector lanes (dot products) end each output with a horizontal
+// sum and reload x for every weight row; on 16 rows they reached ~35% of the FMA peak. Here each
+// loaded weight vector serves every row of the tile and each output is a lane of one accumulator,
+// so a 6-row tile runs at ~90% of peak from cache, and one row stays bound by memory bandwidth
+// (docs/performance.md).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "fixed_point.hpp"
+#include "gemm_backend.hpp"
+#include "panels.hpp"
+#include "simd.hpp"
+#include "team.hpp"
+
+namespace ordo::detail {
+namespace {
+
+constexpr int64_t kP = PanelWeight::kPanel;
+// Rows of x per tile (AVX-512: 6 rows × 4 vectors = 24 accumulators of 32 registers).
+constexpr int64_t kTileRows = 6;
+// I8: int32 sums are flushed to the float total every this many column pairs (512 columns):
+// |Σ| <= 256 · 2 · 127 · 16383 < 2^31.
+constexpr int64_t kI8PairsPerBlock = 256;
+
+[[maybe_unused]] bool avx2_only() {
+  const char* v = std::getenv("ORDO_MAX_ISA");
+  return v && std::string(v) == "avx2";
+}
+
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+bool cpu_avx512() {
+  static const bool yes = !avx2_only() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+bool cpu_vnni() {
+  static const bool yes = cpu_avx512() && __builtin_cpu_supports("avx512vnni");
+  return yes;
+}
+#endif
+
+// ---- packing ---------------------------------------------------------------------------------
+
+template <class T>
+void pack_rows(const T* W, int64_t N, int64_t K, int64_t Kp, bool pairs, T* dst, int64_t p) {
+  T* P = dst + p * Kp * kP;
+  for (int64_t j = 0; j < kP; ++j) {
+    const int64_t n = p * kP + j;
+    if (n >= N) break;
+    const T* row = W + n * K;
+    if (pairs)
+      for (int64_t k = 0; k < K; ++k) P[(k / 2) * 2 * kP + j * 2 + (k % 2)] = row[k];
+    else
+      for (int64_t k = 0; k < K; ++k) P[k * kP + j] = row[k];
+  }
+}
+
+// ---- element loaders ----------------------------------------------------------------------------
+
+struct PF32 {
+  using T = float;
+  static float one(const T* p) { return *p; }
+};
+struct PF16 {
+  using T = uint16_t;
+  static float one(const T* p) { return f16_to_f32(*p); }
+};
+struct PBF16 {
+  using T = uint16_t;
+  static float one(const T* p) { return bf16_to_f32(*p); }
+};
+
+#ifdef ORDO_SIMD
+template <class L>
+inline __m256 load8(const typename L::T* p) {
+  if constexpr (std::is_same_v<L, PF32>) {
+    return _mm256_loadu_ps(p);
+  } else if constexpr (std::is_same_v<L, PF16>) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+}
+
+// ---- AVX2 tiles ---------------------------------------------------------------------------------
+
+// y[m][c] (c in [0, 8·NZ)) = the FMA chain over k of P[k][c] · x[m][k], for MX rows; P and y
+// point at the tile's first column.
+template <class L, int MX, int NZ>
+void tile_avx2(const float* x, int64_t K, const typename L::T* P, float* y, int64_t ldy) {
+  __m256 acc[MX][NZ];
+  for (auto& a : acc)
+    for (auto& v : a) v = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 w[NZ];
+    for (int z = 0; z < NZ; ++z) w[z] = load8<L>(P + k * kP + 8 * z);
+    for (int m = 0; m < MX; ++m) {
+      const __m256 xv = _mm256_broadcast_ss(x + m * K + k);
+      for (int z = 0; z < NZ; ++z) acc[m][z] = _mm256_fmadd_ps(w[z], xv, acc[m][z]);
+    }
+  }
+  for (int m = 0; m < MX; ++m)
+    for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);
+}
+
+// I8 rows of one column block [c, c + 8·NZ): int32 lanes of vpmaddwd over the column pairs
+// [q0, q1), added to y as floats (first: y starts at 0).
+template <int MX, int NZ>
+void block_i8_avx2(const int32_t* xq2, int64_t ldx2, int64_t q0, int64_t q1, const int8_t* P, float* y,
+                   int64_t ldy, bool first) {
+  __m256i acc[MX][NZ];
+  for (auto& a : acc)
+    for (auto& v : a) v = _mm256_setzero_si256();
+  for (int64_t q = q0; q < q1; ++q) {
+    __m256i w[NZ];
+    for (int z = 0; z < NZ; ++z)
+      w[z] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P + q * 2 * kP + 16 * z)));
+    for (int m = 0; m < MX; ++m) {
+      const __m256i xv = _mm256_set1_epi32(xq2[m * ldx2 + q]);
+      for (int z = 0; z < NZ; ++z) acc[m][z] = _mm256_add_epi32(acc[m][z], _mm256_madd_epi16(w[z], xv));
+    }
+  }
+  for (int m = 0; m < MX; ++m)
+    for (int z = 0; z < NZ; ++z) {
+      float* o = y + m * ldy + 8 * z;
+      const __m256 prev = first ? _mm256_setzero_ps() : _mm256_loadu_ps(o);
+      _mm256_storeu_ps(o, _mm256_add_ps(prev, _mm256_cvtepi32_ps(acc[m][z])));
+    }
+}
+
+template <int MX, int NZ>
+void tile_i8_avx2(const int32_t* xq2, int64_t ldx2, int64_t pairs, const int8_t* P, float* y, int64_t ldy) {
+  for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock)
+    block_i8_avx2<MX, NZ>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
+}
+#endif
+
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+#define ORDO_PANEL512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
+#define ORDO_PANEL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#pragma GCC diagnostic push
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+template <class L>
+ORDO_PANEL512 inline __m512 load16(const typename L::T* p) {
+  if constexpr (std::is_same_v<L, PF32>) {
+    return _mm512_loadu_ps(p);
+  } else if constexpr (std::is_same_v<L, PF16>) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  } else {
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+}
+
+// MX rows × NS whole panels (P[s], outputs y[s]): 4 vectors per panel and row. NS > 1 reads
+// several panels as concurrent streams (one row alone is bound by memory bandwidth).
+template <class L, int MX, int NS>
+ORDO_PANEL512 void tile_512(const float* x, int64_t K, const typename L::T* const* P, float* const* y,
+                            int64_t ldy) {
+  __m512 acc[MX][NS][4];
+  for (auto& a : acc)
+    for (auto& b : a)
+      for (auto& v : b) v = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    for (int s = 0; s < NS; ++s) {
+      __m512 w[4];
+      for (int z = 0; z < 4; ++z) w[z] = load16<L>(P[s] + k * kP + 16 * z);
+      for (int m = 0; m < MX; ++m) {
+        const __m512 xv = _mm512_set1_ps(x[m * K + k]);
+        for (int z = 0; z < 4; ++z) acc[m][s][z] = _mm512_fmadd_ps(w[z], xv, acc[m][s][z]);
+      }
+    }
+  }
+  for (int m = 0; m < MX; ++m)
+    for (int s = 0; s < NS; ++s)
+      for (int z = 0; z < 4; ++z) _mm512_storeu_ps(y[s] + m * ldy + 16 * z, acc[m][s][z]);
+}
+
+// I8 with 512-bit integer multiply-adds (vpdpwssd with VNNI, else vpmaddwd + vpaddd): the same
+// int32 lanes as the AVX2 kernel, the same block flushes. One block of column pairs [q0, q1) per
+// call (a loop over blocks around the accumulators makes GCC keep them in memory).
+template <bool VNNI, int MX, int NS>
+ORDO_PANEL_VNNI void block_i8_512(const int32_t* xq2, int64_t ldx2, int64_t q0, int64_t q1,
+                                  const int8_t* const* P, float* const* y, int64_t ldy, bool first) {
+  // Accumulators typed as GCC's int vectors: as __m512i arrays (long long lanes, cast for each
+  // vpdpwssd) GCC 12 stores every one to the stack on every step.
+  using I32x16 = int __attribute__((vector_size(64)));
+  I32x16 acc[MX][NS][4];
+  for (auto& a : acc)
+    for (auto& b : a)
+      for (auto& v : b) v = I32x16{};
+  for (int64_t q = q0; q < q1; ++q) {
+    for (int s = 0; s < NS; ++s) {
+      __m512i w[4];
+      for (int z = 0; z < 4; ++z)
+        w[z] = _mm512_cvtepi8_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P[s] + q * 2 * kP + 32 * z)));
+      for (int m = 0; m < MX; ++m) {
+        const __m512i xv = _mm512_set1_epi32(xq2[m * ldx2 + q]);
+        for (int z = 0; z < 4; ++z) {
+          if constexpr (VNNI)
+            acc[m][s][z] = (I32x16)_mm512_dpwssd_epi32((__m512i)acc[m][s][z], w[z], xv);
+          else
+            acc[m][s][z] += (I32x16)_mm512_madd_epi16(w[z], xv);
+        }
+      }
+    }
+  }
+  for (int m = 0; m < MX; ++m)
+    for (int s = 0; s < NS; ++s)
+      for (int z = 0; z < 4; ++z) {
+        float* o = y[s] + m * ldy + 16 * z;
+        const __m512 prev = first ? _mm512_setzero_ps() : _mm512_loadu_ps(o);
+        _mm512_storeu_ps(o, _mm512_add_ps(prev, _mm512_cvtepi32_ps((__m512i)acc[m][s][z])));
+      }
+}
+
+template <bool VNNI, int MX, int NS>
+void tile_i8_512(const int32_t* xq2, int64_t ldx2, int64_t pairs, const int8_t* const* P, float* const* y,
+                 int64_t ldy) {
+  for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock)
+    block_i8_512<VNNI, MX, NS>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
+}
+#pragma GCC diagnostic pop
+#endif
+
+// ---- scalar references (no SIMD build; the I8 rows holding a NaN or inf) --------------------
+
+template <class L>
+void tile_scalar(const float* x, int64_t K, int64_t rows, const typename L::T* P, float* y, int64_t ldy) {
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t j = 0; j < kP; ++j) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(L::one(P + k * kP + j), x[m * K + k], acc);
+      y[m * ldy + j] = acc;
+    }
+}
+
+void tile_i8_float(const float* x, int64_t K, const int8_t* P, float* y) {
+  for (int64_t j = 0; j < kP; ++j) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; ++k)
+      acc = std::fma(static_cast<float>(P[(k / 2) * 2 * kP + j * 2 + (k % 2)]), x[k], acc);
+    y[j] = acc;
+  }
+}
+
+[[maybe_unused]] void tile_i8_scalar(const int32_t* xq2, int64_t ldx2, int64_t pairs, int64_t rows,
+                                     const int8_t* P, float* y, int64_t ldy) {
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t j = 0; j < kP; ++j) {
+      float total = 0.0f;
+      for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock) {
+        int32_t s = 0;
+        for (int64_t q = b0; q < std::min(pairs, b0 + kI8PairsPerBlock); ++q) {
+          int16_t xx[2];
+          std::memcpy(xx, &xq2[m * ldx2 + q], sizeof xx);
+          s += P[q * 2 * kP + 2 * j] * xx[0] + P[q * 2 * kP + 2 * j + 1] * xx[1];
+        }
+        total += static_cast<float>(s);
+      }
+      y[m * ldy + j] = total;
+    }
+}
+
+// ---- one job's panels --------------------------------------------------------------------------
+
+// A group's inputs for its I8 weights: each row in 16-bit fixed point (row stride Kp, a zero
+// pad column when K is odd) with its own step sx[m]; a row with a NaN or inf (int_row 0) takes
+// the float path. Computed once per call by the calling thread, read by all.
+struct FixedInput {
+  std::vector<int16_t> xq;
+  std::vector<float> sx;
+  std::vector<uint8_t> int_row;
+  int64_t Kp = 0;
+  bool all_int = true;
+};
+
+// Rows [m0, m0 + rows) of x in tiles of up to kTileRows, split evenly (16 → 6, 5, 5).
+template <class F>
+void for_row_tiles(int64_t M, F&& f) {
+  const int64_t tiles = (M + kTileRows - 1) / kTileRows;
+  int64_t m0 = 0;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t rows = (M - m0) / (tiles - t);
+    f(m0, rows);
+    m0 += rows;
+  }
+}
+
+// Outputs of panels [p0, p1) for every row of x into out (row stride ldo, column 0 = panel p0's
+// first output): raw sums, before scales and bias.
+template <class L>
+void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, int64_t p0, int64_t p1,
+                  float* out, int64_t ldo) {
+  using T = typename L::T;
+  auto P = [&](int64_t p) { return static_cast<const T*>(w.panel(p)); };
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (cpu_avx512()) {
+    int64_t p = p0;
+    if (M <= 2) {  // several panels as concurrent streams
+      const int64_t ns = M == 1 ? 4 : 2;
+      for (; p + ns <= p1; p += ns) {
+        const T* ps[4];
+        float* ys[4];
+        for (int64_t s = 0; s < ns; ++s) ps[s] = P(p + s), ys[s] = out + (p + s - p0) * kP;
+        if (M == 1)
+          tile_512<L, 1, 4>(x, K, ps, ys, ldo);
+        else
+          tile_512<L, 2, 2>(x, K, ps, ys, ldo);
+      }
+    }
+    for (; p < p1; ++p) {
+      const T* ps[1] = {P(p)};
+      for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+        float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
+        const float* xm = x + m0 * K;
+        switch (rows) {
+          case 6:
+            tile_512<L, 6, 1>(xm, K, ps, ys, ldo);
+            break;
+          case 5:
+            tile_512<L, 5, 1>(xm, K, ps, ys, ldo);
+            break;
+          case 4:
+            tile_512<L, 4, 1>(xm, K, ps, ys, ldo);
+            break;
+          case 3:
+            tile_512<L, 3, 1>(xm, K, ps, ys, ldo);
+            break;
+          case 2:
+            tile_512<L, 2, 1>(xm, K, ps, ys, ldo);
+            break;
+          default:
+            tile_512<L, 1, 1>(xm, K, ps, ys, ldo);
+        }
+      });
+    }
+    return;
+  }
+#endif
+  for (int64_t p = p0; p < p1; ++p) {
+    float* yp = out + (p - p0) * kP;
+#ifdef ORDO_SIMD
+    if (M == 1) {
+      tile_avx2<L, 1, 8>(x, K, P(p), yp, ldo);
+      continue;
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += 2) {
+      const int64_t rows = std::min<int64_t>(2, M - m0);
+      for (int64_t c = 0; c < kP; c += 32) {
+        if (rows == 2)
+          tile_avx2<L, 2, 4>(x + m0 * K, K, P(p) + c, yp + m0 * ldo + c, ldo);
+        else
+          tile_avx2<L, 1, 4>(x + m0 * K, K, P(p) + c, yp + m0 * ldo + c, ldo);
+      }
+    }
+#else
+    tile_scalar<L>(x, K, M, P(p), yp, ldo);
+#endif
+  }
+}
+
+void i8_panels_int(const int32_t* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1,
+                   float* out, int64_t ldo) {
+  const int64_t pairs = w.Kp / 2;
+  auto P = [&](int64_t p) { return static_cast<const int8_t*>(w.panel(p)); };
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (cpu_avx512()) {
+    const bool vnni = cpu_vnni();
+    auto tile = [&](auto mx, auto ns, const int32_t* xm, const int8_t* const* ps, float* const* ys) {
+      constexpr int MX = decltype(mx)::value, NS = decltype(ns)::value;
+      if (vnni)
+        tile_i8_512<true, MX, NS>(xm, ldx2, pairs, ps, ys, ldo);
+      else
+        tile_i8_512<false, MX, NS>(xm, ldx2, pairs, ps, ys, ldo);
+    };
+    using std::integral_constant;
+    int64_t p = p0;
+    if (M <= 2) {
+      const int64_t ns = M == 1 ? 4 : 2;
+      for (; p + ns <= p1; p += ns) {
+        const int8_t* ps[4];
+        float* ys[4];
+        for (int64_t s = 0; s < ns; ++s) ps[s] = P(p + s), ys[s] = out + (p + s - p0) * kP;
+        if (M == 1)
+          tile(integral_constant<int, 1>{}, integral_constant<int, 4>{}, xq2, ps, ys);
+        else
+          tile(integral_constant<int, 2>{}, integral_constant<int, 2>{}, xq2, ps, ys);
+      }
+    }
+    for (; p < p1; ++p) {
+      const int8_t* ps[1] = {P(p)};
+      for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+        float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
+        const int32_t* xm = xq2 + m0 * ldx2;
+        const integral_constant<int, 1> one;
+        switch (rows) {
+          case 6:
+            tile(integral_constant<int, 6>{}, one, xm, ps, ys);
+            break;
+          case 5:
+            tile(integral_constant<int, 5>{}, one, xm, ps, ys);
+            break;
+          case 4:
+            tile(integral_constant<int, 4>{}, one, xm, ps, ys);
+            break;
+          case 3:
+            tile(integral_constant<int, 3>{}, one, xm, ps, ys);
+            break;
+          case 2:
+            tile(integral_constant<int, 2>{}, one, xm, ps, ys);
+            break;
+          default:
+            tile(one, one, xm, ps, ys);
+        }
+      });
+    }
+    return;
+  }
+#endif
+  for (int64_t p = p0; p < p1; ++p) {
+    float* yp = out + (p - p0) * kP;
+#ifdef ORDO_SIMD
+    if (M == 1) {
+      tile_i8_avx2<1, 8>(xq2, ldx2, pairs, P(p), yp, ldo);
+      continue;
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += 2) {
+      const int64_t rows = std::min<int64_t>(2, M - m0);
+      for (int64_t c = 0; c < kP; c += 32) {
+        if (rows == 2)
+          tile_i8_avx2<2, 4>(xq2 + m0 * ldx2, ldx2, pairs, P(p) + 2 * c, yp + m0 * ldo + c, ldo);
+        else
+          tile_i8_avx2<1, 4>(xq2 + m0 * ldx2, ldx2, pairs, P(p) + 2 * c, yp + m0 * ldo + c, ldo);
+      }
+    }
+#else
+    tile_i8_scalar(xq2, ldx2, pairs, M, P(p), yp, ldo);
+#endif
+  }
+}
+
+// Panels [p0, p1) of one job for every row: raw sums into a per-thread buffer, then scales, the
+// I8 step, bias, and the columns that exist copied to y.
+void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int64_t M, int64_t K,
+                const FixedInput& fx) {
+  const PanelWeight& w = *jb.w;
+  const int64_t cols = (p1 - p0) * kP;
+  thread_local std::vector<float> buf;
+  if (buf.size() < static_cast<size_t>(M * cols)) buf.resize(static_cast<size_t>(M * cols));
+  float* out = buf.data();
+  switch (w.dtype) {
+    case DType::F32:
+      float_panels<PF32>(x, M, K, w, p0, p1, out, cols);
+      break;
+    case DType::F16:
+      float_panels<PF16>(x, M, K, w, p0, p1, out, cols);
+      break;
+    case DType::BF16:
+      float_panels<PBF16>(x, M, K, w, p0, p1, out, cols);
+      break;
+    case DType::I8: {
+      const auto* xq2 = reinterpret_cast<const int32_t*>(fx.xq.data());
+      const int64_t ldx2 = fx.Kp / 2;
+      if (fx.all_int) {
+        i8_panels_int(xq2, ldx2, M, w, p0, p1, out, cols);
+        break;
+      }
+      for (int64_t m = 0; m < M; ++m) {
+        if (fx.int_row[m]) {
+          i8_panels_int(xq2 + m * ldx2, ldx2, 1, w, p0, p1, out + m * cols, cols);
+          continue;
+        }
+        for (int64_t p = p0; p < p1; ++p)
+          tile_i8_float(x + m * K, K, static_cast<const int8_t*>(w.panel(p)), out + m * cols + (p - p0) * kP);
+      }
+      break;
+    }
+  }
+  const bool i8 = w.dtype == DType::I8;
+  const int64_t n0 = p0 * kP, n1 = std::min(w.N, p1 * kP);
+  for (int64_t m = 0; m < M; ++m) {
+    const float unit = i8 && fx.int_row[m] ? fx.sx[m] : 1.0f;  // integer sums are in units of sx
+    const float* src = out + m * cols;
+    float* dst = jb.y + m * w.N;
+    // Spelled out with std::fma: left to the compiler, v · scale + bias is contracted or not.
+    for (int64_t n = n0; n < n1; ++n) {
+      const float v = src[n - n0] * unit;
+      const float b = jb.bias ? jb.bias[n] : 0.0f;
+      dst[n] = jb.scales ? std::fma(v, jb.scales[n], b) : v + b;
+    }
+  }
+}
+
+void fix_input(const float* x, int64_t M, int64_t K, FixedInput& fx) {
+  fx.Kp = (K + 1) / 2 * 2;
+  fx.xq.assign(static_cast<size_t>(M * fx.Kp), 0);
+  fx.sx.assign(static_cast<size_t>(M), 1.0f);
+  fx.int_row.assign(static_cast<size_t>(M), 0);
+  fx.all_int = true;
+  for (int64_t m = 0; m < M; ++m) {
+    fx.int_row[m] = to_fixed16(x + m * K, K, fx.xq.data() + m * fx.Kp, fx.sx[m]);
+    if (!fx.int_row[m]) fx.sx[m] = 1.0f;
+    fx.all_int = fx.all_int && fx.int_row[m];
+  }
+}
+
+}  // namespace
+
+const char* panel_isa() {
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  return cpu_vnni() ? "avx512-vnni" : cpu_avx512() ? "avx512" : "avx2";
+#elif defined(ORDO_SIMD)
+  return "avx2";
+#else
+  return "scalar";
+#endif
+}
+
+std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
+  if (W.ndim() != 2) throw Error("panels: weight must be 2-D, got " + W.shape_str());
+  auto pw = std::make_shared<PanelWeight>();
+  pw->dtype = W.dtype;
+  pw->N = W.dim(0);
+  pw->K = W.dim(1);
+  pw->Kp = W.dtype == DType::I8 ? (pw->K + 1) / 2 * 2 : pw->K;
+  pw->panels = (pw->N + kP - 1) / kP;
+  const size_t bytes = static_cast<size_t>(pw->panels * pw->panel_elems()) * dtype_size(W.dtype);
+  void* mem = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  if (!mem) throw Error("panels: out of memory for a " + std::to_string(bytes) + "-byte weight");
+  std::memset(mem, 0, bytes);
+  pw->data = std::shared_ptr<void>(mem, &std::free);
+  const int64_t N = pw->N, K = pw->K, Kp = pw->Kp;
+  const bool par = N * K >= (1 << 16) && !omp_in_parallel();
+#pragma omp parallel for schedule(static) num_threads(par ? ensure_threads() : 1) if (par)
+  for (int64_t p = 0; p < pw->panels; ++p) {
+    switch (W.dtype) {
+      case DType::F32:
+        pack_rows(static_cast<const float*>(W.data), N, K, Kp, false, static_cast<float*>(mem), p);
+        break;
+      case DType::F16:
+      case DType::BF16:
+        pack_rows(static_cast<const uint16_t*>(W.data), N, K, Kp, false, static_cast<uint16_t*>(mem), p);
+        break;
+      case DType::I8:
+        pack_rows(static_cast<const int8_t*>(W.data), N, K, Kp, true, static_cast<int8_t*>(mem), p);
+        break;
+    }
+  }
+  return pw;
+}
+
+void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, size_t n_jobs) {
+  bool any_i8 = false;
+  int64_t elems = 0;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    if (jobs[j].w->K != K)
+      throw Error("panels: input has " + std::to_string(K) + " features, weight " +
+                  std::to_string(jobs[j].w->K));
+    any_i8 = any_i8 || jobs[j].w->dtype == DType::I8;
+    elems += jobs[j].w->N * K;
+  }
+  // The caller's copy, read by every thread through this pointer (a thread_local named inside the
+  // lambda would be each thread's own).
+  thread_local FixedInput fixed;
+  if (any_i8) fix_input(x, M, K, fixed);
+  const FixedInput* fx = &fixed;
+  // Items of a few panels (~256 KB of weights, at least the 4 panels one row reads at once),
+  // taken dynamically by the threads (one woken late still finds work).
+  int64_t per_item[kMaxGroup], first_item[kMaxGroup + 1];
+  first_item[0] = 0;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const PanelWeight& w = *jobs[j].w;
+    const int64_t panel_bytes = w.panel_elems() * static_cast<int64_t>(dtype_size(w.dtype));
+    const int64_t want = std::max<int64_t>(1, (int64_t(256) << 10) / panel_bytes);
+    per_item[j] = M <= 2 ? std::max<int64_t>(4, want / 4 * 4) : want;
+    first_item[j + 1] = first_item[j] + (w.panels + per_item[j] - 1) / per_item[j];
+  }
+  const bool par = M * elems >= (int64_t(1) << 15) && first_item[n_jobs] > 1;
+  parallel_items(first_item[n_jobs], par, [&](int64_t it) {
+    size_t j = 0;
+    while (it >= first_item[j + 1]) ++j;
+    const int64_t p0 = (it - first_item[j]) * per_item[j];
+    job_panels(jobs[j], p0, std::min(jobs[j].w->panels, p0 + per_item[j]), x, M, K, *fx);
+  });
+}
+
+}  // namespace ordo::detail
