@@ -302,6 +302,14 @@ void for_row_tiles(int64_t M, F&& f) {
   }
 }
 
+[[maybe_unused]] void prefetch_l2(const void* p, int64_t bytes) {
+#ifdef ORDO_SIMD
+  for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(static_cast<const char*>(p) + b, _MM_HINT_T1);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // Outputs of panels [p0, p1) for every row of x into out (row stride ldo, column 0 = panel p0's
 // first output): raw sums, before scales and bias.
 template <class L>
@@ -360,15 +368,24 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
       tile_avx2<L, 1, 8>(x, K, P(p), yp, ldo);
       continue;
     }
-    for (int64_t m0 = 0; m0 < M; m0 += 2) {
-      const int64_t rows = std::min<int64_t>(2, M - m0);
-      for (int64_t c = 0; c < kP; c += 32) {
-        if (rows == 2)
-          tile_avx2<L, 2, 4>(x + m0 * K, K, P(p) + c, yp + m0 * ldo + c, ldo);
-        else
-          tile_avx2<L, 1, 4>(x + m0 * K, K, P(p) + c, yp + m0 * ldo + c, ldo);
+    // 16 registers: up to 6 rows × 16 outputs (12 accumulators), four column slices per panel.
+    // A slice reads one line in four of the panel, which the hardware prefetcher does not stream:
+    // the whole panel is requested in order first (measured: half the time of 16 rows on AVX2).
+    prefetch_l2(P(p), w.panel_elems() * static_cast<int64_t>(sizeof(T)));
+    for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+      for (int64_t c = 0; c < kP; c += 16) {
+        const float* xm = x + m0 * K;
+        float* ym = yp + m0 * ldo + c;
+        switch (rows) {
+          case 6: tile_avx2<L, 6, 2>(xm, K, P(p) + c, ym, ldo); break;
+          case 5: tile_avx2<L, 5, 2>(xm, K, P(p) + c, ym, ldo); break;
+          case 4: tile_avx2<L, 4, 2>(xm, K, P(p) + c, ym, ldo); break;
+          case 3: tile_avx2<L, 3, 2>(xm, K, P(p) + c, ym, ldo); break;
+          case 2: tile_avx2<L, 2, 2>(xm, K, P(p) + c, ym, ldo); break;
+          default: tile_avx2<L, 1, 2>(xm, K, P(p) + c, ym, ldo);
+        }
       }
-    }
+    });
 #else
     tile_scalar<L>(x, K, M, P(p), yp, ldo);
 #endif
@@ -440,15 +457,22 @@ void i8_panels_int(const int32_t* xq2, int64_t ldx2, int64_t M, const PanelWeigh
       tile_i8_avx2<1, 8>(xq2, ldx2, pairs, P(p), yp, ldo);
       continue;
     }
-    for (int64_t m0 = 0; m0 < M; m0 += 2) {
-      const int64_t rows = std::min<int64_t>(2, M - m0);
-      for (int64_t c = 0; c < kP; c += 32) {
-        if (rows == 2)
-          tile_i8_avx2<2, 4>(xq2 + m0 * ldx2, ldx2, pairs, P(p) + 2 * c, yp + m0 * ldo + c, ldo);
-        else
-          tile_i8_avx2<1, 4>(xq2 + m0 * ldx2, ldx2, pairs, P(p) + 2 * c, yp + m0 * ldo + c, ldo);
+    prefetch_l2(P(p), w.panel_elems());
+    for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+      for (int64_t c = 0; c < kP; c += 16) {
+        const int32_t* xm = xq2 + m0 * ldx2;
+        const int8_t* pc = P(p) + 2 * c;
+        float* ym = yp + m0 * ldo + c;
+        switch (rows) {
+          case 6: tile_i8_avx2<6, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
+          case 5: tile_i8_avx2<5, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
+          case 4: tile_i8_avx2<4, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
+          case 3: tile_i8_avx2<3, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
+          case 2: tile_i8_avx2<2, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
+          default: tile_i8_avx2<1, 2>(xm, ldx2, pairs, pc, ym, ldo);
+        }
       }
-    }
+    });
 #else
     tile_i8_scalar(xq2, ldx2, pairs, M, P(p), yp, ldo);
 #endif

@@ -178,6 +178,8 @@ void register_batch() {
         reg("batch/variant/rowmajor/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_rowmajor);
       }
       reg("batch/variant/onednn_matmul/F32/" + s, M, N, K, DType::F32, true, onednn_matmul);
+      for (DType dt : {DType::F32, DType::I8})  // the same weight every call: the kernels' arithmetic alone
+        reg("batch/hot/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, false, linear_onednn);
     }
 }
 
