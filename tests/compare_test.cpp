@@ -181,29 +181,34 @@ TEST(CompareCli, QuickRunJsonAndHtmlAgreeOnEveryNumber) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
 }
 
-// The zoo, when this tree has it: one quick run over all six. Only `none` is permutation-
-// equivariant; plain `learned` cannot go past its table (n/a with the reason), learned+linear can.
+// The committed zoo: one quick run over its lm and mlm models. The permutation probe runs every
+// model with bidirectional attention, under which a model without positions (NoPE, decoder or
+// encoder) is permutation-equivariant and every other scheme is not. Plain `learned` cannot go
+// past its table (n/a with the reason), learned+linear can.
 TEST(CompareCli, QuickZooRun) {
   const std::string zoo = std::string(ORDO_SOURCE_DIR) + "/models/zoo";
-  ASSERT_TRUE(std::filesystem::exists(zoo + "/rope/config.json")) << "the zoo is part of the repository: " << zoo;
+  ASSERT_TRUE(std::filesystem::exists(zoo + "/lm/rope-s1/config.json")) << "the zoo is part of the repository: " << zoo;
   const std::string dir = ordo::test::make_temp_dir("compare-zoo");
   auto r = run_cli("compare --quick --zoo " + shell_quote(zoo) + " --json " + shell_quote(dir + "/r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
-  for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"}) {
-    EXPECT_NE(r.out.find(s), std::string::npos) << s;
-    const json* p = find_by(doc.at("permutation").at("results"), "model", s);
-    ASSERT_NE(p, nullptr) << s;
-    if (std::string(s) == "none")
-      EXPECT_LT(p->at("max_abs_error").get<double>(), 1e-4);
-    else
-      EXPECT_GT(p->at("rel_error").get<double>(), 1e-3) << s;
-    const json* wo = find_by(doc.at("word_order").at("results"), "model", s);
-    ASSERT_NE(wo, nullptr) << s;
-    EXPECT_EQ(wo->at("pairs"), 8) << s;
-  }
-  const json* learned = find_by(doc.at("length").at("results"), "label", "learned");
-  const json* learned_linear = find_by(doc.at("length").at("results"), "label", "learned+linear");
+  EXPECT_EQ(doc.at("models").size(), 36u) << "lm and mlm, 6 schemes x 3 seeds (task models have their own probe)";
+  for (const char* kind : {"lm", "mlm"})
+    for (const char* s : {"none", "learned", "sinusoidal", "relative", "rope", "alibi"}) {
+      const std::string label = std::string(kind) + "/" + s + "-s1";
+      EXPECT_NE(r.out.find(label), std::string::npos) << label;
+      const json* p = find_by(doc.at("permutation").at("results"), "model", label);
+      ASSERT_NE(p, nullptr) << label;
+      if (std::string(s) == "none")
+        EXPECT_LT(p->at("rel_error").get<double>(), 1e-5) << label;
+      else
+        EXPECT_GT(p->at("rel_error").get<double>(), 1e-3) << label;
+      const json* wo = find_by(doc.at("word_order").at("results"), "model", label);
+      ASSERT_NE(wo, nullptr) << label;
+      EXPECT_EQ(wo->at("pairs"), 8) << label;
+    }
+  const json* learned = find_by(doc.at("length").at("results"), "label", "lm/learned-s1");
+  const json* learned_linear = find_by(doc.at("length").at("results"), "label", "lm/learned-s1+linear");
   ASSERT_TRUE(learned && learned_linear);
   EXPECT_FALSE(learned->at("points").at(0).at("ppl").is_null());
   EXPECT_TRUE(learned->at("points").at(1).at("ppl").is_null());
@@ -224,8 +229,8 @@ std::string make_layout_zoo() {
         const std::string dir = zoo + "/" + kind + "/" + scheme + "-s" + std::to_string(seed);
         std::filesystem::create_directories(dir);
         for (const char* f : {"model.safetensors", "tokenizer.model"})
-          std::filesystem::copy_file(src + scheme + "/" + f, dir + "/" + f);
-        json cfg = json::parse(ordo::test::read_file(src + scheme + "/config.json"));
+          std::filesystem::copy_file(src + "lm/" + scheme + "-s1/" + f, dir + "/" + f);
+        json cfg = json::parse(ordo::test::read_file(src + "lm/" + scheme + "-s1/config.json"));
         cfg["zoo"] = {{"kind", kind}, {"scheme", scheme}, {"seed", seed}};
         if (seed == 2) cfg["embed_scale"] = cfg["embed_scale"].get<double>() * 1.1;
         if (kind == "mlm") cfg["bidirectional"] = true, cfg["mask_token_id"] = 3;

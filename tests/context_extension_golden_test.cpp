@@ -33,7 +33,7 @@ std::vector<std::string> case_names() {
 }
 
 std::string dir_of(const std::string& model) {
-  if (model.rfind("zoo-", 0) == 0) return std::string(ORDO_SOURCE_DIR) + "/models/zoo/" + model.substr(4);
+  if (model.rfind("zoo-", 0) == 0) return std::string(ORDO_SOURCE_DIR) + "/models/zoo/lm/" + model.substr(4) + "-s1";
   return ordo::test::model_dir(model);
 }
 

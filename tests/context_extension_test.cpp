@@ -1,5 +1,5 @@
 // Context extension (PositionConfig::extension): Self-Extend and attention sinks on every position
-// scheme of the zoo (models/zoo: one trained decoder per scheme). Decoding token by token with the
+// scheme of the zoo (models/zoo/lm: seed 1 of the trained decoder of each scheme). Decoding token by token with the
 // KV cache (sinks: evicting as it goes) must equal recomputing the whole sequence in one forward
 // under the same position assignment; the settings that are the identity must change nothing;
 // the settings that are not meaningful must be refused with an Error naming them.
@@ -21,7 +21,9 @@ using ordo::test::within_tolerance;
 
 namespace {
 
-std::string zoo_dir(const std::string& scheme) { return std::string(ORDO_SOURCE_DIR) + "/models/zoo/" + scheme; }
+std::string zoo_dir(const std::string& scheme) {
+  return std::string(ORDO_SOURCE_DIR) + "/models/zoo/lm/" + scheme + "-s1";
+}
 
 Model load_zoo(const std::string& scheme, const ContextExtension& e, DType kv = DType::F32) {
   ModelOptions o;

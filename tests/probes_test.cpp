@@ -117,8 +117,8 @@ TEST(Probes, WordOrderMatchesHandScoredForward) {
 }
 
 TEST(Probes, PermutationIsExactOnlyWithoutPositions) {
-  Model none = Model::load(kZoo + "none");
-  Model rope = Model::load(kZoo + "rope");
+  Model none = Model::load(kZoo + "lm/none-s1");
+  Model rope = Model::load(kZoo + "lm/rope-s1");
   const std::vector<int32_t> ids = pr::probe_ids({}, 24, none.spec().vocab_size, 1);
   const pr::PermutationResult a = pr::permutation(none, ids);
   EXPECT_GT(a.max_abs_hidden, 0.1);
@@ -164,7 +164,7 @@ TEST(Probes, LengthPerplexityMatchesHandScoredWindows) {
 }
 
 TEST(Probes, AttentionMassSumsToOnePerQuery) {
-  Model m = Model::load(kZoo + "alibi");
+  Model m = Model::load(kZoo + "lm/alibi-s1");
   const int64_t base = 32;
   const std::vector<pr::DistanceBucket> bk = pr::distance_buckets(base - 1);
   ASSERT_GE(bk.size(), 5u);

@@ -24,13 +24,13 @@ namespace {
 
 const std::string kZoo = std::string(ORDO_SOURCE_DIR) + "/models/zoo/";
 
-// models/zoo/<scheme> as a masked-LM encoder: the same weights, config edited by `edit`.
+// models/zoo/lm/<scheme>-s1 as a masked-LM encoder: the same weights, config edited by `edit`.
 std::string encoder_dir(const std::string& scheme, const std::function<void(nlohmann::json&)>& edit = {}) {
   const std::string dir = ordo::test::make_temp_dir("zoo-enc-" + scheme);
   for (const char* f : {"model.safetensors", "tokenizer.model"})
-    std::filesystem::copy_file(kZoo + scheme + "/" + f, dir + "/" + f,
+    std::filesystem::copy_file(kZoo + "lm/" + scheme + "-s1/" + f, dir + "/" + f,
                                std::filesystem::copy_options::overwrite_existing);
-  nlohmann::json cfg = nlohmann::json::parse(ordo::test::read_file(kZoo + scheme + "/config.json"));
+  nlohmann::json cfg = nlohmann::json::parse(ordo::test::read_file(kZoo + "lm/" + scheme + "-s1/config.json"));
   cfg["bidirectional"] = true;
   cfg["mask_token_id"] = 3;
   if (edit) edit(cfg);
@@ -58,7 +58,7 @@ TEST(ZooEncoder, BidirectionalConfigBuildsAnEncoderWithLogits) {
   std::vector<int32_t> other = ids;
   other.back() = other.back() == 5 ? 6 : 5;
   EXPECT_NE(m.forward(other).logits.f32()[0], out.logits.f32()[0]);
-  const Model dec = Model::load(kZoo + "rope");
+  const Model dec = Model::load(kZoo + "lm/rope-s1");
   EXPECT_FALSE(pr::is_masked_lm(dec));
 }
 
@@ -79,7 +79,7 @@ TEST(ZooEncoder, BadMaskIdAndGenerationAreErrors) {
   const auto r = ordo::test::run_cli("run -m " + ordo::test::shell_quote(ok) + " -p hello -n 4");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("cannot generate"), std::string::npos) << r.err;
-  const Model dec = Model::load(kZoo + "none");
+  const Model dec = Model::load(kZoo + "lm/none-s1");
   const std::string text = "In the beginning";
   EXPECT_NE(error_of([&] { pr::pseudo_log_likelihoods(dec, {&text}); }).find("PLL needs a masked-LM encoder"),
             std::string::npos);

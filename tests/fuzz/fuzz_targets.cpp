@@ -138,7 +138,7 @@ int fuzz_config(const uint8_t* data, size_t size) {
                          : "";
   const auto it = weights.find(type);
   const std::string source = it != weights.end() ? data_path(it->second)
-                                                 : std::string(ORDO_SOURCE_DIR) + "/models/zoo/rope";
+                                                 : std::string(ORDO_SOURCE_DIR) + "/models/zoo/lm/rope-s1";
   fs::create_symlink(source + "/model.safetensors", dir + "/model.safetensors");
   expect_ordo_errors([&] {
     ModelOptions o;

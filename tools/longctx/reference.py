@@ -22,7 +22,8 @@ except RoPE angles, computed as float32(pos) * float32(inv_freq) as Hugging Face
 
 Models: the Llama-family fixtures with static RoPE (llama, llama-linear, llama-yarn, llama-llama3;
 their inv_freq and attention scaling as the fixture recorded them), stories260K (the bundled model)
-and the six zoo models (models/zoo, via tools/zoo/train_zoo.py's definitions). Self-Extend is not
+and the zoo's six seed-1 decoders (models/zoo/lm/<scheme>-s1, via tools/zoo/train_zoo.py's
+definitions). Self-Extend is not
 defined for learned/sinusoidal (positions enter at the embeddings), so the zoo's two have sinks only.
 
 Output: tests/data/longctx/golden.json + golden.safetensors (float32): for every case, the logits of
@@ -125,7 +126,7 @@ class Decoder:
         if self.scheme == "alibi":
             return -self.slopes[:, None, None] * (-rp).clamp(min=0).to(D)[None]
         if self.scheme == "relative":
-            b = train_zoo.t5_bucket_causal(rp, self.buckets, self.max_distance)
+            b = train_zoo.t5_bucket(rp, self.buckets, self.max_distance, False)
             return self.rel_bias[b].permute(2, 0, 1)
         return torch.zeros(1, *rp.shape)
 
@@ -252,13 +253,18 @@ def make_case(model, method, params, ids, rows, prompt_len, steps, out, tensors)
     })
 
 
-def stories_ids():
-    """tests/data/text/stories-sampled.txt as stories260K token ids, through `ordo tokenize` (the
-    tokenizer is not under test here; $ORDO names the binary, default build/bin/ordo)."""
+def ordo_ids(text, model_args=()):
+    """text as token ids through `ordo tokenize` (the tokenizer is not under test here; $ORDO names
+    the binary, default build/bin/ordo)."""
     exe = os.environ.get("ORDO", os.path.join(ROOT, "build", "bin", "ordo"))
-    text = open(os.path.join(ROOT, "tests", "data", "text", "stories-sampled.txt")).read()
-    out = subprocess.run([exe, "tokenize", "--no-special", text], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([exe, "tokenize", *model_args, "--no-special", text], capture_output=True, text=True,
+                         check=True).stdout
     return [int(t) for t in out.strip().split(",")]
+
+
+def stories_ids():
+    """tests/data/text/stories-sampled.txt as stories260K token ids."""
+    return ordo_ids(open(os.path.join(ROOT, "tests", "data", "text", "stories-sampled.txt")).read())
 
 
 def spread_rows(T, n):
@@ -284,12 +290,13 @@ def main():
     rows = spread_rows(len(ids), 12)
     make_case(m, "self-extend", (4, 128), ids, rows, 1000, 24, cases, tensors)
     make_case(m, "sinks", (4, 124), ids, rows[:8], 600, 24, cases, tensors)
-    # The zoo (trained 128): held-out KJV ids repeated to 320 tokens.
+    # The zoo (trained 128): <s> and the held-out KJV text, 320 tokens.
+    heldout = open(os.path.join(ROOT, "models", "zoo", "heldout.txt")).read()[:4000]
     for scheme in ["none", "learned", "sinusoidal", "relative", "rope", "alibi"]:
-        d = os.path.join(ROOT, "models", "zoo", scheme)
+        d = os.path.join(ROOT, "models", "zoo", "lm", scheme + "-s1")
         m = Decoder("zoo-" + scheme, d)
-        base = json.load(open(os.path.join(d, "golden.json")))["cases"][0]["input_ids"]
-        ids = [base[i % len(base)] for i in range(320)]
+        ids = ([train_zoo.BOS] + ordo_ids(heldout, ("-m", d)))[:320]
+        assert len(ids) == 320
         rows = spread_rows(len(ids), 8)
         if scheme not in ("learned", "sinusoidal"):
             make_case(m, "self-extend", (4, 32), ids, rows, 300, 12, cases, tensors)
