@@ -65,7 +65,9 @@ TEST_P(ContextExtensionGolden, LogitsAndGreedyIdsMatchTheReference) {
   const std::vector<int64_t> rows = cs->at("rows").get<std::vector<int64_t>>();
   std::vector<float> picked;
   for (int64_t r : rows) picked.insert(picked.end(), full.logits.f32() + r * V, full.logits.f32() + (r + 1) * V);
-  EXPECT_TRUE(within_tolerance(picked.data(), golden().tensor(GetParam() + ".logits"))) << e.describe();
+  const ::testing::AssertionResult logits = within_tolerance(picked.data(), golden().tensor(GetParam() + ".logits"));
+  EXPECT_TRUE(logits) << e.describe();
+  std::printf("[ measured ] %s logits: %s\n", GetParam().c_str(), logits.message());
 
   // Greedy continuation with the KV cache.
   const nlohmann::json& g = cs->at("greedy");
