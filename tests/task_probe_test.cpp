@@ -1,7 +1,7 @@
 // The synthetic-task probe (probes::synthetic_tasks, `ordo compare --tasks synthetic`) against the
-// zoo trainer's PyTorch reference: the tiny task models of tests/data/zoo-tiny/tasks, their suite,
-// and golden.json "tasks" (accuracy and per-item correctness from PyTorch greedy decoding of the
-// exported weights).
+// zoo trainer's PyTorch reference: the task models of tests/data/zoo-tiny/tasks and of the committed
+// zoo (models/zoo/tasks), their suites, and golden.json "tasks" and "scaled" (accuracy and per-item
+// correctness from PyTorch greedy decoding of the exported weights).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -25,6 +25,7 @@ using ordo::test::error_of;
 namespace {
 
 const std::string kTinyZoo = std::string(ORDO_TEST_DATA) + "/zoo-tiny";
+const std::string kZoo = std::string(ORDO_SOURCE_DIR) + "/models/zoo";
 
 }  // namespace
 
@@ -61,28 +62,32 @@ namespace {
 
 std::string task_dir(const std::string& scheme) { return kTinyZoo + "/tasks/" + scheme + "-s1"; }
 
-std::vector<pr::TaskItem> tiny_suite() {
-  const std::string path = kTinyZoo + "/tasks/suite.jsonl";
+std::vector<pr::TaskItem> suite_of(const std::string& zoo) {
+  const std::string path = zoo + "/tasks/suite.jsonl";
   return pr::parse_task_suite(ordo::test::read_file(path), path);
 }
+std::vector<pr::TaskItem> tiny_suite() { return suite_of(kTinyZoo); }
 
+json golden_at(const std::string& dir) { return json::parse(ordo::test::read_file(dir + "/golden.json")); }
 const json& golden_of(const std::string& scheme) {
   static std::map<std::string, json> cache;
-  if (!cache.count(scheme)) cache[scheme] = json::parse(ordo::test::read_file(task_dir(scheme) + "/golden.json"));
+  if (!cache.count(scheme)) cache[scheme] = golden_at(task_dir(scheme));
   return cache[scheme];
 }
 
-// The longest task length the trainer trained `scheme`'s model on (config "zoo": {"train_length"}).
-double train_length(const std::string& scheme) {
-  return json::parse(ordo::test::read_file(task_dir(scheme) + "/config.json")).at("zoo").at("train_length").get<double>();
+// The longest task length the trainer trained a model on (config "zoo": {"train_length"}).
+double train_length_at(const std::string& dir) {
+  return json::parse(ordo::test::read_file(dir + "/config.json")).at("zoo").at("train_length").get<double>();
 }
+double train_length(const std::string& scheme) { return train_length_at(task_dir(scheme)); }
 
 // One thread: the models are tiny, and extra OpenMP threads only cost on a busy machine.
-Model load_task(const std::string& scheme) {
+Model load_task_at(const std::string& dir) {
   ModelOptions o;
   o.threads = 1;
-  return Model::load(task_dir(scheme), o);
+  return Model::load(dir, o);
 }
+Model load_task(const std::string& scheme) { return load_task_at(task_dir(scheme)); }
 
 const pr::TaskPoint* find_point(const std::vector<pr::TaskPoint>& pts, const json& ref) {
   for (const pr::TaskPoint& p : pts)
@@ -186,6 +191,60 @@ TEST(TaskProbe, ScaledVariantsMatchPyTorch) {
     EXPECT_EQ(matched, scheme == "rope" ? 12 : 6) << scheme;
   }
 }
+
+// The committed zoo's task models, whose numbers the README reports: every plain and scaled point
+// the trainer recorded (copy, reverse and role at 20, 40, 80; rope + ntk/yarn and learned + linear
+// at n / L) equals PyTorch's counts and item bits, multi-token answers included.
+class ZooTasks : public testing::TestWithParam<std::string> {};
+
+TEST_P(ZooTasks, AccuracyAndItemsMatchPyTorch) {
+  static const std::vector<pr::TaskItem> suite = suite_of(kZoo);
+  const std::string dir = kZoo + "/tasks/" + GetParam();
+  const std::string scheme = GetParam().substr(0, GetParam().find("-s"));
+  const json golden = golden_at(dir);
+  Model m = load_task_at(dir);
+  ASSERT_EQ(m.spec().position.scheme, scheme);
+  const std::vector<pr::TaskPoint> plain = pr::synthetic_tasks(m, suite, {"none", ScalingType::None}, m.spec().position.max_positions);
+  int64_t matched = 0, correct = 0;
+  for (const json& ref : golden.at("tasks")) {
+    expect_point_matches(find_point(plain, ref), ref, where(GetParam(), ref));
+    correct += ref.at("correct").get<int64_t>();
+    ++matched;
+  }
+  EXPECT_EQ(matched, scheme == "learned" ? 5 : 9);  // a learned table of 87 rows cannot run n = 40 role or n = 80
+  EXPECT_GT(correct, 0);
+  const double L = train_length_at(dir);
+  int64_t scaled = 0;
+  for (const pr::LengthMethod& meth : pr::length_methods(scheme)) {
+    pr::TaskRunOptions run;
+    run.factor = [L](const pr::TaskPoint& p) { return static_cast<double>(p.length) / L; };
+    const std::vector<pr::TaskPoint> pts = pr::synthetic_tasks(m, suite, meth, m.spec().position.max_positions, run);
+    for (const json& ref : golden.at("scaled")) {
+      if (ref.at("scaling") != meth.name) continue;
+      const pr::TaskPoint* p = find_point(pts, ref);
+      ASSERT_NE(p, nullptr) << where(GetParam(), ref);
+      EXPECT_DOUBLE_EQ(p->factor, ref.at("factor").get<double>());
+      expect_point_matches(p, ref, where(GetParam(), ref));
+      ++scaled;
+    }
+  }
+  EXPECT_EQ(scaled, scheme == "rope" ? 12 : scheme == "learned" ? 6 : 0);
+}
+
+std::vector<std::string> zoo_task_models() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(kZoo + "/tasks", ec))
+    if (std::filesystem::exists(e.path() / "config.json")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Committed, ZooTasks, testing::ValuesIn(zoo_task_models()),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
 
 // compare's own factor: the longest item of a point over the trained length; only points beyond it.
 // A suite in another vocabulary is refused, naming the item, not scored as <unk> against <unk>.
