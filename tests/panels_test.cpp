@@ -1,13 +1,14 @@
 // Panel kernels (pack_panels): every output against its contract computed here element by element
-// — the in-order FMA chain for F32/F16/BF16 (up to 16 rows; more go to the backend's GEMM), exact
-// int32 sums per 512 columns for I8 (any rows) — bit for bit, at row counts that hit every tile shape, widths
-// around the 64-row panels and K around the column-pair and block boundaries. Run again by Avx2Only.Suite
-// with ORDO_MAX_ISA=avx2: the same expected bits hold for the AVX2 kernels, so the results do not depend on
-// the instruction set.
+// — the in-order FMA chain for F32/F16/BF16, exact int32 sums per 512 columns for I8, at any row
+// count — bit for bit, at row counts that hit every tile shape, widths
+// around the 64-row panels and K around the column-pair and block boundaries. Run again by
+// Avx2Only.Suite (ORDO_MAX_ISA=avx2) and Avx512NoVnni.Suite (ORDO_MAX_ISA=avx512): the same expected
+// bits hold for every kernel, so the results do not depend on the instruction set.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "ordo/ops.hpp"
+#include "support/golden.hpp"
 
 using ordo::Backend;
 using ordo::DType;
@@ -137,13 +139,7 @@ TEST(PanelKernels, EveryOutputIsItsContractBitForBit) {
           ordo::linear(Backend::OneDNN, x.data(), M, K, l, y.data());
           const std::vector<float> want =
               dt == DType::I8 ? int8_blocks(wf, l, x.data(), M, N, K) : fma_chain(wf, l, x.data(), M, N, K);
-          if (dt == DType::I8 || M <= 16) {  // the rows the panel kernels take
-            EXPECT_EQ(differing(y, want), 0u) << name(dt, M, N, K);
-            continue;
-          }
-          for (size_t i = 0; i < y.size(); ++i)  // prompts: the backend's GEMM, equal up to rounding
-            ASSERT_NEAR(y[i], want[i], 1e-4f * (1.0f + std::fabs(want[i])))
-                << name(dt, M, N, K) << " at " << i;
+          EXPECT_EQ(differing(y, want), 0u) << name(dt, M, N, K);
         }
 }
 
@@ -152,7 +148,7 @@ TEST(PanelKernels, ARowOfABatchGetsTheBitsItGetsAlone) {
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I8}) {
     std::vector<float> wf;
     const Linear l = make_linear(N, K, dt, true, 77, wf);
-    const int64_t M = dt == DType::I8 ? 23 : 16;  // every row count the panel kernels take
+    const int64_t M = 23;  // tiles of 6, 6, 6, 5
     const std::vector<float> x = random_vec(static_cast<size_t>(M * K), 78);
     std::vector<float> y(static_cast<size_t>(M * N));
     ordo::linear(Backend::OpenBLAS, x.data(), M, K, l, y.data());
@@ -189,6 +185,41 @@ TEST(PanelKernels, Int8RowsWithNanOrInfTakeTheFloatPath) {
   }
 }
 
+// A row too small for 16-bit fixed point (1 / step would overflow: max |x| ~1e-36) takes the float
+// path too, instead of turning into saturated integers.
+TEST(PanelKernels, Int8RowsTooSmallForFixedPointTakeTheFloatPath) {
+  const int64_t N = 70, K = 40, M = 2;
+  std::vector<float> wf;
+  const Linear l = make_linear(N, K, DType::I8, true, 7, wf);
+  std::vector<float> x = random_vec(static_cast<size_t>(M * K), 8);
+  for (int64_t k = 0; k < K; ++k) x[K + k] *= 1e-36f;
+  std::vector<float> y(static_cast<size_t>(M * N));
+  ordo::linear(Backend::OneDNN, x.data(), M, K, l, y.data());
+  const std::vector<float> ints = int8_blocks(wf, l, x.data(), 1, N, K);
+  for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[n], ints[n]) << n;
+  for (int64_t n = 0; n < N; ++n) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; ++k) acc = std::fma(wf[n * K + k], x[K + k], acc);
+    EXPECT_EQ(y[N + n], std::fma(acc, l.scales.f32()[n], l.bias.f32()[n])) << n;
+  }
+}
+
+// Panels are a copy of the weight: replacing the weight without packing again is an error that
+// says so, not a read of the old panels (or a write past the new, smaller output).
+TEST(PanelKernels, StalePanelsAreRefused) {
+  std::vector<float> wf;
+  Linear l = make_linear(130, 32, DType::F32, false, 9, wf);
+  l.weight = make_linear(64, 32, DType::F32, false, 10, wf).weight;
+  const std::vector<float> x = random_vec(32, 11);
+  std::vector<float> y(64);
+  const std::string err = ordo::test::error_of([&] { ordo::linear(Backend::OneDNN, x.data(), 1, 32, l, y.data()); });
+  EXPECT_NE(err.find("panels were packed from a F32 [130, 32] weight"), std::string::npos) << err;
+  EXPECT_NE(err.find("call pack_panels again"), std::string::npos) << err;
+  ASSERT_TRUE(ordo::pack_panels(l));
+  ordo::linear(Backend::OneDNN, x.data(), 1, 32, l, y.data());
+  EXPECT_EQ(differing(y, fma_chain(wf, l, x.data(), 1, 64, 32)), 0u);
+}
+
 // q/k/v and gate/up run as one parallel loop over all their panels: the same bits as one call each.
 TEST(PanelKernels, GroupEqualsSeparateCalls) {
   const int64_t K = 256;
@@ -204,5 +235,19 @@ TEST(PanelKernels, GroupEqualsSeparateCalls) {
     EXPECT_EQ(differing(ya, fma_chain(wa, a, x.data(), M, 130, K)), 0u) << M;
     EXPECT_EQ(differing(yb, int8_blocks(wb, b, x.data(), M, 64, K)), 0u) << M;
     EXPECT_EQ(differing(yc, fma_chain(wc, c, x.data(), M, 200, K)), 0u) << M;
+  }
+}
+
+// ORDO_MAX_ISA (set by the Avx2Only and Avx512NoVnni suites) caps the kernels the panels run on.
+TEST(PanelKernels, MaxIsaCapsTheKernels) {
+  const char* cap = std::getenv("ORDO_MAX_ISA");
+  const std::string isa = ordo::kernel_isa();
+  const std::vector<std::string> known = {"scalar", "avx2", "avx512", "avx512-vnni"};
+  EXPECT_NE(std::find(known.begin(), known.end(), isa), known.end()) << isa;
+  if (cap && std::string(cap) == "avx2") {
+    EXPECT_TRUE(isa == "avx2" || isa == "scalar") << isa;
+  }
+  if (cap && std::string(cap) == "avx512") {
+    EXPECT_NE(isa, "avx512-vnni");
   }
 }

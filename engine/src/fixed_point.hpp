@@ -27,12 +27,14 @@ inline bool finite_absmax(const float* x, int64_t n, float& mx) {
 }
 
 // dst[0, n) = round(x / step) to nearest, step = max|x| / kFixed16Max (0 for an all-zero x).
-// Returns false, writing nothing, when x has a NaN or inf: callers then take their float path.
+// Returns false, writing nothing, when x has a NaN or inf, or is so small (max|x| below ~5e-35)
+// that 1 / step overflows: callers then take their float path.
 inline bool to_fixed16(const float* x, int64_t n, int16_t* dst, float& step) {
   float mx;
   if (!finite_absmax(x, n, mx)) return false;
-  step = mx / kFixed16Max;
   const float inv = mx > 0.0f ? kFixed16Max / mx : 0.0f;
+  if (!std::isfinite(inv)) return false;
+  step = mx / kFixed16Max;
   int64_t vec_end = 0;  // the vector loop's end: a multiple of 16
 #ifdef ORDO_SIMD
   vec_end = n - n % 16;

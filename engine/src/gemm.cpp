@@ -444,6 +444,12 @@ LinearView view_linear(const Linear& w, int64_t K) {
       throw Error("linear: I8 weight " + W.shape_str() + " needs F32 scales [" + std::to_string(N) + "]");
     v.scales = w.scales.f32();
   }
+  // Panels are a copy: a weight replaced after pack_panels would leave them describing another
+  // matrix (and the kernels write rows spaced by the panels' N into a y sized by this one's).
+  if (w.panels && (w.panels->N != N || w.panels->K != K || w.panels->dtype != W.dtype))
+    throw Error(std::string("linear: panels were packed from a ") + dtype_name(w.panels->dtype) + " [" +
+                std::to_string(w.panels->N) + ", " + std::to_string(w.panels->K) + "] weight, not this " +
+                dtype_name(W.dtype) + " " + W.shape_str() + " (call pack_panels again)");
   return v;
 }
 

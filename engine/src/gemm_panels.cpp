@@ -26,24 +26,29 @@ namespace {
 constexpr int64_t kP = PanelWeight::kPanel;
 // Rows of x per tile (AVX-512: 6 rows × 4 vectors = 24 accumulators of 32 registers).
 constexpr int64_t kTileRows = 6;
+// I8 inputs are 16-bit fixed point stored as int16_t; the kernels read them in pairs (one int32
+// per two columns), through a type allowed to alias them.
+using Pair32 = int32_t __attribute__((may_alias));
 // I8: int32 sums are flushed to the float total every this many column pairs (512 columns):
 // |Σ| <= 256 · 2 · 127 · 16383 < 2^31.
 constexpr int64_t kI8PairsPerBlock = 256;
 
-[[maybe_unused]] bool avx2_only() {
+// ORDO_MAX_ISA=avx2, or avx512 (AVX-512 without VNNI), runs this CPU as a lesser one: how the
+// tests reach every kernel from one machine.
+[[maybe_unused]] bool max_isa_is(const char* isa) {
   const char* v = std::getenv("ORDO_MAX_ISA");
-  return v && std::string(v) == "avx2";
+  return v && std::string(v) == isa;
 }
 
 #if defined(ORDO_SIMD) && defined(__x86_64__)
 bool cpu_avx512() {
-  static const bool yes = !avx2_only() && __builtin_cpu_supports("avx512f") &&
+  static const bool yes = !max_isa_is("avx2") && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl");
   return yes;
 }
 bool cpu_vnni() {
-  static const bool yes = cpu_avx512() && __builtin_cpu_supports("avx512vnni");
+  static const bool yes = cpu_avx512() && !max_isa_is("avx512") && __builtin_cpu_supports("avx512vnni");
   return yes;
 }
 #endif
@@ -116,7 +121,7 @@ void tile_avx2(const float* x, int64_t K, const typename L::T* P, float* y, int6
 // I8 rows of one column block [c, c + 8·NZ): int32 lanes of vpmaddwd over the column pairs
 // [q0, q1), added to y as floats (first: y starts at 0).
 template <int MX, int NZ>
-void block_i8_avx2(const int32_t* xq2, int64_t ldx2, int64_t q0, int64_t q1, const int8_t* P, float* y,
+void block_i8_avx2(const Pair32* xq2, int64_t ldx2, int64_t q0, int64_t q1, const int8_t* P, float* y,
                    int64_t ldy, bool first) {
   __m256i acc[MX][NZ];
   for (auto& a : acc)
@@ -139,7 +144,7 @@ void block_i8_avx2(const int32_t* xq2, int64_t ldx2, int64_t q0, int64_t q1, con
 }
 
 template <int MX, int NZ>
-void tile_i8_avx2(const int32_t* xq2, int64_t ldx2, int64_t pairs, const int8_t* P, float* y, int64_t ldy) {
+void tile_i8_avx2(const Pair32* xq2, int64_t ldx2, int64_t pairs, const int8_t* P, float* y, int64_t ldy) {
   for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock)
     block_i8_avx2<MX, NZ>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
 }
@@ -190,50 +195,29 @@ ORDO_PANEL512 void tile_512(const float* x, int64_t K, const typename L::T* cons
       for (int z = 0; z < 4; ++z) _mm512_storeu_ps(y[s] + m * ldy + 16 * z, acc[m][s][z]);
 }
 
-// I8 with 512-bit integer multiply-adds (vpdpwssd with VNNI, else vpmaddwd + vpaddd): the same
-// int32 lanes as the AVX2 kernel, the same block flushes. One block of column pairs [q0, q1) per
-// call (a loop over blocks around the accumulators makes GCC keep them in memory).
-template <bool VNNI, int MX, int NS>
-ORDO_PANEL_VNNI void block_i8_512(const int32_t* xq2, int64_t ldx2, int64_t q0, int64_t q1,
-                                  const int8_t* const* P, float* const* y, int64_t ldy, bool first) {
-  // Accumulators typed as GCC's int vectors: as __m512i arrays (long long lanes, cast for each
-  // vpdpwssd) GCC 12 stores every one to the stack on every step.
-  using I32x16 = int __attribute__((vector_size(64)));
-  I32x16 acc[MX][NS][4];
-  for (auto& a : acc)
-    for (auto& b : a)
-      for (auto& v : b) v = I32x16{};
-  for (int64_t q = q0; q < q1; ++q) {
-    for (int s = 0; s < NS; ++s) {
-      __m512i w[4];
-      for (int z = 0; z < 4; ++z)
-        w[z] = _mm512_cvtepi8_epi16(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P[s] + q * 2 * kP + 32 * z)));
-      for (int m = 0; m < MX; ++m) {
-        const __m512i xv = _mm512_set1_epi32(xq2[m * ldx2 + q]);
-        for (int z = 0; z < 4; ++z) {
-          if constexpr (VNNI)
-            acc[m][s][z] = (I32x16)_mm512_dpwssd_epi32((__m512i)acc[m][s][z], w[z], xv);
-          else
-            acc[m][s][z] += (I32x16)_mm512_madd_epi16(w[z], xv);
-        }
-      }
-    }
-  }
-  for (int m = 0; m < MX; ++m)
-    for (int s = 0; s < NS; ++s)
-      for (int z = 0; z < 4; ++z) {
-        float* o = y[s] + m * ldy + 16 * z;
-        const __m512 prev = first ? _mm512_setzero_ps() : _mm512_loadu_ps(o);
-        _mm512_storeu_ps(o, _mm512_add_ps(prev, _mm512_cvtepi32_ps((__m512i)acc[m][s][z])));
-      }
-}
+#define ORDO_I8_512_NAME block_i8_512_vnni
+#define ORDO_I8_512_TARGET ORDO_PANEL_VNNI
+#define ORDO_I8_512_VNNI true
+#include "gemm_panels_i8_512.inc"
+#undef ORDO_I8_512_NAME
+#undef ORDO_I8_512_TARGET
+#undef ORDO_I8_512_VNNI
+#define ORDO_I8_512_NAME block_i8_512_plain
+#define ORDO_I8_512_TARGET ORDO_PANEL512
+#define ORDO_I8_512_VNNI false
+#include "gemm_panels_i8_512.inc"
+#undef ORDO_I8_512_NAME
+#undef ORDO_I8_512_TARGET
+#undef ORDO_I8_512_VNNI
 
 template <bool VNNI, int MX, int NS>
-void tile_i8_512(const int32_t* xq2, int64_t ldx2, int64_t pairs, const int8_t* const* P, float* const* y,
+void tile_i8_512(const Pair32* xq2, int64_t ldx2, int64_t pairs, const int8_t* const* P, float* const* y,
                  int64_t ldy) {
   for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock)
-    block_i8_512<VNNI, MX, NS>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
+    if constexpr (VNNI)
+      block_i8_512_vnni<MX, NS>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
+    else
+      block_i8_512_plain<MX, NS>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
 }
 #pragma GCC diagnostic pop
 #endif
@@ -259,7 +243,7 @@ void tile_i8_float(const float* x, int64_t K, const int8_t* P, float* y) {
   }
 }
 
-[[maybe_unused]] void tile_i8_scalar(const int32_t* xq2, int64_t ldx2, int64_t pairs, int64_t rows,
+[[maybe_unused]] void tile_i8_scalar(const Pair32* xq2, int64_t ldx2, int64_t pairs, int64_t rows,
                                      const int8_t* P, float* y, int64_t ldy) {
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t j = 0; j < kP; ++j) {
@@ -392,7 +376,7 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
   }
 }
 
-void i8_panels_int(const int32_t* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1,
+void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1,
                    float* out, int64_t ldo) {
   const int64_t pairs = w.Kp / 2;
   auto P = [&](int64_t p) { return static_cast<const int8_t*>(w.panel(p)); };
@@ -499,7 +483,7 @@ void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int6
       float_panels<PBF16>(x, M, K, w, p0, p1, out, cols);
       break;
     case DType::I8: {
-      const auto* xq2 = reinterpret_cast<const int32_t*>(fx.xq.data());
+      const auto* xq2 = reinterpret_cast<const Pair32*>(fx.xq.data());
       const int64_t ldx2 = fx.Kp / 2;
       if (fx.all_int) {
         i8_panels_int(xq2, ldx2, M, w, p0, p1, out, cols);

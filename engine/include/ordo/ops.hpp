@@ -54,12 +54,13 @@ void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, f
 // one extra copy of the weight. Returns false, leaving w alone, for an absent or non-2-D weight.
 // With panels, every output of linear() on the built-in kernels is one FMA chain over k in order
 // (I8: exact int32 sums per 512 columns), so a row's result does not depend on the other rows,
-// the row count or the instruction set.
+// the row count or the instruction set. Replacing w.weight afterwards needs pack_panels again:
+// linear() refuses panels whose shape or dtype no longer match the weight.
 bool pack_panels(Linear& w);
 
 // Several linears over one input (q/k/v, gate/up): *t.y = x · t.wᵀ + b for each target, with the
-// same results as calling linear() on each. At M == 1 they share one parallel region, saving a
-// fork/join per weight. At most 8 targets.
+// same results as calling linear() on each. They share one parallel region (saving a fork/join
+// per weight) when every target has panels, at any M, and at M == 1 otherwise. At most 8 targets.
 struct LinearTarget {
   const Linear* w;
   float* y;
@@ -74,8 +75,8 @@ void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const flo
 void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
              const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
-// Instruction sets in use, chosen at run time: ordo's own kernels ("avx2", "avx512",
-// "avx512-vnni"; ORDO_MAX_ISA=avx2 limits them to AVX2) and oneDNN's (its cpu_isa, e.g. "avx2",
+// Instruction sets in use, chosen at run time: ordo's own kernels ("scalar", "avx2", "avx512",
+// "avx512-vnni"; ORDO_MAX_ISA=avx2 or avx512 limits them) and oneDNN's (its cpu_isa, e.g. "avx2",
 // "avx512_core_amx"; ONEDNN_MAX_CPU_ISA limits it).
 std::string kernel_isa();
 std::string onednn_isa();
