@@ -57,6 +57,7 @@ TEST(ZooTokenizer, HeldOutTextEncodesLikeTheTrainingScript) {
 }
 
 TEST(ZooCli, InspectReportsEachScheme) {
+  EXPECT_EQ(kSchemes.size(), position_scheme_names().size()) << "a registered scheme has no zoo decoder";
   for (const auto& s : kSchemes) {
     SCOPED_TRACE(s);
     const auto r = run_cli("inspect -m " + shell_quote(zoo_dir(s)));
