@@ -286,6 +286,21 @@ void for_row_tiles(int64_t M, F&& f) {
   }
 }
 
+// f(std::integral_constant<int, rows>{}) for a tile's row count (1..kTileRows): the kernels take
+// it as a template argument, so their accumulators stay in registers.
+template <class F>
+[[maybe_unused]] void with_tile_rows(int64_t rows, F&& f) {
+  using std::integral_constant;
+  switch (rows) {
+    case 6: f(integral_constant<int, 6>{}); break;
+    case 5: f(integral_constant<int, 5>{}); break;
+    case 4: f(integral_constant<int, 4>{}); break;
+    case 3: f(integral_constant<int, 3>{}); break;
+    case 2: f(integral_constant<int, 2>{}); break;
+    default: f(integral_constant<int, 1>{});
+  }
+}
+
 [[maybe_unused]] void prefetch_l2(const void* p, int64_t bytes) {
 #ifdef ORDO_SIMD
   for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(static_cast<const char*>(p) + b, _MM_HINT_T1);
@@ -321,25 +336,7 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
       for_row_tiles(M, [&](int64_t m0, int64_t rows) {
         float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
         const float* xm = x + m0 * K;
-        switch (rows) {
-          case 6:
-            tile_512<L, 6, 1>(xm, K, ps, ys, ldo);
-            break;
-          case 5:
-            tile_512<L, 5, 1>(xm, K, ps, ys, ldo);
-            break;
-          case 4:
-            tile_512<L, 4, 1>(xm, K, ps, ys, ldo);
-            break;
-          case 3:
-            tile_512<L, 3, 1>(xm, K, ps, ys, ldo);
-            break;
-          case 2:
-            tile_512<L, 2, 1>(xm, K, ps, ys, ldo);
-            break;
-          default:
-            tile_512<L, 1, 1>(xm, K, ps, ys, ldo);
-        }
+        with_tile_rows(rows, [&](auto mx) { tile_512<L, decltype(mx)::value, 1>(xm, K, ps, ys, ldo); });
       });
     }
     return;
@@ -360,14 +357,7 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
       for (int64_t c = 0; c < kP; c += 16) {
         const float* xm = x + m0 * K;
         float* ym = yp + m0 * ldo + c;
-        switch (rows) {
-          case 6: tile_avx2<L, 6, 2>(xm, K, P(p) + c, ym, ldo); break;
-          case 5: tile_avx2<L, 5, 2>(xm, K, P(p) + c, ym, ldo); break;
-          case 4: tile_avx2<L, 4, 2>(xm, K, P(p) + c, ym, ldo); break;
-          case 3: tile_avx2<L, 3, 2>(xm, K, P(p) + c, ym, ldo); break;
-          case 2: tile_avx2<L, 2, 2>(xm, K, P(p) + c, ym, ldo); break;
-          default: tile_avx2<L, 1, 2>(xm, K, P(p) + c, ym, ldo);
-        }
+        with_tile_rows(rows, [&](auto mx) { tile_avx2<L, decltype(mx)::value, 2>(xm, K, P(p) + c, ym, ldo); });
       }
     });
 #else
@@ -383,7 +373,7 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
 #if defined(ORDO_SIMD) && defined(__x86_64__)
   if (cpu_avx512()) {
     const bool vnni = cpu_vnni();
-    auto tile = [&](auto mx, auto ns, const int32_t* xm, const int8_t* const* ps, float* const* ys) {
+    auto tile = [&](auto mx, auto ns, const Pair32* xm, const int8_t* const* ps, float* const* ys) {
       constexpr int MX = decltype(mx)::value, NS = decltype(ns)::value;
       if (vnni)
         tile_i8_512<true, MX, NS>(xm, ldx2, pairs, ps, ys, ldo);
@@ -408,27 +398,8 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
       const int8_t* ps[1] = {P(p)};
       for_row_tiles(M, [&](int64_t m0, int64_t rows) {
         float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
-        const int32_t* xm = xq2 + m0 * ldx2;
-        const integral_constant<int, 1> one;
-        switch (rows) {
-          case 6:
-            tile(integral_constant<int, 6>{}, one, xm, ps, ys);
-            break;
-          case 5:
-            tile(integral_constant<int, 5>{}, one, xm, ps, ys);
-            break;
-          case 4:
-            tile(integral_constant<int, 4>{}, one, xm, ps, ys);
-            break;
-          case 3:
-            tile(integral_constant<int, 3>{}, one, xm, ps, ys);
-            break;
-          case 2:
-            tile(integral_constant<int, 2>{}, one, xm, ps, ys);
-            break;
-          default:
-            tile(one, one, xm, ps, ys);
-        }
+        const Pair32* xm = xq2 + m0 * ldx2;
+        with_tile_rows(rows, [&](auto mx) { tile(mx, integral_constant<int, 1>{}, xm, ps, ys); });
       });
     }
     return;
@@ -444,17 +415,10 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
     prefetch_l2(P(p), w.panel_elems());
     for_row_tiles(M, [&](int64_t m0, int64_t rows) {
       for (int64_t c = 0; c < kP; c += 16) {
-        const int32_t* xm = xq2 + m0 * ldx2;
+        const Pair32* xm = xq2 + m0 * ldx2;
         const int8_t* pc = P(p) + 2 * c;
         float* ym = yp + m0 * ldo + c;
-        switch (rows) {
-          case 6: tile_i8_avx2<6, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
-          case 5: tile_i8_avx2<5, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
-          case 4: tile_i8_avx2<4, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
-          case 3: tile_i8_avx2<3, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
-          case 2: tile_i8_avx2<2, 2>(xm, ldx2, pairs, pc, ym, ldo); break;
-          default: tile_i8_avx2<1, 2>(xm, ldx2, pairs, pc, ym, ldo);
-        }
+        with_tile_rows(rows, [&](auto mx) { tile_i8_avx2<decltype(mx)::value, 2>(xm, ldx2, pairs, pc, ym, ldo); });
       }
     });
 #else
@@ -576,10 +540,7 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
 void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, size_t n_jobs) {
   bool any_i8 = false;
   int64_t elems = 0;
-  for (size_t j = 0; j < n_jobs; ++j) {
-    if (jobs[j].w->K != K)
-      throw Error("panels: input has " + std::to_string(K) + " features, weight " +
-                  std::to_string(jobs[j].w->K));
+  for (size_t j = 0; j < n_jobs; ++j) {  // shapes checked by linear()'s view_linear
     any_i8 = any_i8 || jobs[j].w->dtype == DType::I8;
     elems += jobs[j].w->N * K;
   }

@@ -55,7 +55,8 @@ struct PanelJob {
 };
 
 // Runs every job on the same x [M, K] (row stride K) as one parallel loop over panels (on the
-// decode step's team, or one OpenMP region). Any M. At most kMaxGroup jobs.
+// decode step's team, or one OpenMP region). Any M. At most kMaxGroup jobs, each of K columns
+// (the caller checks: linear() and linear_group() through view_linear).
 void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, size_t n_jobs);
 
 }  // namespace detail
