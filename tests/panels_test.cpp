@@ -130,7 +130,7 @@ TEST(PanelKernels, EveryOutputIsItsContractBitForBit) {
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I8})
     for (int64_t N : {1, 63, 64, 65, 200})
       for (int64_t K : {1, 5, 64, 513, 1030})
-        for (int64_t M : {1, 2, 3, 6, 7, 16, 17, 40}) {
+        for (int64_t M : {1, 2, 3, 6, 7, 16, 17, 40, 70}) {  // 7-64: chunked; 70: whole panels
           if (M > 7 && N == 200 && K > 64) continue;  // keeps the scalar references quick
           std::vector<float> wf;
           const Linear l = make_linear(N, K, dt, N % 2 == 1, seed++, wf);

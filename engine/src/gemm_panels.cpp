@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "big_alloc.hpp"
 #include "fixed_point.hpp"
 #include "gemm_backend.hpp"
 #include "panels.hpp"
@@ -32,6 +33,13 @@ using Pair32 = int32_t __attribute__((may_alias));
 // I8: int32 sums are flushed to the float total every this many column pairs (512 columns):
 // |Σ| <= 256 · 2 · 127 · 16383 < 2^31.
 constexpr int64_t kI8PairsPerBlock = 256;
+// Weight bytes per chunk when several tiles share a panel: the chunk being read and the one
+// requested ahead stay within a 48 KB L1.
+constexpr int64_t kChunkBytes = 16 << 10;
+// Up to this many rows (a decode step's batch), reading the weights costs as much as the
+// arithmetic, and the kernels overlap the two chunk by chunk; beyond it (prompts) every weight
+// serves so many rows that whole panels at a time are better.
+constexpr int64_t kChunkMaxRows = 64;
 
 // ORDO_MAX_ISA=avx2, or avx512 (AVX-512 without VNNI), runs this CPU as a lesser one: how the
 // tests reach every kernel from one machine.
@@ -171,16 +179,26 @@ ORDO_PANEL512 inline __m512 load16(const typename L::T* p) {
   }
 }
 
-// MX rows × NS whole panels (P[s], outputs y[s]): 4 vectors per panel and row. NS > 1 reads
-// several panels as concurrent streams (one row alone is bound by memory bandwidth).
+// MX rows × NS whole panels (P[s], outputs y[s]) over the columns [k0, k1): 4 vectors per panel
+// and row. The chains start from +0 at k0 = 0 and otherwise go on from y, so a panel done a chunk
+// of columns at a time gets the bits it gets in one pass. NS > 1 reads several panels as
+// concurrent streams (one row alone is bound by memory bandwidth). [ahead, ahead_end) is requested
+// into L1 as the tile goes, two lines per k: its share of the chunk the next calls read (a chunk
+// has 4 lines per k at most, split between at least two tiles).
 template <class L, int MX, int NS>
-ORDO_PANEL512 void tile_512(const float* x, int64_t K, const typename L::T* const* P, float* const* y,
-                            int64_t ldy) {
+ORDO_PANEL512 void tile_512(const float* x, int64_t K, int64_t k0, int64_t k1, const typename L::T* const* P,
+                            float* const* y, int64_t ldy, const char* ahead = nullptr, const char* ahead_end = nullptr) {
   __m512 acc[MX][NS][4];
-  for (auto& a : acc)
-    for (auto& b : a)
-      for (auto& v : b) v = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
+  for (int m = 0; m < MX; ++m)
+    for (int s = 0; s < NS; ++s)
+      for (int z = 0; z < 4; ++z)
+        acc[m][s][z] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y[s] + m * ldy + 16 * z);
+  for (int64_t k = k0; k < k1; ++k) {
+    if (ahead < ahead_end) {
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      ahead += 128;
+    }
     for (int s = 0; s < NS; ++s) {
       __m512 w[4];
       for (int z = 0; z < 4; ++z) w[z] = load16<L>(P[s] + k * kP + 16 * z);
@@ -326,18 +344,34 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
         float* ys[4];
         for (int64_t s = 0; s < ns; ++s) ps[s] = P(p + s), ys[s] = out + (p + s - p0) * kP;
         if (M == 1)
-          tile_512<L, 1, 4>(x, K, ps, ys, ldo);
+          tile_512<L, 1, 4>(x, K, 0, K, ps, ys, ldo);
         else
-          tile_512<L, 2, 2>(x, K, ps, ys, ldo);
+          tile_512<L, 2, 2>(x, K, 0, K, ps, ys, ldo);
       }
     }
+    // More rows than one tile: a chunk of columns at a time, every tile over it while the first
+    // requests the next chunk, so the weight stream overlaps the arithmetic instead of preceding
+    // it (one tile over the whole panel waits on memory, the others then run from cache).
+    const int64_t chunk = M > kTileRows && M <= kChunkMaxRows ? kChunkBytes / (kP * static_cast<int64_t>(sizeof(T))) : K;
     for (; p < p1; ++p) {
       const T* ps[1] = {P(p)};
-      for_row_tiles(M, [&](int64_t m0, int64_t rows) {
-        float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
-        const float* xm = x + m0 * K;
-        with_tile_rows(rows, [&](auto mx) { tile_512<L, decltype(mx)::value, 1>(xm, K, ps, ys, ldo); });
-      });
+      for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+        const int64_t k1 = std::min(K, k0 + chunk);
+        // The chunk after this one (past the last, the next panel's first, contiguous in memory).
+        const char* ahead = chunk == K ? nullptr : reinterpret_cast<const char*>(P(p) + k1 * kP);
+        const int64_t lines = chunk * kP * static_cast<int64_t>(sizeof(T)) / 64;
+        const int64_t tiles = (M + kTileRows - 1) / kTileRows;
+        int64_t t = 0;
+        for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+          float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
+          const float* xm = x + m0 * K;
+          const int64_t l0 = t * lines / tiles, l1 = (t + 1) * lines / tiles;
+          const char* a0 = ahead ? ahead + 64 * l0 : nullptr;  // this tile's share of the next chunk
+          const char* a1 = ahead ? ahead + 64 * l1 : nullptr;
+          with_tile_rows(rows, [&](auto mx) { tile_512<L, decltype(mx)::value, 1>(xm, K, k0, k1, ps, ys, ldo, a0, a1); });
+          ++t;
+        });
+      }
     }
     return;
   }
@@ -393,6 +427,33 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
         else
           tile(integral_constant<int, 2>{}, integral_constant<int, 2>{}, xq2, ps, ys);
       }
+    }
+    if (M > kTileRows && M <= kChunkMaxRows) {  // a block at a time, requesting the next (see float_panels)
+      const int64_t tiles = (M + kTileRows - 1) / kTileRows;
+      const int64_t block_bytes = kI8PairsPerBlock * 2 * kP;
+      for (; p < p1; ++p) {
+        const int8_t* ps[1] = {P(p)};
+        for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock) {
+          const int64_t b1 = std::min(pairs, b0 + kI8PairsPerBlock);
+          const char* ahead = reinterpret_cast<const char*>(P(p) + b0 * 2 * kP) + block_bytes;
+          int64_t t = 0;
+          for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+            float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
+            const Pair32* xm = xq2 + m0 * ldx2;
+            const char* a0 = ahead + t * block_bytes / tiles / 64 * 64;
+            const char* a1 = ahead + (t + 1) * block_bytes / tiles / 64 * 64;
+            ++t;
+            with_tile_rows(rows, [&](auto mx) {
+              constexpr int MX = decltype(mx)::value;
+              if (vnni)
+                block_i8_512_vnni<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a0, a1);
+              else
+                block_i8_512_plain<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a0, a1);
+            });
+          });
+        }
+      }
+      return;
     }
     for (; p < p1; ++p) {
       const int8_t* ps[1] = {P(p)};
@@ -513,10 +574,9 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
   pw->Kp = W.dtype == DType::I8 ? (pw->K + 1) / 2 * 2 : pw->K;
   pw->panels = (pw->N + kP - 1) / kP;
   const size_t bytes = static_cast<size_t>(pw->panels * pw->panel_elems()) * dtype_size(W.dtype);
-  void* mem = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
-  if (!mem) throw Error("panels: out of memory for a " + std::to_string(bytes) + "-byte weight");
+  pw->data = alloc_streamed(bytes, "a " + W.shape_str() + " weight's panels");
+  void* mem = pw->data.get();
   std::memset(mem, 0, bytes);
-  pw->data = std::shared_ptr<void>(mem, &std::free);
   const int64_t N = pw->N, K = pw->K, Kp = pw->Kp;
   const bool par = N * K >= (1 << 16) && !omp_in_parallel();
 #pragma omp parallel for schedule(static) num_threads(par ? ensure_threads() : 1) if (par)
@@ -551,13 +611,19 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
   const FixedInput* fx = &fixed;
   // Items of a few panels (~256 KB of weights, at least the 4 panels one row reads at once),
   // taken dynamically by the threads (one woken late still finds work).
+  const int64_t threads = ensure_threads();
   int64_t per_item[kMaxGroup], first_item[kMaxGroup + 1];
   first_item[0] = 0;
   for (size_t j = 0; j < n_jobs; ++j) {
     const PanelWeight& w = *jobs[j].w;
     const int64_t panel_bytes = w.panel_elems() * static_cast<int64_t>(dtype_size(w.dtype));
     const int64_t want = std::max<int64_t>(1, (int64_t(256) << 10) / panel_bytes);
-    per_item[j] = M <= 2 ? std::max<int64_t>(4, want / 4 * 4) : want;
+    // Chunked rows (see float_panels) request the next chunk across panel ends: runs of panels
+    // as long as two items per thread allow.
+    const bool chunked = M > kTileRows && M <= kChunkMaxRows;
+    per_item[j] = M <= 2    ? std::max<int64_t>(4, want / 4 * 4)
+                  : chunked ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
+                            : want;
     first_item[j + 1] = first_item[j] + (w.panels + per_item[j] - 1) / per_item[j];
   }
   const bool par = M * elems >= (int64_t(1) << 15) && first_item[n_jobs] > 1;

@@ -170,7 +170,7 @@ void register_decode() {
 // Batched decode: M sequences' rows through the panel kernels (weights read once), the row-major
 // kernels of a Linear without panels, and the backend GEMM at the same M for comparison.
 void register_batch() {
-  for (int64_t M : {2, 4, 8, 16})
+  for (int64_t M : {2, 4, 6, 8, 12, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
       for (DType dt : {DType::F32, DType::I8}) {
