@@ -13,20 +13,20 @@
 
 namespace ordo::detail {
 
-// bytes (at least 64) aligned to 64; a block of 1 MB or more is aligned to 2 MB and asked for
-// transparent huge pages. A decode step reads every such block in full: on 4 KB pages that is a
-// TLB miss per 4 KB (each a two-level page walk on a virtual machine), and the hardware
-// prefetchers stop at every page end. The price: a huge-page block is held in memory in 2 MB
-// pieces once touched, not 4 KB ones.
+// bytes (at least 64) aligned to 64; a block of 2 MB or more is aligned to 2 MB and its whole
+// 2 MB pieces are asked for transparent huge pages (the tail stays on 4 KB pages, so no memory is
+// held that the block does not use). A decode step reads every such block in full: on 4 KB pages
+// that is a TLB miss per 4 KB (each a two-level page walk on a virtual machine), and the hardware
+// prefetchers stop at every page end.
 inline std::shared_ptr<void> alloc_streamed(size_t bytes, const std::string& what) {
   constexpr size_t kHuge = size_t(2) << 20;
-  const bool huge = bytes >= kHuge / 2;
+  const bool huge = bytes >= kHuge;
   const size_t align = huge ? kHuge : 64;
   const size_t size = std::max<size_t>(align, (bytes + align - 1) / align * align);
   void* p = std::aligned_alloc(align, size);
   if (!p) throw Error("out of memory allocating " + what + " (" + std::to_string(bytes) + " bytes)");
 #ifdef MADV_HUGEPAGE
-  if (huge) madvise(p, size, MADV_HUGEPAGE);  // advice only: without huge pages the block still works
+  if (huge) madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice: without it the block still works
 #endif
   return std::shared_ptr<void>(p, &std::free);
 }

@@ -192,7 +192,7 @@ Tensor unplaced(std::vector<int64_t> shape, DType dtype) {
 }
 
 // Every tensor of ts as a view into one block (each 64-byte aligned): a decode step reads a
-// sequence's whole cache and writes a row into every head of it, and one block of 1 MB or more
+// sequence's whole cache and writes a row into every head of it, and one block of 2 MB or more
 // goes on huge pages (detail::alloc_streamed; measured: the reads ~15% faster, the row writes ~35%).
 void place_in_one_block(const std::vector<Tensor*>& ts) {
   auto padded = [](const Tensor* t) { return (t->nbytes() + 63) / 64 * 64; };
