@@ -13,14 +13,15 @@
 
 namespace ordo::detail {
 
-// bytes (at least 64) aligned to 64; a block of 2 MB or more is aligned to 2 MB and its whole
-// 2 MB pieces are asked for transparent huge pages (the tail stays on 4 KB pages, so no memory is
-// held that the block does not use). A decode step reads every such block in full: on 4 KB pages
-// that is a TLB miss per 4 KB (each a two-level page walk on a virtual machine), and the hardware
-// prefetchers stop at every page end.
-inline std::shared_ptr<void> alloc_streamed(size_t bytes, const std::string& what) {
+// bytes (at least 64) aligned to 64. With huge, a block of 2 MB or more is aligned to 2 MB and its
+// whole 2 MB pieces are asked for transparent huge pages (the tail stays on 4 KB pages). A decode
+// step reads every such block in full: on 4 KB pages that is a TLB miss per 4 KB (each a two-level
+// page walk on a virtual machine), and the hardware prefetchers stop at every page end. The price:
+// touching one byte of a piece makes all 2 MB of it resident, so huge suits blocks that will be
+// filled (weights; a cache sized for its request), not ones that may stay mostly empty.
+inline std::shared_ptr<void> alloc_streamed(size_t bytes, const std::string& what, bool huge_pages = true) {
   constexpr size_t kHuge = size_t(2) << 20;
-  const bool huge = bytes >= kHuge;
+  const bool huge = huge_pages && bytes >= kHuge;
   const size_t align = huge ? kHuge : 64;
   const size_t size = std::max<size_t>(align, (bytes + align - 1) / align * align);
   void* p = std::aligned_alloc(align, size);

@@ -33,13 +33,14 @@ using Pair32 = int32_t __attribute__((may_alias));
 // I8: int32 sums are flushed to the float total every this many column pairs (512 columns):
 // |Σ| <= 256 · 2 · 127 · 16383 < 2^31.
 constexpr int64_t kI8PairsPerBlock = 256;
-// Weight bytes per chunk when several tiles share a panel: the chunk being read and the one
-// requested ahead stay within a 48 KB L1.
-constexpr int64_t kChunkBytes = 16 << 10;
+// Float weight bytes per chunk when several tiles share a panel (AVX-512): the chunk being read
+// and the one requested ahead fit in L1 beside the rows' slices (I8 chunks are its 32 KB blocks,
+// the one ahead requested the same way; 16 and 32 KB measured alike for F32).
+[[maybe_unused]] constexpr int64_t kChunkBytes = 16 << 10;
 // Up to this many rows (a decode step's batch), reading the weights costs as much as the
-// arithmetic, and the kernels overlap the two chunk by chunk; beyond it (prompts) every weight
-// serves so many rows that whole panels at a time are better.
-constexpr int64_t kChunkMaxRows = 64;
+// arithmetic, and the AVX-512 kernels overlap the two chunk by chunk; beyond it (prompts) every
+// weight serves so many rows that whole panels at a time are better.
+[[maybe_unused]] constexpr int64_t kChunkMaxRows = 64;
 
 // ORDO_MAX_ISA=avx2, or avx512 (AVX-512 without VNNI), runs this CPU as a lesser one: how the
 // tests reach every kernel from one machine.
@@ -60,6 +61,16 @@ bool cpu_vnni() {
   return yes;
 }
 #endif
+
+// Whether M rows go through the chunked AVX-512 kernels (see float_panels).
+[[maybe_unused]] bool chunked_rows(int64_t M) {
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  return M > kTileRows && M <= kChunkMaxRows && cpu_avx512();
+#else
+  (void)M;
+  return false;
+#endif
+}
 
 // ---- packing ---------------------------------------------------------------------------------
 
@@ -349,17 +360,20 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
           tile_512<L, 2, 2>(x, K, 0, K, ps, ys, ldo);
       }
     }
-    // More rows than one tile: a chunk of columns at a time, every tile over it while the first
-    // requests the next chunk, so the weight stream overlaps the arithmetic instead of preceding
-    // it (one tile over the whole panel waits on memory, the others then run from cache).
-    const int64_t chunk = M > kTileRows && M <= kChunkMaxRows ? kChunkBytes / (kP * static_cast<int64_t>(sizeof(T))) : K;
+    // More rows than one tile: a chunk of columns at a time, every tile over it, each requesting
+    // its share of the next chunk as it goes, so the weight stream overlaps the arithmetic instead
+    // of preceding it (one tile over the whole panel waits on memory, the others then run from
+    // cache; the next chunk requested in one burst by the first tile measured no better).
+    const bool chunked = chunked_rows(M);
+    const int64_t chunk = chunked ? std::min(K, kChunkBytes / (kP * static_cast<int64_t>(sizeof(T)))) : K;
     for (; p < p1; ++p) {
       const T* ps[1] = {P(p)};
       for (int64_t k0 = 0; k0 < K; k0 += chunk) {
         const int64_t k1 = std::min(K, k0 + chunk);
         // The chunk after this one (past the last, the next panel's first, contiguous in memory).
-        const char* ahead = chunk == K ? nullptr : reinterpret_cast<const char*>(P(p) + k1 * kP);
-        const int64_t lines = chunk * kP * static_cast<int64_t>(sizeof(T)) / 64;
+        const char* ahead = chunked ? reinterpret_cast<const char*>(P(p) + k1 * kP) : nullptr;
+        const int64_t next_cols = k1 < K ? std::min(chunk, K - k1) : chunk;
+        const int64_t lines = next_cols * kP * static_cast<int64_t>(sizeof(T)) / 64;
         const int64_t tiles = (M + kTileRows - 1) / kTileRows;
         int64_t t = 0;
         for_row_tiles(M, [&](int64_t m0, int64_t rows) {
@@ -428,20 +442,21 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
           tile(integral_constant<int, 2>{}, integral_constant<int, 2>{}, xq2, ps, ys);
       }
     }
-    if (M > kTileRows && M <= kChunkMaxRows) {  // a block at a time, requesting the next (see float_panels)
+    if (chunked_rows(M)) {  // a block at a time, requesting the next (see float_panels)
       const int64_t tiles = (M + kTileRows - 1) / kTileRows;
-      const int64_t block_bytes = kI8PairsPerBlock * 2 * kP;
       for (; p < p1; ++p) {
         const int8_t* ps[1] = {P(p)};
         for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock) {
           const int64_t b1 = std::min(pairs, b0 + kI8PairsPerBlock);
-          const char* ahead = reinterpret_cast<const char*>(P(p) + b0 * 2 * kP) + block_bytes;
+          // The next block (past the last, the next panel's first).
+          const char* ahead = reinterpret_cast<const char*>(P(p) + b1 * 2 * kP);
+          const int64_t next_bytes = (b1 < pairs ? std::min(kI8PairsPerBlock, pairs - b1) : std::min(kI8PairsPerBlock, pairs)) * 2 * kP;
           int64_t t = 0;
           for_row_tiles(M, [&](int64_t m0, int64_t rows) {
             float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
             const Pair32* xm = xq2 + m0 * ldx2;
-            const char* a0 = ahead + t * block_bytes / tiles / 64 * 64;
-            const char* a1 = ahead + (t + 1) * block_bytes / tiles / 64 * 64;
+            const char* a0 = ahead + t * next_bytes / tiles / 64 * 64;
+            const char* a1 = ahead + (t + 1) * next_bytes / tiles / 64 * 64;
             ++t;
             with_tile_rows(rows, [&](auto mx) {
               constexpr int MX = decltype(mx)::value;
@@ -620,7 +635,7 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
     const int64_t want = std::max<int64_t>(1, (int64_t(256) << 10) / panel_bytes);
     // Chunked rows (see float_panels) request the next chunk across panel ends: runs of panels
     // as long as two items per thread allow.
-    const bool chunked = M > kTileRows && M <= kChunkMaxRows;
+    const bool chunked = chunked_rows(M);
     per_item[j] = M <= 2    ? std::max<int64_t>(4, want / 4 * 4)
                   : chunked ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
                             : want;

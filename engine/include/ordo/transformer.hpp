@@ -141,7 +141,9 @@ class Transformer {
   void check_context(int64_t positions, const std::string& what) const;
 
   // A fresh decoding state with room for `capacity` tokens (0: the model's trained length);
-  // Error beyond context_limit().
+  // Error beyond context_limit(). A cache given its capacity is taken as sized for its request:
+  // it goes on 2 MB pages (faster decoding) and is resident in full once written to; with 0 its
+  // memory grows 4 KB at a time as it fills.
   Sequence new_sequence(int64_t capacity = 0) const;
 
   // Encoder forward (Encoder / EncoderDecoder). mask: 1 real, 0 padding (empty: all real);
@@ -238,7 +240,9 @@ class Transformer {
   std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
   void feed_forward(const FeedForward& f, const float* h, const Batch& b, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
-  KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32, bool grouped_keys = false) const;
+  // filled: the cache will be filled to its capacity, so it may take 2 MB pages (new_sequence).
+  KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32, bool grouped_keys = false,
+                     bool filled = true) const;
   // Self-Extend on a rotating scheme: caches hold grouped keys too.
   bool grouped_keys() const;
 
