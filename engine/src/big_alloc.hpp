@@ -3,11 +3,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
-
-#include <algorithm>
 
 #include "ordo/tensor.hpp"
 

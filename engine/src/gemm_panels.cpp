@@ -315,6 +315,17 @@ void for_row_tiles(int64_t M, F&& f) {
   }
 }
 
+// Tile t of `tiles`' share of the next chunk [ahead, ahead + bytes) in whole cache lines, for the
+// chunked kernels to request as they go (null for none).
+struct Share {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+};
+[[maybe_unused]] Share share_of(const char* ahead, int64_t bytes, int64_t t, int64_t tiles) {
+  if (!ahead) return {};
+  return {ahead + t * bytes / tiles / 64 * 64, ahead + (t + 1) * bytes / tiles / 64 * 64};
+}
+
 // f(std::integral_constant<int, rows>{}) for a tile's row count (1..kTileRows): the kernels take
 // it as a template argument, so their accumulators stay in registers.
 template <class F>
@@ -366,24 +377,22 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
     // cache; the next chunk requested in one burst by the first tile measured no better).
     const bool chunked = chunked_rows(M);
     const int64_t chunk = chunked ? std::min(K, kChunkBytes / (kP * static_cast<int64_t>(sizeof(T)))) : K;
+    const int64_t tiles = (M + kTileRows - 1) / kTileRows;
     for (; p < p1; ++p) {
       const T* ps[1] = {P(p)};
       for (int64_t k0 = 0; k0 < K; k0 += chunk) {
         const int64_t k1 = std::min(K, k0 + chunk);
         // The chunk after this one (past the last, the next panel's first, contiguous in memory).
         const char* ahead = chunked ? reinterpret_cast<const char*>(P(p) + k1 * kP) : nullptr;
-        const int64_t next_cols = k1 < K ? std::min(chunk, K - k1) : chunk;
-        const int64_t lines = next_cols * kP * static_cast<int64_t>(sizeof(T)) / 64;
-        const int64_t tiles = (M + kTileRows - 1) / kTileRows;
+        const int64_t next_bytes = (k1 < K ? std::min(chunk, K - k1) : chunk) * kP * static_cast<int64_t>(sizeof(T));
         int64_t t = 0;
         for_row_tiles(M, [&](int64_t m0, int64_t rows) {
           float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
           const float* xm = x + m0 * K;
-          const int64_t l0 = t * lines / tiles, l1 = (t + 1) * lines / tiles;
-          const char* a0 = ahead ? ahead + 64 * l0 : nullptr;  // this tile's share of the next chunk
-          const char* a1 = ahead ? ahead + 64 * l1 : nullptr;
-          with_tile_rows(rows, [&](auto mx) { tile_512<L, decltype(mx)::value, 1>(xm, K, k0, k1, ps, ys, ldo, a0, a1); });
-          ++t;
+          const Share a = share_of(ahead, next_bytes, t++, tiles);
+          with_tile_rows(rows, [&](auto mx) {
+            tile_512<L, decltype(mx)::value, 1>(xm, K, k0, k1, ps, ys, ldo, a.begin, a.end);
+          });
         });
       }
     }
@@ -450,20 +459,18 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
           const int64_t b1 = std::min(pairs, b0 + kI8PairsPerBlock);
           // The next block (past the last, the next panel's first).
           const char* ahead = reinterpret_cast<const char*>(P(p) + b1 * 2 * kP);
-          const int64_t next_bytes = (b1 < pairs ? std::min(kI8PairsPerBlock, pairs - b1) : std::min(kI8PairsPerBlock, pairs)) * 2 * kP;
+          const int64_t next_bytes = std::min(kI8PairsPerBlock, b1 < pairs ? pairs - b1 : pairs) * 2 * kP;
           int64_t t = 0;
           for_row_tiles(M, [&](int64_t m0, int64_t rows) {
             float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
             const Pair32* xm = xq2 + m0 * ldx2;
-            const char* a0 = ahead + t * next_bytes / tiles / 64 * 64;
-            const char* a1 = ahead + (t + 1) * next_bytes / tiles / 64 * 64;
-            ++t;
+            const Share a = share_of(ahead, next_bytes, t++, tiles);
             with_tile_rows(rows, [&](auto mx) {
               constexpr int MX = decltype(mx)::value;
               if (vnni)
-                block_i8_512_vnni<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a0, a1);
+                block_i8_512_vnni<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a.begin, a.end);
               else
-                block_i8_512_plain<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a0, a1);
+                block_i8_512_plain<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a.begin, a.end);
             });
           });
         }
