@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ordo/ordo.hpp"
@@ -376,6 +377,75 @@ TEST(DecodeBatch, DecodeStepsAreBitIdenticalToAlone) {
                     m.engine().decode(alone[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last).logits))
           << weight_dtype_name(dt) << " sequence " << i;
   }
+}
+
+// StepTimes: where a step's time goes, for the steps this thread runs under a recording.
+TEST(StepTimes, RecordsEachStepAndItsParts) {
+  const Model m = Model::load(test::model_dir("stories260K"));
+  std::vector<Sequence> seqs;
+  for (int i = 0; i < 4; ++i) seqs.push_back(m.engine().new_sequence());
+  std::vector<DecodeRequest> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(DecodeRequest{&seqs[static_cast<size_t>(i)], m.encode("Once upon a time"), {}, LogitsFor::Last});
+  StepTimes t;
+  {
+    const StepTimes::Recording rec(t);
+    m.engine().decode_batch(reqs);  // one step of four prompts
+    for (int k = 0; k < 3; ++k) {   // three one-token steps of four sequences
+      for (DecodeRequest& r : reqs) r.ids = {100 + k};
+      m.engine().decode_batch(reqs);
+    }
+    m.engine().decode(seqs[0], {7}, {}, LogitsFor::Last);  // and one of a single sequence
+  }
+  EXPECT_EQ(t.steps, 5);
+  EXPECT_GT(t.linears, 0.0);
+  EXPECT_GT(t.attention, 0.0);
+  EXPECT_GT(t.rope_and_cache, 0.0);  // stories260K rotates q and k (RoPE)
+  EXPECT_GT(t.lm_head, 0.0);
+  EXPECT_GE(t.other(), 0.0);
+  EXPECT_LE(t.linears + t.attention + t.rope_and_cache + t.lm_head, t.total);
+}
+
+TEST(StepTimes, OnlyStepsOfThisThreadUnderTheInnermostRecording) {
+  const Model m = Model::load(test::model_dir("stories260K"));
+  const std::vector<int32_t> prompt = m.encode("The dog bites the man");
+  auto one_step = [&] {
+    Sequence s = m.engine().new_sequence();
+    m.engine().decode(s, prompt, {}, LogitsFor::Last);
+  };
+  StepTimes outer, inner;
+  one_step();  // no recording: nothing to record into
+  {
+    const StepTimes::Recording a(outer);
+    one_step();
+    {
+      const StepTimes::Recording b(inner);
+      one_step();
+      one_step();
+      std::thread other([&] { one_step(); });  // another thread's step goes nowhere
+      other.join();
+    }
+    one_step();
+  }
+  one_step();
+  EXPECT_EQ(outer.steps, 2);
+  EXPECT_EQ(inner.steps, 2);
+  EXPECT_GT(outer.total, 0.0);
+  EXPECT_GT(inner.total, 0.0);
+}
+
+TEST(StepTimes, AStepThatFailsAddsNothing) {
+  const Model m = Model::load(test::model_dir("stories260K"));
+  Sequence s = m.engine().new_sequence();
+  StepTimes t;
+  const StepTimes::Recording rec(t);
+  // The same sequence twice in one step is an Error (DecodeBatch.OneSequenceTwiceIsAnError).
+  EXPECT_THROW(m.engine().decode_batch({DecodeRequest{&s, {1}, {}, LogitsFor::Last}, DecodeRequest{&s, {2}, {}, LogitsFor::Last}}),
+               Error);
+  EXPECT_EQ(t.steps, 0);
+  EXPECT_EQ(t.total, 0.0);
+  EXPECT_EQ(t.linears, 0.0);
+  m.engine().decode(s, {1}, {}, LogitsFor::Last);
+  EXPECT_EQ(t.steps, 1);
 }
 
 }  // namespace

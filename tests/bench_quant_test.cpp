@@ -262,7 +262,24 @@ TEST(Bench, QuickJsonSchema) {
     EXPECT_GT(fr, 0);
     // A tiny model's weights fit in cache, so decode may beat the DRAM roofline; only sanity here.
     EXPECT_LT(fr, phase == "decode" ? 50.0 : 1.5) << row.dump();
+    // Decode rows say where their steps went; the parts add up to the step.
+    const auto& parts = row.at("step_parts_ms");
+    if (phase == "prefill") {
+      EXPECT_TRUE(parts.is_null()) << row.dump();
+      continue;
+    }
+    ASSERT_TRUE(parts.is_object()) << row.dump();
+    const double total = parts.at("total").get<double>();
+    EXPECT_GT(total, 0) << row.dump();
+    double sum = 0;
+    for (const char* k : {"linears", "attention", "rope_and_cache", "lm_head"}) {
+      EXPECT_GT(parts.at(k).get<double>(), 0) << k << " " << row.dump();
+      sum += parts.at(k).get<double>();
+    }
+    EXPECT_LE(sum, total) << row.dump();
+    EXPECT_NEAR(parts.at("other").get<double>(), total - sum, 1e-9 * total) << row.dump();
   }
+  EXPECT_NE(r.out.find("decode step, ms"), std::string::npos) << r.out;
   EXPECT_EQ(prefill, 8);
   EXPECT_EQ(decode, 8);
   EXPECT_EQ(j.at("settings").at("kv_dtype"), "f32");

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -50,6 +51,31 @@ float* scratch(Scratch role, int64_t n) {
   if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
   return b.data();
 }
+
+// The recording (StepTimes::Recording) alive on this thread, and the step it is timing now: parts
+// are timed only inside a step, so an encoder forward under a recording adds nothing.
+thread_local StepTimes* t_recording = nullptr;
+thread_local StepTimes* t_step_times = nullptr;
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Adds the wall time of its scope to one part of the step being recorded, if any.
+class PartTimer {
+ public:
+  explicit PartTimer(double StepTimes::*part) : into_(t_step_times), part_(part), t0_(into_ ? seconds_now() : 0.0) {}
+  ~PartTimer() {
+    if (into_) into_->*part_ += seconds_now() - t0_;
+  }
+  PartTimer(const PartTimer&) = delete;
+  PartTimer& operator=(const PartTimer&) = delete;
+
+ private:
+  StepTimes* into_;
+  double StepTimes::*part_;
+  double t0_;
+};
 
 PositionContext position_context(const ModelSpec& s, bool causal) {
   PositionContext c;
@@ -133,6 +159,9 @@ int64_t ModelSpec::parameter_count() const {
   add(final_logits_bias);
   return n;
 }
+
+StepTimes::Recording::Recording(StepTimes& into) : previous_(t_recording) { t_recording = &into; }
+StepTimes::Recording::~Recording() { t_recording = previous_; }
 
 Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec)), backend_(backend) {
   if (spec_.d_model <= 0 || spec_.n_heads <= 0 || spec_.head_dim <= 0 || spec_.vocab_size <= 0)
@@ -630,6 +659,7 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
 
 void Transformer::project(const Batch& b, const float* x, int64_t K,
                           std::initializer_list<LinearTarget> targets) const {
+  const PartTimer timer(&StepTimes::linears);
   constexpr size_t kMax = 4;
   if (targets.size() > kMax) throw Error("project: at most 4 weights per group");
   LinearTarget at[kMax];
@@ -663,6 +693,7 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     float* k = scratch(kScrK, R * KV * hd);
     float* v = scratch(kScrV, R * KV * hd);
     project(b, h, d, {{&w.q, q}, {&w.k, k}, {&w.v, v}});
+    const PartTimer timer(&StepTimes::rope_and_cache);
     for (const Segment& s : b.segs) {
       float* kg = nullptr;
       if (scheme && s.ext && scheme->rotates()) {
@@ -699,16 +730,19 @@ void Transformer::attention(const AttentionWeights& w, const PositionScheme* sch
     }
   }
   float* ctx = scratch(kScrCtx, R * H * hd);
-  thread_local std::vector<const Segment*> single;
-  single.clear();
-  for (const Segment& s : b.segs) {
-    if (s.T == 1)
-      single.push_back(&s);
-    else
-      attend_prompt(s, cross ? *s.cross : *s.self, layer, causal, cross ? nullptr : scheme, q + s.row0 * H * hd,
-                    q2 + s.row0 * H * hd, ctx + s.row0 * H * hd);
+  {
+    const PartTimer timer(&StepTimes::attention);
+    thread_local std::vector<const Segment*> single;
+    single.clear();
+    for (const Segment& s : b.segs) {
+      if (s.T == 1)
+        single.push_back(&s);
+      else
+        attend_prompt(s, cross ? *s.cross : *s.self, layer, causal, cross ? nullptr : scheme, q + s.row0 * H * hd,
+                      q2 + s.row0 * H * hd, ctx + s.row0 * H * hd);
+    }
+    if (!single.empty()) attend_single(single, cross, layer, causal, cross ? nullptr : scheme, q, q2, ctx);
   }
-  if (!single.empty()) attend_single(single, cross, layer, causal, cross ? nullptr : scheme, q, q2, ctx);
   project(b, ctx, H * hd, {{&w.out, out}});
 }
 
@@ -1011,6 +1045,14 @@ void Transformer::advance(const std::vector<StepInput>& in, const std::vector<in
 std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
                                              bool prompts_alone) const {
   if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
+  // Timed when a recording is alive on this thread (StepTimes); a step that throws adds nothing.
+  struct Timing {
+    StepTimes* into = t_recording;
+    StepTimes parts;
+    double t0 = into ? seconds_now() : 0.0;
+    Timing() { t_step_times = into ? &parts : nullptr; }
+    ~Timing() { t_step_times = nullptr; }
+  } timing;
   // Reused across steps: once warm, a decode step allocates little beyond its outputs.
   thread_local Batch b;
   thread_local std::vector<int32_t> ids, pos;
@@ -1023,6 +1065,7 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     float* x = scratch(kScrX, b.rows * spec_.d_model);
     embed(ids.data(), nullptr, b.rows, epos, *dec_scheme_, x);
     run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
+    const PartTimer timer(&StepTimes::lm_head);
     step_outputs(in, b, x, out);
   };
   // Only one-token sequences: every parallel loop of the step is one of ours (the matvec kernels,
@@ -1033,6 +1076,14 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
   else
     forward();
   advance(in, next);
+  if (StepTimes* r = timing.into) {
+    r->total += seconds_now() - timing.t0;
+    r->linears += timing.parts.linears;
+    r->attention += timing.parts.attention;
+    r->rope_and_cache += timing.parts.rope_and_cache;
+    r->lm_head += timing.parts.lm_head;
+    ++r->steps;
+  }
   return out;
 }
 

@@ -187,6 +187,7 @@ struct Row {
   double limit = 0;  // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
   double tokens_per_limit = 0;  // median of tokens/s ÷ limit per repetition: speed with the machine's drift divided out
   double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
+  StepTimes parts;  // decode: summed over the timed repetitions' steps
 };
 
 struct BenchCommand : Command {
@@ -353,9 +354,11 @@ struct BenchCommand : Command {
     std::vector<DecodeRequest> reqs;
     for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, {0}, {}, LogitsFor::Last});
     std::vector<double> times, limits;
+    StepTimes parts, ignored;
     for (int r = 0; r < warmup + reps; ++r) {
       const double lim = r >= warmup ? mach.read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
       for (Sequence& q : seqs) q.truncate(C);                          // back to the prefilled context
+      const StepTimes::Recording recording(r >= warmup ? parts : ignored);
       const auto t0 = Clock::now();
       for (int k = 0; k < steps; ++k) {
         if (B == 1) {
@@ -373,6 +376,7 @@ struct BenchCommand : Command {
     }
     Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * weight_bytes / 1e9, times, limits, mach);
     row.gb_s = row.tokens_per_s / B * weight_bytes / 1e9;
+    row.parts = parts;
     return row;
   }
 
@@ -450,6 +454,7 @@ struct BenchCommand : Command {
     mach.measure();
     print_machine(mach, kv);
     for (const Row& r : rows) print_row(r);
+    print_step_parts(rows);
     print_summary(rows, ctx_lens);
     if (!json_path.empty()) write_json(mach, kv, model_json, rows);
     return 0;
@@ -493,10 +498,25 @@ struct BenchCommand : Command {
                               {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
                               {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
                               {"limit", r.limit},
-                              {"peak_rss_mib", r.peak_rss_mib}});
+                              {"peak_rss_mib", r.peak_rss_mib},
+                              {"step_parts_ms", r.phase == "decode" ? parts_json(r.parts) : nlohmann::json(nullptr)}});
     std::ofstream f(json_path);
     f << j.dump(2) << "\n";
     if (!f) throw Error(json_path + ": write failed");
+  }
+
+  // Mean ms per step of each part (StepTimes) over the timed steps.
+  struct PartsMs {
+    double total, linears, attention, rope_and_cache, lm_head, other;
+  };
+  static PartsMs parts_ms(const StepTimes& t) {
+    const double k = t.steps > 0 ? 1e3 / static_cast<double>(t.steps) : 0.0;
+    return {t.total * k, t.linears * k, t.attention * k, t.rope_and_cache * k, t.lm_head * k, t.other() * k};
+  }
+  static nlohmann::json parts_json(const StepTimes& t) {
+    const PartsMs p = parts_ms(t);
+    return {{"total", p.total},     {"linears", p.linears}, {"attention", p.attention},
+            {"rope_and_cache", p.rope_and_cache}, {"lm_head", p.lm_head}, {"other", p.other}};
   }
 
   // Idle OpenMP threads sleep (passive, the CLI's default) or spin. A decode step keeps its threads
@@ -537,6 +557,24 @@ struct BenchCommand : Command {
     std::fflush(stdout);
   }
 
+  // Where each decode row's step goes: the mean over its timed steps (the table above gives the
+  // median repetition), from StepTimes.
+  static void print_step_parts(const std::vector<Row>& rows) {
+    bool header = false;
+    for (const Row& r : rows) {
+      if (r.phase != "decode" || r.parts.steps == 0) continue;
+      if (!header) {
+        std::printf("decode step, ms (mean of the timed steps):\n%6s %5s %-9s %-5s %8s %8s %9s %10s %8s %8s\n", "ctx",
+                    "batch", "backend", "dtype", "step", "linears", "attention", "rope+cache", "lm_head", "other");
+        header = true;
+      }
+      const PartsMs p = parts_ms(r.parts);
+      std::printf("%6lld %5lld %-9s %-5s %8.2f %8.2f %9.2f %10.2f %8.2f %8.2f\n", static_cast<long long>(r.ctx),
+                  static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(), p.total, p.linears, p.attention,
+                  p.rope_and_cache, p.lm_head, p.other);
+    }
+  }
+
   void print_summary(const std::vector<Row>& rows, const std::vector<int64_t>& ctx_lens) const {
     auto find = [&](const std::string& be, const std::string& dt, int64_t ctx, int64_t batch) -> const Row* {
       for (const Row& r : rows)
@@ -562,12 +600,21 @@ struct BenchCommand : Command {
     }
     for (const Row& r : rows) {
       if (r.phase != "decode" || r.batch == 1) continue;
-      if (const Row* one = find(r.backend, r.dtype, r.ctx, 1))
+      if (const Row* one = find(r.backend, r.dtype, r.ctx, 1)) {
         std::printf("%s %s: decode at ctx %lld, %lld sequences: %.2fx the aggregate tok/s of one (%.2fx per unit of "
-                    "probed bandwidth), %.1f ms per step against %.1f\n",
+                    "probed bandwidth), %.1f ms per step against %.1f",
                     r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
                     r.tokens_per_s / one->tokens_per_s, r.tokens_per_limit / one->tokens_per_limit,
                     r.seconds_median / steps * 1e3, one->seconds_median / steps * 1e3);
+        if (r.parts.steps > 0 && one->parts.steps > 0) {  // which parts the extra sequences cost
+          const PartsMs a = parts_ms(r.parts), b = parts_ms(one->parts);
+          std::printf("; the step grows by %.1f ms of linears, %.1f of attention, %.1f of rope and cache writes, %.1f "
+                      "of lm_head, %.1f other",
+                      a.linears - b.linears, a.attention - b.attention, a.rope_and_cache - b.rope_and_cache,
+                      a.lm_head - b.lm_head, a.other - b.other);
+        }
+        std::printf("\n");
+      }
     }
   }
 };
