@@ -1015,19 +1015,19 @@ void Transformer::step_outputs(const std::vector<StepInput>& in, const Batch& b,
       h += s.T;
     }
   }
+  // Each sequence's logits are its rows of one block (views, not copies).
   const Tensor single = n_single ? logits_of(rows, n_single, true) : Tensor{};
   const Tensor shared = n_shared ? logits_of(rows + n_single * d, n_shared, false) : Tensor{};
-  const int64_t V = spec_.vocab_size;
   g = 0;
   h = 0;
   for (size_t i = 0; i < in.size(); ++i) {
-    const bool from_single = one_row(i), from_shared = !from_single && in[i].which == LogitsFor::All && !prompts_alone;
-    if (!from_single && !from_shared) continue;
-    const int64_t n = from_single ? 1 : in[i].T;
-    out[i].logits = Tensor::zeros({n, V});
-    const float* src = from_single ? single.f32() + g++ * V : shared.f32() + h * V;
-    if (from_shared) h += n;
-    std::memcpy(out[i].logits.f32(), src, static_cast<size_t>(n * V) * sizeof(float));
+    if (one_row(i)) {
+      out[i].logits = single.rows(g, g + 1);
+      ++g;
+    } else if (in[i].which == LogitsFor::All && !prompts_alone) {
+      out[i].logits = shared.rows(h, h + in[i].T);
+      h += in[i].T;
+    }
   }
 }
 
@@ -1120,7 +1120,7 @@ Tensor Transformer::logits(const float* h, int64_t T) const { return logits_of(h
 
 Tensor Transformer::logits_of(const float* h, int64_t T, bool matvec) const {
   const int64_t d = spec_.d_model;
-  Tensor out = Tensor::zeros({T, spec_.vocab_size});
+  Tensor out = Tensor::uninitialized({T, spec_.vocab_size});  // every element is written below
   const LinearTarget head{&spec_.lm_head, out.f32()};
   if (spec_.logits_scale != 1.0f) {
     std::vector<float> hs(h, h + T * d);

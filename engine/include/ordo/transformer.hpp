@@ -87,7 +87,9 @@ struct EncodeRequest {
 };
 
 struct ForwardOutput {
-  Tensor logits;               // [T, vocab], [1, vocab] (Last) or empty (None)
+  // [T, vocab], [1, vocab] (Last) or empty (None). The outputs of one decode_batch step hold their
+  // rows of one block (views sharing its owner), so keeping one keeps the step's block alive.
+  Tensor logits;
   Tensor final_hidden;         // [T, d] after the final norm (None only: compute logits in chunks)
   std::vector<Tensor> hidden;  // hidden states as the fixtures define them (when asked)
 };
