@@ -10,6 +10,7 @@
 
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
+#include "ordo/synthetic.hpp"
 #include "support/cli.hpp"
 #include "support/golden.hpp"
 
@@ -104,6 +105,23 @@ TEST_F(BrokenModel, UnknownScalingTypeNamesIt) {
   write("config.json", replace(read("config.json"), "\"rope_scaling\": null",
                                "\"rope_scaling\": {\"type\": \"stretchy\", \"factor\": 2.0}"));
   expect_load_error({"stretchy", "yarn"});
+}
+
+// A spec built through the library whose head does not give one logit per vocabulary entry.
+TEST(ModelErrors, LmHeadNotVocabByDModelNamesShapes) {
+  const ordo::SyntheticShape tiny = ordo::parse_synthetic_shape("64,1,4,4,96,100");
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{90, 64}, std::vector<int64_t>{100, 32}}) {
+    ordo::ModelSpec spec = ordo::synthetic_llama(tiny);
+    spec.lm_head.weight = ordo::Tensor::zeros(shape);
+    try {
+      ordo::Transformer tf(spec);
+      FAIL() << "no error for " << spec.lm_head.weight.shape_str();
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("lm_head weight is " + spec.lm_head.weight.shape_str()), std::string::npos) << msg;
+      EXPECT_NE(msg.find("vocab_size 100, d_model 64"), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(ModelErrors, TokenIdOutOfRangeNamesToken) {

@@ -57,16 +57,17 @@ float* scratch(Scratch role, int64_t n) {
 thread_local StepTimes* t_recording = nullptr;
 thread_local StepTimes* t_step_times = nullptr;
 
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using StepClock = std::chrono::steady_clock;
+double seconds_since(StepClock::time_point t0) { return std::chrono::duration<double>(StepClock::now() - t0).count(); }
 
 // Adds the wall time of its scope to one part of the step being recorded, if any.
 class PartTimer {
  public:
-  explicit PartTimer(double StepTimes::*part) : into_(t_step_times), part_(part), t0_(into_ ? seconds_now() : 0.0) {}
+  explicit PartTimer(double StepTimes::*part) : into_(t_step_times), part_(part) {
+    if (into_) t0_ = StepClock::now();
+  }
   ~PartTimer() {
-    if (into_) into_->*part_ += seconds_now() - t0_;
+    if (into_) into_->*part_ += seconds_since(t0_);
   }
   PartTimer(const PartTimer&) = delete;
   PartTimer& operator=(const PartTimer&) = delete;
@@ -74,7 +75,7 @@ class PartTimer {
  private:
   StepTimes* into_;
   double StepTimes::*part_;
-  double t0_;
+  StepClock::time_point t0_;
 };
 
 PositionContext position_context(const ModelSpec& s, bool causal) {
@@ -170,6 +171,11 @@ Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec
   if (spec_.n_heads % spec_.n_kv_heads != 0)
     throw Error("model spec: n_heads (" + std::to_string(spec_.n_heads) + ") is not a multiple of n_kv_heads (" +
                 std::to_string(spec_.n_kv_heads) + ")");
+  // The logits block is [T, vocab_size] and the head writes every element of it.
+  const Tensor& head = spec_.lm_head.weight;
+  if (!head.empty() && (head.ndim() != 2 || head.dim(0) != spec_.vocab_size || head.dim(1) != spec_.d_model))
+    throw Error("model spec: lm_head weight is " + head.shape_str() + ", expected [vocab_size " +
+                std::to_string(spec_.vocab_size) + ", d_model " + std::to_string(spec_.d_model) + "]");
   pack_panels(spec_);
   set_position(spec_.position);
 }
@@ -1048,10 +1054,11 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
   // Timed when a recording is alive on this thread (StepTimes); a step that throws adds nothing.
   struct Timing {
     StepTimes* into = t_recording;
+    StepTimes* outer = t_step_times;
     StepTimes parts;
-    double t0 = into ? seconds_now() : 0.0;
+    StepClock::time_point t0 = into ? StepClock::now() : StepClock::time_point{};
     Timing() { t_step_times = into ? &parts : nullptr; }
-    ~Timing() { t_step_times = nullptr; }
+    ~Timing() { t_step_times = outer; }
   } timing;
   // Reused across steps: once warm, a decode step allocates little beyond its outputs.
   thread_local Batch b;
@@ -1065,7 +1072,6 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     float* x = scratch(kScrX, b.rows * spec_.d_model);
     embed(ids.data(), nullptr, b.rows, epos, *dec_scheme_, x);
     run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
-    const PartTimer timer(&StepTimes::lm_head);
     step_outputs(in, b, x, out);
   };
   // Only one-token sequences: every parallel loop of the step is one of ours (the matvec kernels,
@@ -1077,7 +1083,7 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     forward();
   advance(in, next);
   if (StepTimes* r = timing.into) {
-    r->total += seconds_now() - timing.t0;
+    r->total += seconds_since(timing.t0);
     r->linears += timing.parts.linears;
     r->attention += timing.parts.attention;
     r->rope_and_cache += timing.parts.rope_and_cache;
@@ -1119,6 +1125,7 @@ std::vector<ForwardOutput> Transformer::decode_batch(const std::vector<DecodeReq
 Tensor Transformer::logits(const float* h, int64_t T) const { return logits_of(h, T, false); }
 
 Tensor Transformer::logits_of(const float* h, int64_t T, bool matvec) const {
+  const PartTimer timer(&StepTimes::lm_head);
   const int64_t d = spec_.d_model;
   Tensor out = Tensor::uninitialized({T, spec_.vocab_size});  // every element is written below
   const LinearTarget head{&spec_.lm_head, out.f32()};

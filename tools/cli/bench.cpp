@@ -608,8 +608,8 @@ struct BenchCommand : Command {
                     r.seconds_median / steps * 1e3, one->seconds_median / steps * 1e3);
         if (r.parts.steps > 0 && one->parts.steps > 0) {  // which parts the extra sequences cost
           const PartsMs a = parts_ms(r.parts), b = parts_ms(one->parts);
-          std::printf("; the step grows by %.1f ms of linears, %.1f of attention, %.1f of rope and cache writes, %.1f "
-                      "of lm_head, %.1f other",
+          std::printf("; mean step parts against one sequence: linears %+.1f ms, attention %+.1f, rope and cache "
+                      "writes %+.1f, lm_head %+.1f, other %+.1f",
                       a.linears - b.linears, a.attention - b.attention, a.rope_and_cache - b.rope_and_cache,
                       a.lm_head - b.lm_head, a.other - b.other);
         }

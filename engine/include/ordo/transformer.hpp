@@ -87,8 +87,10 @@ struct EncodeRequest {
 };
 
 struct ForwardOutput {
-  // [T, vocab], [1, vocab] (Last) or empty (None). The outputs of one decode_batch step hold their
-  // rows of one block (views sharing its owner), so keeping one keeps the step's block alive.
+  // [T, vocab], [1, vocab] (Last) or empty (None). A step's one-row logits (Last, or a one-token
+  // All) are views of one block shared by its outputs, as are the rows of prompts scored together
+  // (PromptRows::Shared): keeping one keeps that block alive, and a view's data is not 64-byte
+  // aligned.
   Tensor logits;
   Tensor final_hidden;         // [T, d] after the final norm (None only: compute logits in chunks)
   std::vector<Tensor> hidden;  // hidden states as the fixtures define them (when asked)
@@ -98,7 +100,7 @@ struct ForwardOutput {
 // the steps a thread runs while a StepTimes::Recording on that thread is alive. Each part is timed
 // on the thread that leads the step (the caller), so it includes waiting for the step's other
 // threads to finish it. Recording reads the clock about a hundred times a step; with no recording
-// alive the parts are not timed.
+// alive the parts are not timed. A StepTimes is written by one thread: give each thread its own.
 struct StepTimes {
   int64_t steps = 0;
   double total = 0;
