@@ -433,6 +433,25 @@ TEST(StepTimes, OnlyStepsOfThisThreadUnderTheInnermostRecording) {
   EXPECT_GT(inner.total, 0.0);
 }
 
+TEST(StepTimes, RecordsTheStepsOfGenerateBatch) {
+  const Model m = Model::load(test::model_dir("stories260K"));
+  TextGenerateParams p;
+  p.max_new_tokens = 6;
+  StepTimes t;
+  std::vector<TextResult> r;
+  {
+    const StepTimes::Recording rec(t);
+    r = m.generate_batch({"Once upon a time", "The dog bites the man"}, p, 2, nullptr);
+  }
+  ASSERT_EQ(r.size(), 2u);
+  // One step per generated token at least for the longest result (the prompts' step included).
+  size_t most = 0;
+  for (const TextResult& x : r) most = std::max(most, x.generation.ids.size());
+  EXPECT_GE(t.steps, static_cast<int64_t>(most));
+  EXPECT_GT(t.linears, 0.0);
+  EXPECT_LE(t.linears + t.attention + t.rope_and_cache + t.lm_head, t.total);
+}
+
 TEST(StepTimes, AStepThatFailsAddsNothing) {
   const Model m = Model::load(test::model_dir("stories260K"));
   Sequence s = m.engine().new_sequence();
