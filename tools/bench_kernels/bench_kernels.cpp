@@ -1,6 +1,7 @@
 // Kernel microbenchmarks: ordo::linear and the variants behind it, at decode (M = 1) and
 // prefill (M = 128, 512) shapes, per backend and weight dtype. Counters: GFLOP/s (2·M·N·K) and
-// GB/s (weights + activations read/written once).
+// GB/s (weights + activations read/written once). `attention/...`: one decode step's attention
+// of a layer over many sequences' KV caches (F32, F16, I8), GB/s of keys and values read.
 //
 // Decode benchmarks rotate through copies of the weight totalling >= 512 MB so every call
 // streams its weight from DRAM, as in a real model whose layers do not fit in the LLC.
@@ -24,10 +25,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "attention_kernels.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "team.hpp"
 
 namespace {
 
@@ -217,10 +221,96 @@ void mlp_block(benchmark::State& state, Backend be, int64_t M) {
       benchmark::Counter(4.0 * double(M * D * F) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One layer's keys and values for `seqs` sequences, as the decoder's cache lays them out: per
+// sequence [heads, ctx, hd] for K and for V (I8 rows with one scale each).
+template <class E>
+struct LayerCaches {
+  std::vector<E> k, v;
+  std::vector<float> ks, vs;  // I8 only
+};
+
+template <class E>
+LayerCaches<E> make_layer(int64_t rows, int64_t hd, uint32_t seed) {
+  std::vector<float> src(size_t(rows * hd));
+  LayerCaches<E> c;
+  for (int kv = 0; kv < 2; ++kv) {
+    fill_random(src.data(), src.size(), seed + kv);
+    std::vector<E>& dst = kv ? c.v : c.k;
+    dst.resize(src.size());
+    if constexpr (std::is_same_v<E, float>) {
+      dst = src;
+    } else if constexpr (std::is_same_v<E, uint16_t>) {
+      ordo::detail::to_f16(src.data(), int64_t(src.size()), dst.data());
+    } else {
+      std::vector<float>& rs = kv ? c.vs : c.ks;
+      rs.resize(size_t(rows));
+      for (int64_t r = 0; r < rows; ++r) rs[size_t(r)] = ordo::detail::to_i8(src.data() + r * hd, hd, dst.data() + r * hd);
+    }
+  }
+  return c;
+}
+
+// Every (sequence, head) item of a decode step, handed to the threads as the decoder does (one
+// team for the whole run): scores against ctx keys, softmax, weighted sum of ctx values. `cold`
+// rotates through layers totalling >= kColdBytes, as the 12 layers of 16 sequences' caches do.
+template <class E>
+void attention_step(benchmark::State& state, int64_t seqs, int64_t ctx, bool cold) {
+  constexpr int64_t H = 12, hd = 64;
+  const int64_t rows = seqs * H * ctx;
+  const size_t layer_bytes = size_t(2 * rows * hd) * sizeof(E) + (sizeof(E) == 1 ? size_t(2 * rows) * 4 : 0);
+  const size_t layers = cold ? (kColdBytes + layer_bytes - 1) / layer_bytes : 1;
+  std::vector<LayerCaches<E>> ring;
+  for (size_t l = 0; l < layers; ++l) ring.push_back(make_layer<E>(rows, hd, uint32_t(10 + 2 * l)));
+  std::vector<float> q(size_t(seqs * H * hd)), out(q.size());
+  fill_random(q.data(), q.size(), 7);
+  const float scale = 0.125f;
+  size_t li = 0;
+  ordo::detail::run_as_team([&] {
+    for (auto _ : state) {
+      const LayerCaches<E>& c = ring[li];
+      ordo::detail::parallel_items(seqs * H, true, [&](int64_t item) {
+        thread_local std::vector<float> scores;
+        scores.resize(size_t(ctx));
+        const int64_t base = item * ctx;  // this (sequence, head)'s first row
+        const float* ks = c.ks.empty() ? nullptr : c.ks.data() + base;
+        const float* vs = c.vs.empty() ? nullptr : c.vs.data() + base;
+        float* o = out.data() + item * hd;
+        std::fill(o, o + hd, 0.0f);
+        ordo::detail::qk_scores(q.data() + item * hd, c.k.data() + base * hd, ks, ctx, hd, scale, scores.data());
+        const float sum = ordo::softmax_unnormalized(scores.data(), ctx);
+        ordo::detail::pv_accumulate(scores.data(), c.v.data() + base * hd, vs, ctx, hd, o);
+        for (int64_t i = 0; i < hd; ++i) o[i] /= sum;
+      });
+      benchmark::DoNotOptimize(out.data());
+      benchmark::ClobberMemory();
+      if (++li == ring.size()) li = 0;
+    }
+  });
+  state.counters["GB/s"] = benchmark::Counter(double(layer_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_attention() {
+  for (int64_t seqs : {1, 16})
+    for (bool cold : {true, false}) {
+      const std::string shape_s = "seqs=" + std::to_string(seqs) + "/ctx=128/heads=12/hd=64";
+      const std::string kind = cold ? "attention/" : "attention/hot/";
+      auto add = [&](const char* dt, void (*f)(benchmark::State&, int64_t, int64_t, bool)) {
+        benchmark::RegisterBenchmark((kind + dt + "/" + shape_s).c_str(), [=](benchmark::State& st) { f(st, seqs, 128, cold); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime()
+            ->ComputeStatistics("min", min_of);
+      };
+      add("F32", attention_step<float>);
+      add("F16", attention_step<uint16_t>);
+      add("I8", attention_step<int8_t>);
+    }
+}
+
 void register_all() {
   register_decode();
   register_batch();
   register_prefill();
+  register_attention();
   for (Backend be : kBackends)
     for (int64_t M : {1, 16, 128}) {
       const std::string name = "mlp_block/" + std::string(ordo::backend_name(be)) + "/M=" + std::to_string(M);
