@@ -235,6 +235,24 @@ TEST(Synthetic, ShapesAndParameterCount) {
             0);
 }
 
+// What one decode step of the bench's tiny synthetic model (64,2,4,2,96,256: d 64, 2 layers, 4
+// heads of 16, 2 KV heads, FFN 96, vocab 256, untied head) reads and computes, from its shape:
+// B sequences at context C over `steps` steps (step k reads C + k + 1 cached rows).
+struct TinyStep {
+  double bytes, cache_bytes, flops;
+};
+TinyStep tiny_step(const std::string& dtype, const std::string& kv, int64_t B, int64_t C, int64_t steps) {
+  const int64_t d = 64, layers = 2, hd = 16, kv_heads = 2, ffn = 96, vocab = 256;
+  // Output rows of every linear a step reads: q, k, v, out, gate, up, down per layer; the head.
+  const int64_t layer_rows = 4 * hd + 2 * kv_heads * hd + d + 2 * ffn + d;
+  const int64_t layer_params = (4 * hd + 2 * kv_heads * hd + d) * d + 2 * ffn * d + d * ffn;
+  const int64_t params = layers * layer_params + vocab * d, rows = layers * layer_rows + vocab;
+  const double weights = dtype == "int8" ? double(params + 4 * rows) : 4.0 * double(params);  // int8: a scale per row
+  const double row_bytes = kv == "int8" ? hd + 4.0 : kv == "f16" ? 2.0 * hd : 4.0 * hd;
+  const double cache = double(B) * 2 * layers * kv_heads * row_bytes * (double(C) + 0.5 * double(steps + 1));
+  return {weights + cache, cache, 2.0 * double(B) * double(params)};
+}
+
 TEST(Bench, QuickJsonSchema) {
   const std::string out = ordo::test::make_temp_dir("bench") + "/bench.json";
   auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --json " + ordo::test::shell_quote(out));
@@ -246,6 +264,8 @@ TEST(Bench, QuickJsonSchema) {
   EXPECT_GT(j["machine"]["read_gb_s"].get<double>(), 0);
   EXPECT_GT(j["machine"]["sgemm_gflop_s"].get<double>(), 0);
   EXPECT_GE(j["machine"]["threads"].get<int>(), 1);
+  for (const char* k : {"f32 x1", "int8 x1"}) EXPECT_GT(j["machine"]["linear_gflop_s_by_dtype_rows"].at(k).get<double>(), 0) << k;
+  const int64_t steps = j.at("settings").at("decode_steps");
   const auto& rows = j.at("results");
   // 2 backends × 2 dtypes × (2 prefill + 2 decode).
   ASSERT_EQ(rows.size(), 16u);
@@ -268,6 +288,16 @@ TEST(Bench, QuickJsonSchema) {
       EXPECT_TRUE(parts.is_null()) << row.dump();
       continue;
     }
+    // What the step reads and computes, from the model's shape.
+    const TinyStep want = tiny_step(row.at("dtype"), "f32", row.at("batch"), row.at("ctx"), steps);
+    EXPECT_DOUBLE_EQ(row.at("bytes_per_step").get<double>(), want.bytes) << row.dump();
+    EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes) << row.dump();
+    EXPECT_DOUBLE_EQ(row.at("flops_per_step").get<double>(), want.flops) << row.dump();
+    EXPECT_NEAR(row.at("achieved").get<double>(), row.at("tokens_per_s").get<double>() * want.bytes / 1e9,
+                1e-9 * row.at("achieved").get<double>())
+        << row.dump();
+    EXPECT_GT(row.at("arith_fraction").get<double>(), 0) << row.dump();
+    EXPECT_TRUE(row.at("bound") == "memory" || row.at("bound") == "arithmetic") << row.dump();
     ASSERT_TRUE(parts.is_object()) << row.dump();
     const double total = parts.at("total").get<double>();
     EXPECT_GT(total, 0) << row.dump();
@@ -297,6 +327,11 @@ TEST(Bench, KvDtypeIsReported) {
     const nlohmann::json j = nlohmann::json::parse(f);
     EXPECT_EQ(j.at("settings").at("kv_dtype"), kv);
     EXPECT_EQ(j.at("results").size(), 4u);
+    for (const auto& row : j.at("results")) {
+      if (row.at("phase") != "decode") continue;
+      const TinyStep want = tiny_step("f32", kv, row.at("batch"), row.at("ctx"), j.at("settings").at("decode_steps"));
+      EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes) << kv << " " << row.dump();
+    }
   }
 }
 

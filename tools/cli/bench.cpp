@@ -2,7 +2,11 @@
 // weight dtype, each as a fraction of the machine's own limits measured on the spot (a limit probe
 // runs beside every timed repetition; the fraction is the median of the paired ratios, which
 // holds still when a shared machine's speed drifts during the run):
-//   * decode (memory-bound): tokens/s ÷ (read bandwidth ÷ bytes of weights read per token)
+//   * decode: the roofline step time ÷ the measured one. A step reads the weights once and each
+//     sequence's cached keys and values, and does 2·(linear params + vocab·d) FLOPs per sequence
+//     in ordo's linear kernels; its roofline time is the longer of bytes ÷ read bandwidth and
+//     FLOPs ÷ those kernels' peak on weights in cache (one sequence: the bytes; enough sequences:
+//     the arithmetic).
 //   * prefill (compute-bound): achieved FLOP/s ÷ peak sgemm FLOP/s, FLOPs = 2·params·T + attention
 // On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).
 #include <omp.h>
@@ -179,6 +183,39 @@ double measure_sgemm_gflop_s(Backend be, int64_t n, int reps) {
   return best;
 }
 
+// GFLOP/s of ordo's own linear kernels (those of a decode step) for one weight dtype and M rows
+// (a step's sequences), on weights that stay in cache: the arithmetic limit of a decode step, as
+// the read probe is its memory limit. Each thread multiplies the rows by its own weight, so no
+// call waits on another thread. Best of reps.
+double measure_linear_gflop_s(Backend be, DType dt, int64_t M, int reps) {
+  constexpr int64_t N = 1024, K = 512;  // a weight per thread: 2 MB F32, 0.5 MB int8
+  const int kCalls = static_cast<int>(std::max<int64_t>(20, 960 / M));  // at least ~1 GFLOP
+  const int nt = num_threads();
+  std::vector<Linear> ws(static_cast<size_t>(nt));
+  for (Linear& w : ws) {
+    w.weight = Tensor::uninitialized({N, K});
+    float* wd = w.weight.f32();
+    for (int64_t i = 0; i < N * K; ++i) wd[i] = static_cast<float>((i * 7) % 13 - 6) * 0.01f;
+    if (dt != DType::F32) w = convert_linear(w, dt);
+    pack_panels(w);
+  }
+  std::vector<float> x(M * K);
+  for (int64_t i = 0; i < M * K; ++i) x[i] = static_cast<float>((i * 5) % 11 - 5) * 0.1f;
+  double best = 0;
+  for (int r = 0; r <= reps; ++r) {
+    const auto t0 = Clock::now();
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<float> y(M * N);
+      const Linear& w = ws[static_cast<size_t>(omp_get_thread_num())];
+      for (int c = 0; c < kCalls; ++c) linear(be, x.data(), M, K, w, y.data());
+    }
+    const double t = seconds_since(t0);
+    if (r > 0) best = std::max(best, nt * kCalls * 2.0 * M * N * K / t / 1e9);
+  }
+  return best;
+}
+
 struct Row {
   std::string phase, backend, dtype;
   int64_t ctx = 0;
@@ -187,6 +224,10 @@ struct Row {
   double limit = 0;  // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
   double tokens_per_limit = 0;  // median of tokens/s ÷ limit per repetition: speed with the machine's drift divided out
   double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
+  // Decode, per step: bytes read (weights + caches), of them the caches', and the linear kernels'
+  // FLOPs; their achieved FLOP/s against the dtype's kernel peak; which limit is the nearer.
+  double bytes_per_step = 0, cache_bytes_per_step = 0, flops_per_step = 0, arith_fraction = 0;
+  std::string bound;
   StepTimes parts;  // decode: summed over the timed repetitions' steps
 };
 
@@ -228,7 +269,8 @@ struct BenchCommand : Command {
 
   // The machine's limits: read bandwidth and the best backend's peak sgemm, measured before and after
   // the model runs (the best of both is the roofline: on a shared machine one measurement can catch
-  // a busy moment), plus probes run beside each timed repetition.
+  // a busy moment), plus probes run beside each timed repetition, ordo's linear kernels' peak per
+  // weight dtype and row count among them.
   struct Machine {
     ReadProbe read_probe;  // 256 MiB: well beyond the caches, small enough to probe every rep
     int64_t sgemm_n;
@@ -236,6 +278,8 @@ struct BenchCommand : Command {
     std::vector<Backend> backends;
     double read_gb_s = 0, peak = 0;
     nlohmann::json sgemm_by = nlohmann::json::object();
+    // "<dtype> x<rows>" -> GFLOP/s of the linear kernels (best seen)
+    nlohmann::json linear_by = nlohmann::json::object();
 
     Machine(bool q, std::vector<Backend> bes)
         : read_probe(q ? (size_t(64) << 20) : (size_t(256) << 20)), sgemm_n(q ? 256 : 2048), quick(q),
@@ -247,6 +291,13 @@ struct BenchCommand : Command {
         sgemm_by[backend_name(b)] = std::max(g, sgemm_by.value(backend_name(b), 0.0));
         peak = std::max(peak, g);
       }
+    }
+    // The kernels' peak for M rows beside one repetition (also kept as the best seen).
+    double linear_now(DType dt, int64_t M) {
+      const double g = measure_linear_gflop_s(backends[0], dt, M, 1);
+      const std::string name = std::string(weight_dtype_name(dt)) + " x" + std::to_string(M);
+      linear_by[name] = std::max(g, linear_by.value(name, 0.0));
+      return g;
     }
     // The peak beside one repetition: the best backend's sgemm, whichever runs the model.
     double peak_now() {
@@ -353,10 +404,11 @@ struct BenchCommand : Command {
     }
     std::vector<DecodeRequest> reqs;
     for (Sequence& q : seqs) reqs.push_back(DecodeRequest{&q, {0}, {}, LogitsFor::Last});
-    std::vector<double> times, limits;
+    std::vector<double> times, limits, peaks;
     StepTimes parts, ignored;
     for (int r = 0; r < warmup + reps; ++r) {
-      const double lim = r >= warmup ? mach.read_probe.gb_s(2) : 0.0;  // paired probe, as for prefill
+      const double lim = r >= warmup ? mach.read_probe.gb_s(2) : 0.0;  // paired probes, as for prefill
+      if (r >= warmup) peaks.push_back(mach.linear_now(dt, B));
       for (Sequence& q : seqs) q.truncate(C);                          // back to the prefilled context
       const StepTimes::Recording recording(r >= warmup ? parts : ignored);
       const auto t0 = Clock::now();
@@ -374,8 +426,35 @@ struct BenchCommand : Command {
         limits.push_back(lim);
       }
     }
-    Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * weight_bytes / 1e9, times, limits, mach);
-    row.gb_s = row.tokens_per_s / B * weight_bytes / 1e9;
+    // Step k reads C + k + 1 cached rows per sequence (its own included): the mean over the steps.
+    const ModelSpec& s = tf.spec();
+    const DType kv = tf.kv_dtype();
+    const double rows_read = static_cast<double>(C) + 0.5 * static_cast<double>(steps + 1);
+    const double row_bytes = 2.0 * static_cast<double>(s.decoder.layers.size() * s.n_kv_heads) *
+                             static_cast<double>(s.head_dim * static_cast<int64_t>(dtype_size(kv)) +
+                                                 (kv == DType::I8 ? 4 : 0));  // + an I8 row's scale
+    const double cache_bytes = static_cast<double>(B) * row_bytes * rows_read;
+    const double bytes = weight_bytes + cache_bytes;
+    const double flops = 2.0 * static_cast<double>(B) *
+                         static_cast<double>(decoder_linear_params(s) + s.vocab_size * s.d_model);
+    Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * bytes / 1e9, times, limits, mach);
+    // The roofline: each repetition against the longer of its bytes at the bandwidth and its FLOPs
+    // at the kernels' peak, both probed beside it.
+    std::vector<double> fractions;
+    for (size_t i = 0; i < times.size(); ++i) {
+      const double mem_s = limits[i] > 0 ? bytes / (limits[i] * 1e9) : 0.0;
+      const double arith_s = peaks[i] > 0 ? flops / (peaks[i] * 1e9) : 0.0;
+      fractions.push_back(steps * std::max(mem_s, arith_s) / times[i]);
+    }
+    const double peak = median(peaks);
+    row.roofline_fraction = median(fractions);
+    row.bytes_per_step = bytes;
+    row.cache_bytes_per_step = cache_bytes;
+    row.flops_per_step = flops;
+    row.gb_s = row.tokens_per_s / B * bytes / 1e9;
+    row.gflop_s = row.tokens_per_s / B * flops / 1e9;
+    row.arith_fraction = peak > 0 ? row.gflop_s / peak : 0.0;
+    row.bound = peak > 0 && flops / peak > bytes / row.limit ? "arithmetic" : "memory";
     row.parts = parts;
     return row;
   }
@@ -465,7 +544,10 @@ struct BenchCommand : Command {
               << " GFLOP/s (";
     for (auto it = mach.sgemm_by.begin(); it != mach.sgemm_by.end(); ++it)
       std::cout << (it == mach.sgemm_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
-    std::cout << "), " << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
+    std::cout << "), ordo's linear kernels from cache per dtype x rows ";
+    for (auto it = mach.linear_by.begin(); it != mach.linear_by.end(); ++it)
+      std::cout << (it == mach.linear_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
+    std::cout << " GFLOP/s, " << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
               << ", OpenMP wait policy " << wait_policy() << ", KV cache " << weight_dtype_name(kv)
               << " (best of before/after; each row's roofline is the median of its repetitions against limit "
               << "probes run beside them)\n"
@@ -474,14 +556,21 @@ struct BenchCommand : Command {
 
   void write_json(const Machine& mach, DType kv, const nlohmann::json& model_json, const std::vector<Row>& rows) const {
     nlohmann::json j;
-    j["machine"] = {{"read_gb_s", mach.read_gb_s}, {"sgemm_gflop_s", mach.peak},     {"threads", num_threads()},
-                    {"sgemm_gflop_s_by_backend", mach.sgemm_by}, {"kernel_isa", kernel_isa()},
-                    {"onednn_isa", onednn_isa()},                 {"wait_policy", wait_policy()}};
+    j["machine"] = {{"read_gb_s", mach.read_gb_s},
+                    {"sgemm_gflop_s", mach.peak},
+                    {"threads", num_threads()},
+                    {"sgemm_gflop_s_by_backend", mach.sgemm_by},
+                    {"linear_gflop_s_by_dtype_rows", mach.linear_by},
+                    {"kernel_isa", kernel_isa()},
+                    {"onednn_isa", onednn_isa()},
+                    {"wait_policy", wait_policy()}};
     j["model"] = model_json;
     j["settings"] = {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
                      {"kv_dtype", weight_dtype_name(kv)}};
     j["results"] = nlohmann::json::array();
-    for (const Row& r : rows)
+    for (const Row& r : rows) {
+      const bool dec = r.phase == "decode";
+      auto decode_only = [&](auto v) { return dec ? nlohmann::json(v) : nlohmann::json(nullptr); };
       j["results"].push_back({{"phase", r.phase},
                               {"ctx", r.ctx},
                               {"batch", r.batch},
@@ -499,7 +588,14 @@ struct BenchCommand : Command {
                               {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
                               {"limit", r.limit},
                               {"peak_rss_mib", r.peak_rss_mib},
-                              {"step_parts_ms", r.phase == "decode" ? parts_json(r.parts) : nlohmann::json(nullptr)}});
+                              {"step_parts_ms", dec ? parts_json(r.parts) : nlohmann::json(nullptr)},
+                              {"bytes_per_step", decode_only(r.bytes_per_step)},
+                              {"cache_bytes_per_step", decode_only(r.cache_bytes_per_step)},
+                              {"flops_per_step", decode_only(r.flops_per_step)},
+                              {"gflop_s", r.gflop_s},
+                              {"arith_fraction", decode_only(r.arith_fraction)},
+                              {"bound", decode_only(r.bound)}});
+    }
     std::ofstream f(json_path);
     f << j.dump(2) << "\n";
     if (!f) throw Error(json_path + ": write failed");
@@ -543,17 +639,22 @@ struct BenchCommand : Command {
   bool header_done = false;
   void print_row(const Row& r) {
     if (!header_done) {
-      std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %12s %12s %9s %9s\n", "phase", "ctx", "batch", "backend",
-                  "dtype", "tok/s(med)", "tok/s(best)", "roofline", "achieved", "limit", "ttft_ms", "rss_MiB");
+      std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %-10s %12s %12s %6s %9s %9s\n", "phase", "ctx", "batch",
+                  "backend", "dtype", "tok/s(med)", "tok/s(best)", "roofline", "bound", "achieved", "limit", "arith",
+                  "ttft_ms", "rss_MiB");
       header_done = true;
     }
     const char* unit = r.phase == "prefill" ? " GF/s" : " GB/s";
     const std::string ach = fixed(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + unit;
     const std::string lim = fixed(r.limit, 1) + unit;
-    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %12s %12s %9s %9.0f\n", r.phase.c_str(),
-                static_cast<long long>(r.ctx), static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
-                100.0 * r.roofline_fraction, ach.c_str(), lim.c_str(),
-                r.phase == "prefill" ? fixed(r.ttft_ms, 1).c_str() : "-", r.peak_rss_mib);
+    const bool dec = r.phase == "decode";
+    // Decode: achieved and limit are bytes (weights + caches); arith is the linear kernels' FLOP/s
+    // against their peak from cache.
+    const std::string arith = dec ? fixed(100.0 * r.arith_fraction, 0) + "%" : "-";
+    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %-10s %12s %12s %6s %9s %9.0f\n", r.phase.c_str(),
+                static_cast<long long>(r.ctx), static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(),
+                r.tokens_per_s, r.tokens_per_s_best, 100.0 * r.roofline_fraction, dec ? r.bound.c_str() : "arithmetic",
+                ach.c_str(), lim.c_str(), arith.c_str(), dec ? "-" : fixed(r.ttft_ms, 1).c_str(), r.peak_rss_mib);
     std::fflush(stdout);
   }
 
@@ -613,6 +714,12 @@ struct BenchCommand : Command {
                       a.linears - b.linears, a.attention - b.attention, a.rope_and_cache - b.rope_and_cache,
                       a.lm_head - b.lm_head, a.other - b.other);
         }
+        // What holds the batched step: its bytes (weights once, every sequence's cache) at the
+        // probed bandwidth, or its linear FLOPs at the kernels' peak from cache.
+        std::printf("; bound by %s: %.0f MB per step (%.0f MB of caches) at %.0f%% of the probed bandwidth, linear "
+                    "arithmetic at %.0f%% of the %s kernels' peak",
+                    r.bound.c_str(), r.bytes_per_step / 1e6, r.cache_bytes_per_step / 1e6,
+                    100.0 * r.gb_s / r.limit, 100.0 * r.arith_fraction, r.dtype.c_str());
         std::printf("\n");
       }
     }
