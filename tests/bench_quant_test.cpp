@@ -236,7 +236,8 @@ TEST(Synthetic, ShapesAndParameterCount) {
 }
 
 // What one decode step of the bench's tiny synthetic model (64,2,4,2,96,256: d 64, 2 layers, 4
-// heads of 16, 2 KV heads, FFN 96, vocab 256, untied head) reads and computes, from its shape:
+// heads of 16, 2 KV heads, FFN 96, vocab 256; the head, tied to the embedding, is read as a weight
+// of its own every step) reads and computes, from its shape:
 // B sequences at context C over `steps` steps (step k reads C + k + 1 cached rows).
 struct TinyStep {
   double bytes, cache_bytes, flops;
@@ -247,7 +248,8 @@ TinyStep tiny_step(const std::string& dtype, const std::string& kv, int64_t B, i
   const int64_t layer_rows = 4 * hd + 2 * kv_heads * hd + d + 2 * ffn + d;
   const int64_t layer_params = (4 * hd + 2 * kv_heads * hd + d) * d + 2 * ffn * d + d * ffn;
   const int64_t params = layers * layer_params + vocab * d, rows = layers * layer_rows + vocab;
-  const double weights = dtype == "int8" ? double(params + 4 * rows) : 4.0 * double(params);  // int8: a scale per row
+  const double weights =
+      dtype == "int8" ? double(params + 4 * rows) : 4.0 * double(params);  // int8: a scale per row
   const double row_bytes = kv == "int8" ? hd + 4.0 : kv == "f16" ? 2.0 * hd : 4.0 * hd;
   const double cache = double(B) * 2 * layers * kv_heads * row_bytes * (double(C) + 0.5 * double(steps + 1));
   return {weights + cache, cache, 2.0 * double(B) * double(params)};
@@ -255,7 +257,8 @@ TinyStep tiny_step(const std::string& dtype, const std::string& kv, int64_t B, i
 
 TEST(Bench, QuickJsonSchema) {
   const std::string out = ordo::test::make_temp_dir("bench") + "/bench.json";
-  auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --json " + ordo::test::shell_quote(out));
+  auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --batch 1,3 --json " +
+                               ordo::test::shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream f(out);
   ASSERT_TRUE(f) << out;
@@ -264,11 +267,12 @@ TEST(Bench, QuickJsonSchema) {
   EXPECT_GT(j["machine"]["read_gb_s"].get<double>(), 0);
   EXPECT_GT(j["machine"]["sgemm_gflop_s"].get<double>(), 0);
   EXPECT_GE(j["machine"]["threads"].get<int>(), 1);
-  for (const char* k : {"f32 x1", "int8 x1"}) EXPECT_GT(j["machine"]["linear_gflop_s_by_dtype_rows"].at(k).get<double>(), 0) << k;
+  for (const char* k : {"f32 x1", "f32 x3", "int8 x1", "int8 x3"})
+    EXPECT_GT(j["machine"]["linear_gflop_s_by_dtype_rows"].at(k).get<double>(), 0) << k;
   const int64_t steps = j.at("settings").at("decode_steps");
   const auto& rows = j.at("results");
-  // 2 backends × 2 dtypes × (2 prefill + 2 decode).
-  ASSERT_EQ(rows.size(), 16u);
+  // 2 backends × 2 dtypes × 2 batch sizes × (2 prefill + 2 decode).
+  ASSERT_EQ(rows.size(), 32u);
   int prefill = 0, decode = 0;
   for (const auto& row : rows) {
     const std::string phase = row.at("phase");
@@ -293,8 +297,14 @@ TEST(Bench, QuickJsonSchema) {
     EXPECT_DOUBLE_EQ(row.at("bytes_per_step").get<double>(), want.bytes) << row.dump();
     EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes) << row.dump();
     EXPECT_DOUBLE_EQ(row.at("flops_per_step").get<double>(), want.flops) << row.dump();
-    EXPECT_NEAR(row.at("achieved").get<double>(), row.at("tokens_per_s").get<double>() * want.bytes / 1e9,
+    const double batch = row.at("batch").get<double>(), tokens_per_s = row.at("tokens_per_s").get<double>();
+    EXPECT_NEAR(row.at("achieved").get<double>(), tokens_per_s / batch * want.bytes / 1e9,
                 1e-9 * row.at("achieved").get<double>())
+        << row.dump();
+    // The bound is the longer of the bytes at the bandwidth and the FLOPs at the kernels' peak.
+    const double arith = row.at("arith_fraction").get<double>();
+    const double peak = tokens_per_s / batch * want.flops / 1e9 / arith;
+    EXPECT_EQ(row.at("bound"), want.flops / peak > want.bytes / row.at("limit").get<double>() ? "arithmetic" : "memory")
         << row.dump();
     EXPECT_GT(row.at("arith_fraction").get<double>(), 0) << row.dump();
     EXPECT_TRUE(row.at("bound") == "memory" || row.at("bound") == "arithmetic") << row.dump();
@@ -310,8 +320,8 @@ TEST(Bench, QuickJsonSchema) {
     EXPECT_NEAR(parts.at("other").get<double>(), total - sum, 1e-9 * total) << row.dump();
   }
   EXPECT_NE(r.out.find("decode step, ms"), std::string::npos) << r.out;
-  EXPECT_EQ(prefill, 8);
-  EXPECT_EQ(decode, 8);
+  EXPECT_EQ(prefill, 16);
+  EXPECT_EQ(decode, 16);
   EXPECT_EQ(j.at("settings").at("kv_dtype"), "f32");
 }
 
@@ -329,8 +339,10 @@ TEST(Bench, KvDtypeIsReported) {
     EXPECT_EQ(j.at("results").size(), 4u);
     for (const auto& row : j.at("results")) {
       if (row.at("phase") != "decode") continue;
-      const TinyStep want = tiny_step("f32", kv, row.at("batch"), row.at("ctx"), j.at("settings").at("decode_steps"));
-      EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes) << kv << " " << row.dump();
+      const TinyStep want =
+          tiny_step("f32", kv, row.at("batch"), row.at("ctx"), j.at("settings").at("decode_steps"));
+      EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes)
+          << kv << " " << row.dump();
     }
   }
 }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -185,36 +186,48 @@ double measure_sgemm_gflop_s(Backend be, int64_t n, int reps) {
 
 // GFLOP/s of ordo's own linear kernels (those of a decode step) for one weight dtype and M rows
 // (a step's sequences), on weights that stay in cache: the arithmetic limit of a decode step, as
-// the read probe is its memory limit. Each thread multiplies the rows by its own weight, so no
-// call waits on another thread. Best of reps.
-double measure_linear_gflop_s(Backend be, DType dt, int64_t M, int reps) {
-  constexpr int64_t N = 1024, K = 512;  // a weight per thread: 2 MB F32, 0.5 MB int8
-  const int kCalls = static_cast<int>(std::max<int64_t>(20, 960 / M));  // at least ~1 GFLOP
-  const int nt = num_threads();
-  std::vector<Linear> ws(static_cast<size_t>(nt));
-  for (Linear& w : ws) {
-    w.weight = Tensor::uninitialized({N, K});
-    float* wd = w.weight.f32();
-    for (int64_t i = 0; i < N * K; ++i) wd[i] = static_cast<float>((i * 7) % 13 - 6) * 0.01f;
-    if (dt != DType::F32) w = convert_linear(w, dt);
-    pack_panels(w);
-  }
-  std::vector<float> x(M * K);
-  for (int64_t i = 0; i < M * K; ++i) x[i] = static_cast<float>((i * 5) % 11 - 5) * 0.1f;
-  double best = 0;
-  for (int r = 0; r <= reps; ++r) {
-    const auto t0 = Clock::now();
-#pragma omp parallel num_threads(nt)
-    {
-      std::vector<float> y(M * N);
-      const Linear& w = ws[static_cast<size_t>(omp_get_thread_num())];
-      for (int c = 0; c < kCalls; ++c) linear(be, x.data(), M, K, w, y.data());
+// the read probe is its memory limit. Each thread multiplies the rows by a weight of its own (1 MB
+// F32, 256 KB int8: within a core's share of L2 and L3), so no call waits on another thread.
+class LinearProbe {
+ public:
+  LinearProbe(DType dt, int threads) : ws_(static_cast<size_t>(threads)) {
+    for (Linear& w : ws_) {
+      w.weight = Tensor::uninitialized({kN, kK});
+      float* wd = w.weight.f32();
+      for (int64_t i = 0; i < kN * kK; ++i) wd[i] = static_cast<float>((i * 7) % 13 - 6) * 0.01f;
+      if (dt != DType::F32) w = convert_linear(w, dt);
+      pack_panels(w);
     }
-    const double t = seconds_since(t0);
-    if (r > 0) best = std::max(best, nt * kCalls * 2.0 * M * N * K / t / 1e9);
   }
-  return best;
-}
+  // Best of `reps` passes, each about `gflop` GFLOP per thread.
+  double gflop_s(Backend be, int64_t M, double gflop, int reps) const {
+    const double per_call = 2.0 * static_cast<double>(M * kN * kK);
+    const int calls = std::max(1, static_cast<int>(gflop * 1e9 / per_call));
+    std::vector<float> x(static_cast<size_t>(M * kK));
+    for (int64_t i = 0; i < M * kK; ++i) x[i] = static_cast<float>((i * 5) % 11 - 5) * 0.1f;
+    const int threads = static_cast<int>(ws_.size());
+    double best = 0;
+    for (int r = 0; r <= reps; ++r) {  // the first pass warms the caches
+      int ran = 0;                     // threads the runtime gave the region
+      const auto t0 = Clock::now();
+#pragma omp parallel num_threads(threads)
+      {
+#pragma omp master
+        ran = omp_get_num_threads();
+        std::vector<float> y(static_cast<size_t>(M * kN));
+        const Linear& w = ws_[static_cast<size_t>(omp_get_thread_num())];
+        for (int c = 0; c < calls; ++c) linear(be, x.data(), M, kK, w, y.data());
+      }
+      const double t = seconds_since(t0);
+      if (r > 0) best = std::max(best, ran * calls * per_call / t / 1e9);
+    }
+    return best;
+  }
+
+ private:
+  static constexpr int64_t kN = 1024, kK = 256;
+  std::vector<Linear> ws_;
+};
 
 struct Row {
   std::string phase, backend, dtype;
@@ -278,6 +291,7 @@ struct BenchCommand : Command {
     std::vector<Backend> backends;
     double read_gb_s = 0, peak = 0;
     nlohmann::json sgemm_by = nlohmann::json::object();
+    std::map<DType, LinearProbe> linear_probes;  // built on first use
     // "<dtype> x<rows>" -> GFLOP/s of the linear kernels (best seen)
     nlohmann::json linear_by = nlohmann::json::object();
 
@@ -294,7 +308,8 @@ struct BenchCommand : Command {
     }
     // The kernels' peak for M rows beside one repetition (also kept as the best seen).
     double linear_now(DType dt, int64_t M) {
-      const double g = measure_linear_gflop_s(backends[0], dt, M, 1);
+      const LinearProbe& probe = linear_probes.try_emplace(dt, dt, num_threads()).first->second;
+      const double g = probe.gflop_s(backends[0], M, quick ? 0.05 : 1.0, 1);
       const std::string name = std::string(weight_dtype_name(dt)) + " x" + std::to_string(M);
       linear_by[name] = std::max(g, linear_by.value(name, 0.0));
       return g;
@@ -336,8 +351,8 @@ struct BenchCommand : Command {
     return m;
   }
 
-  // A result row from per-repetition times and the limits probed beside them; `work` is in GFLOP
-  // (prefill) or GB (decode), the unit of the limit.
+  // A result row from per-repetition times and the limits probed beside them; `work` is in the
+  // limit's unit (GFLOP for prefill; decode sets its roofline itself and passes 0).
   static Row timed_row(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens, double work,
                        const std::vector<double>& times, const std::vector<double>& limits, const Machine& mach) {
     Row row;
@@ -437,7 +452,7 @@ struct BenchCommand : Command {
     const double bytes = weight_bytes + cache_bytes;
     const double flops = 2.0 * static_cast<double>(B) *
                          static_cast<double>(decoder_linear_params(s) + s.vocab_size * s.d_model);
-    Row row = timed_row("decode", C, B, be, dt, double(steps * B), steps * bytes / 1e9, times, limits, mach);
+    Row row = timed_row("decode", C, B, be, dt, double(steps * B), 0.0, times, limits, mach);
     // The roofline: each repetition against the longer of its bytes at the bandwidth and its FLOPs
     // at the kernels' peak, both probed beside it.
     std::vector<double> fractions;
@@ -540,18 +555,22 @@ struct BenchCommand : Command {
   }
 
   void print_machine(const Machine& mach, DType kv) const {
-    std::cout << "machine: read bandwidth " << fixed(mach.read_gb_s, 1) << " GB/s, peak sgemm " << fixed(mach.peak, 1)
-              << " GFLOP/s (";
-    for (auto it = mach.sgemm_by.begin(); it != mach.sgemm_by.end(); ++it)
-      std::cout << (it == mach.sgemm_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
-    std::cout << "), ordo's linear kernels from cache per dtype x rows ";
-    for (auto it = mach.linear_by.begin(); it != mach.linear_by.end(); ++it)
-      std::cout << (it == mach.linear_by.begin() ? "" : ", ") << it.key() << " " << fixed(it.value().get<double>(), 1);
-    std::cout << " GFLOP/s, " << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
-              << ", OpenMP wait policy " << wait_policy() << ", KV cache " << weight_dtype_name(kv)
-              << " (best of before/after; each row's roofline is the median of its repetitions against limit "
-              << "probes run beside them)\n"
-              << std::flush;
+    auto values = [](const nlohmann::json& by) {  // "name v, name v"
+      std::string out;
+      for (auto it = by.begin(); it != by.end(); ++it)
+        out += (out.empty() ? "" : ", ") + it.key() + " " + fixed(it.value().get<double>(), 1);
+      return out;
+    };
+    std::cout
+        << "machine: read bandwidth " << fixed(mach.read_gb_s, 1) << " GB/s, peak sgemm "
+        << fixed(mach.peak, 1) << " GFLOP/s (" << values(mach.sgemm_by)
+        << "), ordo's linear kernels from cache by dtype and rows " << values(mach.linear_by) << " GFLOP/s, "
+        << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
+        << ", OpenMP wait policy " << wait_policy() << ", KV cache " << weight_dtype_name(kv)
+        << " (bandwidth and sgemm: best of before and after, linear kernels: best of the probes beside the "
+        << "repetitions; each row's roofline is the median of its repetitions against the probes run beside "
+        << "them)\n"
+        << std::flush;
   }
 
   void write_json(const Machine& mach, DType kv, const nlohmann::json& model_json, const std::vector<Row>& rows) const {
@@ -571,30 +590,30 @@ struct BenchCommand : Command {
     for (const Row& r : rows) {
       const bool dec = r.phase == "decode";
       auto decode_only = [&](auto v) { return dec ? nlohmann::json(v) : nlohmann::json(nullptr); };
-      j["results"].push_back({{"phase", r.phase},
-                              {"ctx", r.ctx},
-                              {"batch", r.batch},
-                              {"step_ms", r.phase == "decode" ? nlohmann::json(r.seconds_median / steps * 1e3)
-                                                              : nlohmann::json(nullptr)},
-                              {"backend", r.backend},
-                              {"dtype", r.dtype},
-                              {"tokens_per_s", r.tokens_per_s},
-                              {"tokens_per_s_best", r.tokens_per_s_best},
-                              {"roofline_fraction", r.roofline_fraction},
-                              {"seconds_median", r.seconds_median},
-                              {"seconds_min", r.seconds_min},
-                              {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
-                              {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
-                              {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
-                              {"limit", r.limit},
-                              {"peak_rss_mib", r.peak_rss_mib},
-                              {"step_parts_ms", dec ? parts_json(r.parts) : nlohmann::json(nullptr)},
-                              {"bytes_per_step", decode_only(r.bytes_per_step)},
-                              {"cache_bytes_per_step", decode_only(r.cache_bytes_per_step)},
-                              {"flops_per_step", decode_only(r.flops_per_step)},
-                              {"gflop_s", r.gflop_s},
-                              {"arith_fraction", decode_only(r.arith_fraction)},
-                              {"bound", decode_only(r.bound)}});
+      j["results"].push_back(
+          {{"phase", r.phase},
+           {"ctx", r.ctx},
+           {"batch", r.batch},
+           {"step_ms", decode_only(r.seconds_median / steps * 1e3)},
+           {"backend", r.backend},
+           {"dtype", r.dtype},
+           {"tokens_per_s", r.tokens_per_s},
+           {"tokens_per_s_best", r.tokens_per_s_best},
+           {"roofline_fraction", r.roofline_fraction},
+           {"seconds_median", r.seconds_median},
+           {"seconds_min", r.seconds_min},
+           {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
+           {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
+           {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
+           {"limit", r.limit},
+           {"peak_rss_mib", r.peak_rss_mib},
+           {"step_parts_ms", dec ? parts_json(r.parts) : nlohmann::json(nullptr)},
+           {"bytes_per_step", decode_only(r.bytes_per_step)},
+           {"cache_bytes_per_step", decode_only(r.cache_bytes_per_step)},
+           {"flops_per_step", decode_only(r.flops_per_step)},
+           {"gflop_s", r.gflop_s},
+           {"arith_fraction", decode_only(r.arith_fraction)},
+           {"bound", decode_only(r.bound)}});
     }
     std::ofstream f(json_path);
     f << j.dump(2) << "\n";
@@ -639,9 +658,9 @@ struct BenchCommand : Command {
   bool header_done = false;
   void print_row(const Row& r) {
     if (!header_done) {
-      std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %-10s %12s %12s %6s %9s %9s\n", "phase", "ctx", "batch",
-                  "backend", "dtype", "tok/s(med)", "tok/s(best)", "roofline", "bound", "achieved", "limit", "arith",
-                  "ttft_ms", "rss_MiB");
+      std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %-10s %12s %12s %6s %9s %9s\n", "phase", "ctx",
+                  "batch", "backend", "dtype", "tok/s(med)", "tok/s(best)", "roofline", "bound", "achieved",
+                  "limit", "arith", "ttft_ms", "rss_MiB");
       header_done = true;
     }
     const char* unit = r.phase == "prefill" ? " GF/s" : " GB/s";
@@ -651,10 +670,11 @@ struct BenchCommand : Command {
     // Decode: achieved and limit are bytes (weights + caches); arith is the linear kernels' FLOP/s
     // against their peak from cache.
     const std::string arith = dec ? fixed(100.0 * r.arith_fraction, 0) + "%" : "-";
-    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %-10s %12s %12s %6s %9s %9.0f\n", r.phase.c_str(),
-                static_cast<long long>(r.ctx), static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(),
-                r.tokens_per_s, r.tokens_per_s_best, 100.0 * r.roofline_fraction, dec ? r.bound.c_str() : "arithmetic",
-                ach.c_str(), lim.c_str(), arith.c_str(), dec ? "-" : fixed(r.ttft_ms, 1).c_str(), r.peak_rss_mib);
+    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %-10s %12s %12s %6s %9s %9.0f\n",
+                r.phase.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
+                r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
+                100.0 * r.roofline_fraction, dec ? r.bound.c_str() : "arithmetic", ach.c_str(), lim.c_str(),
+                arith.c_str(), dec ? "-" : fixed(r.ttft_ms, 1).c_str(), r.peak_rss_mib);
     std::fflush(stdout);
   }
 
@@ -716,10 +736,11 @@ struct BenchCommand : Command {
         }
         // What holds the batched step: its bytes (weights once, every sequence's cache) at the
         // probed bandwidth, or its linear FLOPs at the kernels' peak from cache.
-        std::printf("; bound by %s: %.0f MB per step (%.0f MB of caches) at %.0f%% of the probed bandwidth, linear "
-                    "arithmetic at %.0f%% of the %s kernels' peak",
-                    r.bound.c_str(), r.bytes_per_step / 1e6, r.cache_bytes_per_step / 1e6,
-                    100.0 * r.gb_s / r.limit, 100.0 * r.arith_fraction, r.dtype.c_str());
+        std::printf(
+            "; bound by %s: %.0f MB per step (%.0f MB of caches) at %.0f%% of the probed bandwidth, linear "
+            "arithmetic at %.0f%% of the %s kernels' peak",
+            r.bound.c_str(), r.bytes_per_step / 1e6, r.cache_bytes_per_step / 1e6, 100.0 * r.gb_s / r.limit,
+            100.0 * r.arith_fraction, r.dtype.c_str());
         std::printf("\n");
       }
     }
