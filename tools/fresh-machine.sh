@@ -6,12 +6,13 @@
 #
 #   tools/fresh-machine.sh [demo|test|both]     (default: both; needs root and a Debian mirror)
 #
-# Environment: WORK (default /var/tmp/ordo-fresh) holds the roots; the base root is built once and
-# copied for every command (FRESH_BASE=1 rebuilds it). MIRROR (default http://deb.debian.org/debian).
+# Environment: WORK (default ordo-fresh under XDG_CACHE_HOME or ~/.cache) holds the roots; the
+# base root is built once and copied for every command (FRESH_BASE=1 rebuilds it). MIRROR
+# (default http://deb.debian.org/debian).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-WORK=${WORK:-/var/tmp/ordo-fresh}
+WORK=${WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/ordo-fresh}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 WHICH=${1:-both}
@@ -67,7 +68,7 @@ run_fresh() {
   fi
   rm -rf "$root"
   cp -a "$base" "$root"
-  git clone -q "$REPO" "$root/root/ordo"
+  git clone -q "$REPO" "$root/ordo"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   for m in proc sys dev; do
     mount --rbind "/$m" "$root/$m"
@@ -78,7 +79,7 @@ run_fresh() {
   local start rc=0
   start=$(date +%s)
   chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c "cd /root/ordo && bash tools/dev.sh $cmd" 2>&1 | stamp "$start" | tee "$WORK/$cmd.log" || rc=$?
+    bash -c "cd /ordo && bash tools/dev.sh $cmd" 2>&1 | stamp "$start" | tee "$WORK/$cmd.log" || rc=$?
   echo "== $cmd: exit $rc after $(($(date +%s) - start)) s (log: $WORK/$cmd.log)"
   cleanup
   mounted=()

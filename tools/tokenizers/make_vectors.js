@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Golden tokenizer vectors held to Hugging Face's own code, not to ordo.
 //
-//   mkdir -p /tmp/tokgen && cd /tmp/tokgen && npm install @anush008/tokenizers
-//   NODE_PATH=/tmp/tokgen/node_modules node tools/tokenizers/make_vectors.js [--sources DIR]
+//   (cd "$TOKGEN" && npm install @anush008/tokenizers)      # TOKGEN: any scratch directory
+//   NODE_PATH="$TOKGEN/node_modules" node tools/tokenizers/make_vectors.js [--sources DIR]
 //
 // tokenizer.json files: encoded and decoded by @anush008/tokenizers, the Node binding of Hugging
 // Face's Rust `tokenizers` crate (the library behind every *TokenizerFast). The real files (BERT's
