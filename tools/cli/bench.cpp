@@ -89,7 +89,8 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Median over repetitions of (work / time) / limit, each rep against the limit probed beside it.
+// Median over repetitions of (work / time) / limit, each rep against the limit probed beside it
+// (tokens per second per GB/s: speed with the machine's drift divided out).
 double paired_fraction(double work, const std::vector<double>& times, const std::vector<double>& limits) {
   std::vector<double> f;
   for (size_t i = 0; i < times.size(); ++i) f.push_back(limits[i] > 0 ? work / times[i] / limits[i] : 0.0);
@@ -351,10 +352,12 @@ struct BenchCommand : Command {
     return m;
   }
 
-  // A result row from per-repetition times and the limits probed beside them; `work` is in the
-  // limit's unit (GFLOP for prefill; decode sets its roofline itself and passes 0).
-  static Row timed_row(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens, double work,
-                       const std::vector<double>& times, const std::vector<double>& limits, const Machine& mach) {
+  // A result row from per-repetition times, the limits probed beside them and each repetition's
+  // roofline time (what it would take at those limits): the roofline fraction is the median of
+  // roofline time ÷ time.
+  static Row timed_row(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens,
+                       const std::vector<double>& times, const std::vector<double>& limits,
+                       const std::vector<double>& roofline_s, const Machine& mach) {
     Row row;
     row.phase = phase;
     row.ctx = ctx;
@@ -366,7 +369,9 @@ struct BenchCommand : Command {
     row.tokens_per_s = tokens / row.seconds_median;
     row.tokens_per_s_best = tokens / row.seconds_min;
     row.limit = median(limits);
-    row.roofline_fraction = paired_fraction(work, times, limits);
+    std::vector<double> fractions;
+    for (size_t i = 0; i < times.size(); ++i) fractions.push_back(roofline_s[i] / times[i]);
+    row.roofline_fraction = median(fractions);
     row.tokens_per_limit = paired_fraction(tokens, times, limits);
     row.peak_rss_mib = peak_rss_mib() - mach.read_probe.mib();  // the probe buffer is not the model's
     return row;
@@ -402,7 +407,9 @@ struct BenchCommand : Command {
     const double L = static_cast<double>(s.decoder.layers.size());
     const double flops = B * (2.0 * static_cast<double>(decoder_linear_params(s)) * T + 2.0 * s.d_model * s.vocab_size +
                               2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1));
-    Row row = timed_row("prefill", T, B, be, dt, double(B * T), flops / 1e9, times, limits, mach);
+    std::vector<double> roofline_s;  // the FLOPs at the sgemm peak probed beside each repetition
+    for (double lim : limits) roofline_s.push_back(lim > 0 ? flops / 1e9 / lim : 0.0);
+    Row row = timed_row("prefill", T, B, be, dt, double(B * T), times, limits, roofline_s, mach);
     row.ttft_ms = row.seconds_median * 1e3;
     row.gflop_s = flops / row.seconds_median / 1e9;
     return row;
@@ -452,17 +459,16 @@ struct BenchCommand : Command {
     const double bytes = weight_bytes + cache_bytes;
     const double flops = 2.0 * static_cast<double>(B) *
                          static_cast<double>(decoder_linear_params(s) + s.vocab_size * s.d_model);
-    Row row = timed_row("decode", C, B, be, dt, double(steps * B), 0.0, times, limits, mach);
-    // The roofline: each repetition against the longer of its bytes at the bandwidth and its FLOPs
-    // at the kernels' peak, both probed beside it.
-    std::vector<double> fractions;
+    // Each repetition's roofline: the longer of its bytes at the bandwidth and its FLOPs at the
+    // kernels' peak, both probed beside it.
+    std::vector<double> roofline_s;
     for (size_t i = 0; i < times.size(); ++i) {
       const double mem_s = limits[i] > 0 ? bytes / (limits[i] * 1e9) : 0.0;
       const double arith_s = peaks[i] > 0 ? flops / (peaks[i] * 1e9) : 0.0;
-      fractions.push_back(steps * std::max(mem_s, arith_s) / times[i]);
+      roofline_s.push_back(steps * std::max(mem_s, arith_s));
     }
+    Row row = timed_row("decode", C, B, be, dt, double(steps * B), times, limits, roofline_s, mach);
     const double peak = median(peaks);
-    row.roofline_fraction = median(fractions);
     row.bytes_per_step = bytes;
     row.cache_bytes_per_step = cache_bytes;
     row.flops_per_step = flops;
