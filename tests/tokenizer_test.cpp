@@ -341,6 +341,24 @@ TEST(StreamDecoder, SkipSpecialFollowsDecodeSkippingSpecials) {
   }
 }
 
+// More than the window's 64 tokens with no good start (U+FFFD pieces, then a lone space and a
+// skipped special): the window may only be shortened at a good start, or a space goes missing.
+TEST(StreamDecoder, LongRunWithoutAGoodStartKeepsItsSpaces) {
+  std::string text = "Broken: ";
+  for (int i = 0; i < 140; ++i) text += "\xEF\xBF\xBD";
+  text += " <s> [CLS]";
+  for (const char* name : {"llama2-legacy-true", "llama2-legacy-false", "gpt2"}) {
+    SCOPED_TRACE(name);
+    const auto& tok = golden_tokenizer(name);
+    const std::vector<int32_t> ids = tok.encode(text, true);
+    ordo::StreamDecoder sd(tok, {}, /*skip_special=*/true);
+    std::string out;
+    for (int32_t id : ids) out += sd.push(id);
+    out += sd.flush();
+    EXPECT_EQ(out, tok.decode(ids, true));
+  }
+}
+
 TEST(StreamDecoder, FlushEmitsIncompleteTailAsReplacementCharacter) {
   const auto& tok = golden_tokenizer("llama2-legacy-false");
   ordo::StreamDecoder sd(tok, tok.encode("Hi", true));

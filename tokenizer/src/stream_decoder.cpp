@@ -55,7 +55,17 @@ std::string StreamDecoder::emit(size_t end, bool final) {
     out = window_text(read_ids_, end);
     if (!final && td::ends_with(out, kReplacement)) return {};
   }
-  if (good_start(read_ids_) || end - prefix_ids_ > kMaxWindow) prefix_ids_ = read_ids_;
+  if (good_start(read_ids_)) {
+    prefix_ids_ = read_ids_;
+  } else if (end - prefix_ids_ > kMaxWindow) {
+    // Shorten a long window only at a good start: from a lone space, an empty or a U+FFFD token
+    // the decoder's start-of-text rules would reach into the next token and drop its space.
+    for (size_t i = end - 1; i > prefix_ids_; --i)
+      if (good_start(i)) {
+        prefix_ids_ = i;
+        break;
+      }
+  }
   read_ids_ = end;
   return out;
 }
