@@ -58,7 +58,8 @@ class Tokenizer {
 // character split over several byte-fallback tokens are held back until the character completes.
 // The concatenation of all push() results and flush() equals the text decode() adds for the pushed
 // ids after `context` (ids already shown, e.g. the prompt, so a leading space is kept or dropped as
-// the full decode would). Each push() decodes a short window of recent ids, not the whole sequence.
+// the full decode would). Each push() decodes a short window of recent ids, not the whole sequence
+// (a run of U+FFFD pieces held back, or of lone spaces at the very start, widens it).
 // Decoders whose output is not prefix-stable (HF's legacy Llama puts a space *before* an inline
 // special token) can only be followed approximately; skip_special avoids that case.
 class StreamDecoder {
@@ -69,13 +70,21 @@ class StreamDecoder {
 
  private:
   std::string window_text(size_t begin, size_t end) const;
+  std::string text_to(size_t end);
+  bool stands_alone(size_t i) const;
+  bool can_anchor(size_t i) const;
   bool good_start(size_t i) const;
   std::string emit(size_t end, bool final);
+
+  static constexpr size_t kNoAnchor = static_cast<size_t>(-1);
 
   const Tokenizer& tok_;
   std::vector<int32_t> ids_;
   size_t prefix_ids_ = 0;  // window start: ids_[prefix_ids_, read_ids_) are already emitted
   size_t read_ids_ = 0;
+  size_t anchor_ = kNoAnchor;  // a token decoded before the window in place of the ids it skips
+  std::string anchor_text_;
+  std::string prefix_text_;  // the window's text up to read_ids_
   bool skip_special_ = false;
 };
 
