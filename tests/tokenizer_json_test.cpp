@@ -364,3 +364,25 @@ TEST(LoadMarian, BrokenFilesAreErrorsNamingThem) {
 }
 
 }  // namespace
+
+// After a long run of tokens that cannot start a window, StreamDecoder decodes behind an "a"
+// token; a decoder that rewrites "a" with what follows ("ab" -> "X" over the fused text) sends it
+// back to the whole run, and the stream still equals decode(), which has no "ab".
+TEST(StreamDecoder, AnchorRewrittenByTheDecoderFallsBackToTheWholeRun) {
+  TempDir d;
+  d.write("tokenizer.json", R"({"model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "x": 2, " ": 3, "<unk>": 4},
+      "unk_token": "<unk>"}, "pre_tokenizer": {"type": "WhitespaceSplit"},
+      "decoder": {"type": "Sequence", "decoders": [{"type": "Fuse"},
+                                                  {"type": "Replace", "pattern": {"String": "ab"}, "content": "X"}]}})");
+  auto tok = ordo::load_tokenizer(d.str());
+  ASSERT_EQ(tok->decode({0, 1}), "X");
+  std::vector<int32_t> ids{2};
+  ids.insert(ids.end(), 64, 3);  // the window restarts behind "a" right before "b"
+  ids.insert(ids.end(), {1, 2});
+  ordo::StreamDecoder sd(*tok, {}, true);
+  std::string out;
+  for (int32_t id : ids) out += sd.push(id);
+  out += sd.flush();
+  EXPECT_EQ(out, "x" + std::string(64, ' ') + "bx");
+  EXPECT_EQ(out, tok->decode(ids, true));
+}

@@ -365,6 +365,23 @@ TEST(StreamDecoder, LongRunsWithoutAGoodStartKeepTheirSpaces) {
       }
 }
 
+// GPT-2 bytes: "の" and a lead byte 0xE5, 64 spaces, then 0xA1 and "x". The lone 0xA1 after the
+// spaces is a U+FFFD of its own; nothing may join it to the 0xE5 before the run.
+TEST(StreamDecoder, ByteAfterALongRunStaysApartFromTheBytesBeforeIt) {
+  const auto& tok = golden_tokenizer("gpt2");
+  for (int spaces : {64, 129}) {
+    std::vector<int32_t> ids{15474};
+    ids.insert(ids.end(), static_cast<size_t>(spaces), 220);
+    ids.insert(ids.end(), {94, 87});
+    ordo::StreamDecoder sd(tok, {}, true);
+    std::string out;
+    for (int32_t id : ids) out += sd.push(id);
+    out += sd.flush();
+    EXPECT_EQ(out, "\xE3\x81\xAE\xEF\xBF\xBD" + std::string(static_cast<size_t>(spaces), ' ') + "\xEF\xBF\xBDx");
+    EXPECT_EQ(out, tok.decode(ids, true));
+  }
+}
+
 TEST(StreamDecoder, FlushEmitsIncompleteTailAsReplacementCharacter) {
   const auto& tok = golden_tokenizer("llama2-legacy-false");
   ordo::StreamDecoder sd(tok, tok.encode("Hi", true));

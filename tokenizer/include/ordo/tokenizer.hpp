@@ -58,8 +58,8 @@ class Tokenizer {
 // character split over several byte-fallback tokens are held back until the character completes.
 // The concatenation of all push() results and flush() equals the text decode() adds for the pushed
 // ids after `context` (ids already shown, e.g. the prompt, so a leading space is kept or dropped as
-// the full decode would). Each push() decodes a short window of recent ids, not the whole sequence
-// (a run of U+FFFD pieces held back, or of lone spaces at the very start, widens it).
+// the full decode would). Each push() decodes a window of at most 64 recent ids plus those it holds
+// back (an incomplete character, T5's trailing spaces) or that precede the first text shown.
 // Decoders whose output is not prefix-stable (HF's legacy Llama puts a space *before* an inline
 // special token) can only be followed approximately; skip_special avoids that case.
 class StreamDecoder {
@@ -70,21 +70,24 @@ class StreamDecoder {
 
  private:
   std::string window_text(size_t begin, size_t end) const;
-  std::string text_to(size_t end);
-  bool stands_alone(size_t i) const;
-  bool can_anchor(size_t i) const;
+  std::vector<int32_t> behind_anchor(size_t begin, size_t end) const;
+  std::optional<std::string> text_behind_anchor(size_t begin, size_t end) const;
+  bool adds_nothing(size_t begin, size_t end) const;
+  std::string window_text_to(size_t end);
+  void restart_behind_anchor();
   bool good_start(size_t i) const;
   std::string emit(size_t end, bool final);
-
-  static constexpr size_t kNoAnchor = static_cast<size_t>(-1);
 
   const Tokenizer& tok_;
   std::vector<int32_t> ids_;
   size_t prefix_ids_ = 0;  // window start: ids_[prefix_ids_, read_ids_) are already emitted
   size_t read_ids_ = 0;
-  size_t anchor_ = kNoAnchor;  // a token decoded before the window in place of the ids it skips
-  std::string anchor_text_;
   std::string prefix_text_;  // the window's text up to read_ids_
+  int32_t anchor_id_ = -1;   // an ordinary token decoded in front of the window when anchored_
+  std::string anchor_text_, anchor_pair_text_;  // the anchor's text, alone and twice
+  bool anchored_ = false;
+  size_t run_start_ = 0;  // where the window started before it was first anchored
+  bool shown_ = false;    // some text precedes the window
   bool skip_special_ = false;
 };
 
