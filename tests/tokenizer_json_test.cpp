@@ -386,3 +386,70 @@ TEST(StreamDecoder, AnchorRewrittenByTheDecoderFallsBackToTheWholeRun) {
   EXPECT_EQ(out, "x" + std::string(64, ' ') + "bx");
   EXPECT_EQ(out, tok->decode(ids, true));
 }
+
+// Streamed text equals decode() minus the context's text, with skipped specials.
+std::string streamed_after(const ordo::Tokenizer& tok, const std::vector<int32_t>& context,
+                           const std::vector<int32_t>& ids) {
+  ordo::StreamDecoder sd(tok, context, /*skip_special=*/true);
+  std::string out;
+  for (int32_t id : ids) out += sd.push(id);
+  return out + sd.flush();
+}
+void expect_stream_matches_decode(const ordo::Tokenizer& tok, const std::vector<int32_t>& context,
+                                  const std::vector<int32_t>& ids) {
+  std::vector<int32_t> all = context;
+  all.insert(all.end(), ids.begin(), ids.end());
+  const std::string whole = tok.decode(all, true), head = tok.decode(context, true);
+  ASSERT_EQ(whole.compare(0, head.size(), head), 0);
+  EXPECT_EQ(streamed_after(tok, context, ids), whole.substr(head.size()));
+}
+
+// A "</w>" suffix puts the space on the token before it, so no anchor can stand for "hel" in
+// "hel" + skipped specials + "lo</w>": the specials are dropped instead, at any count.
+TEST(StreamDecoder, SkippedSpecialsInsideAWordOfASuffixBpe) {
+  const auto tok = ordo::load_tokenizer(kDir + "/bpe-suffix");
+  const std::vector<int32_t> hello = tok->encode("hello", false);
+  const int32_t eot = tok->encode("<|endoftext|>", false).at(0);
+  ASSERT_GE(hello.size(), 2u);
+  for (size_t n : {10, 65, 200}) {
+    SCOPED_TRACE(n);
+    std::vector<int32_t> ids{hello[0]};
+    ids.insert(ids.end(), n, eot);
+    ids.insert(ids.end(), hello.begin() + 1, hello.end());
+    EXPECT_EQ(streamed_after(*tok, {}, ids), "hello");
+    const std::vector<int32_t> context(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n + 1));
+    expect_stream_matches_decode(*tok, context, std::vector<int32_t>(hello.begin() + 1, hello.end()));
+  }
+}
+
+// T5's and Marian's slow tokenizers hold a trailing space back until text follows; a context
+// ending in lone spaces (any number) and then skipped specials keeps them for the first word.
+TEST(StreamDecoder, ContextEndingInHeldBackSpacesKeepsThem) {
+  ordo::TokenizerOptions t5;
+  t5.legacy = false;
+  t5.sp_style = "t5";
+  t5.extra_ids = 100;
+  const std::vector<std::unique_ptr<ordo::Tokenizer>> toks = [&] {
+    std::vector<std::unique_ptr<ordo::Tokenizer>> v;
+    v.push_back(ordo::load_sentencepiece(std::string(ORDO_TEST_DATA) + "/fixtures/tokenizers/t5/spiece.model", t5));
+    v.push_back(ordo::load_marian(kDir + "/opus-mt-en-mg"));
+    return v;
+  }();
+  for (const auto& tok : toks) {
+    int32_t space = -1;  // the lone "▁"
+    for (int32_t id = 0; id < tok->vocab_size() && space < 0; ++id)
+      if (tok->id_to_piece(id) == "\xE2\x96\x81") space = id;
+    ASSERT_GE(space, 0);
+    ASSERT_GE(tok->eos_id(), 0);
+    const std::vector<int32_t> y = tok->encode(" y", false);
+    for (size_t spaces : {1, 10, 70})
+      for (size_t specials : {0, 70}) {
+        SCOPED_TRACE(std::string(tok->kind()) + ", " + std::to_string(spaces) + " spaces, " + std::to_string(specials) +
+                     " specials");
+        std::vector<int32_t> context = tok->encode("x", false);
+        context.insert(context.end(), spaces, space);
+        context.insert(context.end(), specials, tok->eos_id());
+        expect_stream_matches_decode(*tok, context, y);
+      }
+  }
+}

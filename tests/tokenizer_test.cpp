@@ -342,8 +342,9 @@ TEST(StreamDecoder, SkipSpecialFollowsDecodeSkippingSpecials) {
 }
 
 // Runs of more than the window's 64 tokens that cannot start a window (U+FFFD pieces, lone spaces
-// and newlines, skipped specials), after text and at the very start: the window may only be cut
-// at a token that stands alone (not a special), or a space goes missing.
+// and newlines, skipped specials), after text and at the very start: cutting the window inside
+// such a run loses a space; the window moves only to a token that can start one, or restarts
+// behind the anchor.
 TEST(StreamDecoder, LongRunsWithoutAGoodStartKeepTheirSpaces) {
   std::string fffd, newlines;
   for (int i = 0; i < 140; ++i) fffd += "\xEF\xBF\xBD";

@@ -17,6 +17,12 @@ bool starts_with_space(const std::string& t) {
   size_t k = 0;
   return td::py_isspace(td::next_cp(t, k));
 }
+
+bool all_space(const std::string& t) {
+  for (size_t k = 0; k < t.size();)
+    if (!td::py_isspace(td::next_cp(t, k))) return false;
+  return true;
+}
 }  // namespace
 
 // Token i's own text is non-empty and starts with neither whitespace nor U+FFFD: then the
@@ -29,27 +35,41 @@ bool StreamDecoder::good_start(size_t i) const {
   return !t.empty() && !td::starts_with(t, kReplacement) && !starts_with_space(t);
 }
 
+// decode() drops a skipped special before anything else, so the stream can forget it.
+bool StreamDecoder::skipped(int32_t id) const {
+  return skip_special_ && tok_.decode({id}, true).empty() && !tok_.decode({id}, false).empty();
+}
+
 StreamDecoder::StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context, bool skip_special)
-    : tok_(tok), ids_(std::move(context)), skip_special_(skip_special) {
-  // The anchor: "a" as one token that is not special and shows its text whole.
+    : tok_(tok), skip_special_(skip_special) {
+  for (int32_t id : context)
+    if (!skipped(id)) ids_.push_back(id);
+  // The anchor: the token of "a". Its text as the first token must hold a visible character (that
+  // ends the start-of-text rules), be whole characters, and not be a special token's.
   for (int32_t id : tok_.encode("a", false)) {
-    const std::string t = tok_.decode({id}, /*skip_special=*/true);
-    if (!t.empty() && t == tok_.decode({id}, false) && !starts_with_space(t) && !td::starts_with(t, kReplacement) &&
-        !td::ends_with(t, kReplacement)) {
+    const std::string t = tok_.decode({id}, false), pair = tok_.decode({id, id}, false);
+    if (!t.empty() && !all_space(t) && !td::starts_with(t, kReplacement) && !td::ends_with(t, kReplacement) &&
+        t == tok_.decode({id}, true) && td::starts_with(pair, t)) {
       anchor_id_ = id;
       anchor_text_ = t;
-      anchor_pair_text_ = tok_.decode({id, id}, skip_special_);
+      anchor_join_ = pair.substr(t.size());
       break;
     }
   }
   read_ids_ = ids_.size();
-  shown_ = !tok_.decode(ids_, skip_special_).empty();
   // Start the window inside the context so the first new token keeps its leading space: at its
-  // last good start, or behind the anchor if the context ends in a long run without one.
+  // last good start, or behind the anchor if the context ends in a long run without one and the
+  // anchor can stand for it, else at the good start before the run.
   prefix_ids_ = read_ids_ > 0 ? read_ids_ - 1 : 0;
   while (prefix_ids_ > 0 && read_ids_ - prefix_ids_ <= kMaxWindow && !good_start(prefix_ids_)) --prefix_ids_;
   prefix_text_ = window_text(prefix_ids_, read_ids_);
-  if (!good_start(prefix_ids_) && !td::ends_with(prefix_text_, kReplacement)) restart_behind_anchor();
+  if (good_start(prefix_ids_)) return;
+  if (can_restart_behind_anchor()) {
+    restart_behind_anchor();
+  } else {
+    while (prefix_ids_ > 0 && !good_start(prefix_ids_)) --prefix_ids_;
+    prefix_text_ = window_text(prefix_ids_, read_ids_);
+  }
 }
 
 std::string StreamDecoder::window_text(size_t begin, size_t end) const {
@@ -59,49 +79,42 @@ std::string StreamDecoder::window_text(size_t begin, size_t end) const {
                      skip_special_);
 }
 
-// The anchor followed by ids_[begin, end).
-std::vector<int32_t> StreamDecoder::behind_anchor(size_t begin, size_t end) const {
-  std::vector<int32_t> ids{anchor_id_};
-  ids.insert(ids.end(), ids_.begin() + static_cast<std::ptrdiff_t>(begin), ids_.begin() + static_cast<std::ptrdiff_t>(end));
-  return ids;
-}
-
-// ids_[begin, end) decoded behind the anchor, without the anchor's text; nullopt if the decoder
-// changed the anchor's text (joined it with what follows).
-std::optional<std::string> StreamDecoder::text_behind_anchor(size_t begin, size_t end) const {
-  std::string text = tok_.decode(behind_anchor(begin, end), skip_special_);
+// The window's ids up to `end` with `after` appended, decoded; behind the anchor if anchored_.
+// nullopt if the decoder changed the anchor's text (joined it with what follows).
+std::optional<std::string> StreamDecoder::decode_window(size_t end, const std::vector<int32_t>& after) const {
+  std::vector<int32_t> ids;
+  if (anchored_) ids.push_back(anchor_id_);
+  ids.insert(ids.end(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_ids_), ids_.begin() + static_cast<std::ptrdiff_t>(end));
+  ids.insert(ids.end(), after.begin(), after.end());
+  std::string text = tok_.decode(ids, skip_special_);
+  if (!anchored_) return text;
   if (!td::starts_with(text, anchor_text_)) return std::nullopt;
   return text.substr(anchor_text_.size());
 }
 
-// ids_[begin, end) show no text even between two ordinary tokens: skipped specials, not T5's
-// trailing space (shown once text follows) nor part of a character.
-bool StreamDecoder::adds_nothing(size_t begin, size_t end) const {
-  if (anchor_id_ < 0) return false;
-  std::vector<int32_t> ids = behind_anchor(begin, end);
-  ids.push_back(anchor_id_);
-  return tok_.decode(ids, skip_special_) == anchor_pair_text_;
+// The window can restart behind the anchor at read_ids_ if what is shown joins the anchor the way
+// the anchor joins itself: a decoder that holds back trailing spaces (T5), puts the space on the
+// token before (a "</w>" suffix), or has not left the start of the text yet, would not.
+bool StreamDecoder::can_restart_behind_anchor() const {
+  if (anchor_id_ < 0 || td::ends_with(prefix_text_, kReplacement)) return false;  // maybe part of a character
+  const auto joined = decode_window(read_ids_, {anchor_id_});
+  return joined && *joined == prefix_text_ + anchor_join_;
 }
 
-// The window restarts at read_ids_ behind the anchor. Only once text has been shown: before that,
-// the start-of-text rules still apply to what comes, and the anchor would switch them off.
 void StreamDecoder::restart_behind_anchor() {
-  if (anchor_id_ < 0 || !shown_) return;
   if (!anchored_) run_start_ = prefix_ids_;
   anchored_ = true;
   prefix_ids_ = read_ids_;
   prefix_text_.clear();
 }
 
-// The window's text up to `end`.
+// The window's text up to `end`. If the decoder changed the anchor's text, the window goes back to
+// where it started before it was first anchored.
 std::string StreamDecoder::window_text_to(size_t end) {
-  if (anchored_ && prefix_ids_ < end) {
-    if (auto text = text_behind_anchor(prefix_ids_, end)) return *text;
-    // The decoder joined the anchor with the window: decode the whole run instead.
-    anchored_ = false;
-    prefix_ids_ = run_start_;
-    prefix_text_ = window_text(prefix_ids_, read_ids_);
-  }
+  if (auto text = decode_window(end, {})) return *text;
+  anchored_ = false;
+  prefix_ids_ = run_start_;
+  prefix_text_ = window_text(prefix_ids_, read_ids_);
   return window_text(prefix_ids_, end);
 }
 
@@ -109,40 +122,34 @@ std::string StreamDecoder::emit(size_t end, bool final) {
   std::string full = window_text_to(end);
   std::string out;
   if (td::starts_with(full, prefix_text_)) {
-    if (full.size() == prefix_text_.size()) {
-      if (!adds_nothing(read_ids_, end)) return {};  // wait for what follows
-    } else {
-      if (!final && td::ends_with(full, kReplacement)) return {};  // wait for the rest of the character
-      out = full.substr(prefix_text_.size());
-    }
+    if (full.size() == prefix_text_.size()) return {};
+    if (!final && td::ends_with(full, kReplacement)) return {};  // wait for the rest of the character
+    out = full.substr(prefix_text_.size());
   } else {
     // The decoder rewrote earlier text (e.g. a space put before an inline special token). What is
     // shown cannot be taken back; emit the new tokens decoded on their own.
     out = window_text(read_ids_, end);
     if (!final && td::ends_with(out, kReplacement)) return {};
   }
-  shown_ = shown_ || !out.empty();
   // Move the window to the newest good start. A run without one (U+FFFD pieces, lone spaces,
-  // "Ġword" pieces) cannot be cut there, since the start-of-text rules would take a space from
-  // the next token; once it is long, the window restarts behind the anchor at `end`, where the
-  // text shown so far is complete.
-  const size_t old_prefix = prefix_ids_;
-  const bool was_anchored = anchored_;
+  // "Ġword" pieces) cannot be cut, since the start-of-text rules would take a space from the next
+  // token; once it is long, the window restarts behind the anchor.
+  bool moved = false;
   for (size_t i = read_ids_; i < end; ++i)
     if (good_start(i)) {
       prefix_ids_ = i;
       anchored_ = false;
+      moved = true;
     }
   read_ids_ = end;
-  if (read_ids_ - prefix_ids_ > kMaxWindow) restart_behind_anchor();
-  // Behind the anchor the window is empty: restarting set prefix_ids_ to read_ids_.
-  prefix_text_ = prefix_ids_ == old_prefix && anchored_ == was_anchored ? std::move(full)
-                                                                       : window_text(prefix_ids_, read_ids_);
+  prefix_text_ = moved ? window_text(prefix_ids_, read_ids_) : std::move(full);
+  if (read_ids_ - prefix_ids_ > kMaxWindow && can_restart_behind_anchor()) restart_behind_anchor();
   return out;
 }
 
 std::string StreamDecoder::push(int32_t id) {
   if (id < 0 || id >= tok_.vocab_size()) tok_.id_to_piece(id);  // throws Error naming the id
+  if (skipped(id)) return {};
   ids_.push_back(id);
   return emit(ids_.size(), false);
 }

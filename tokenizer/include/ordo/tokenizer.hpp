@@ -58,10 +58,12 @@ class Tokenizer {
 // character split over several byte-fallback tokens are held back until the character completes.
 // The concatenation of all push() results and flush() equals the text decode() adds for the pushed
 // ids after `context` (ids already shown, e.g. the prompt, so a leading space is kept or dropped as
-// the full decode would). Each push() decodes a window of at most 64 recent ids plus those it holds
-// back (an incomplete character, T5's trailing spaces) or that precede the first text shown.
-// Decoders whose output is not prefix-stable (HF's legacy Llama puts a space *before* an inline
-// special token) can only be followed approximately; skip_special avoids that case.
+// the full decode would). Each push() decodes a window of recent ids: those since the last id that
+// can start a window (at most 64 where an anchor token can stand for the text before them) and
+// those still held back (an incomplete character, T5's trailing spaces).
+// Decoders whose output is not prefix-stable can only be followed approximately: HF's legacy Llama
+// puts a space *before* an inline special token (skip_special avoids that case), and HF's
+// ByteFallback shows every byte of a run as U+FFFD once one of them is invalid.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context = {}, bool skip_special = false);
@@ -69,26 +71,26 @@ class StreamDecoder {
   std::string flush();  // whatever is left (invalid trailing bytes become U+FFFD)
 
  private:
-  std::string window_text(size_t begin, size_t end) const;
-  std::vector<int32_t> behind_anchor(size_t begin, size_t end) const;
-  std::optional<std::string> text_behind_anchor(size_t begin, size_t end) const;
-  bool adds_nothing(size_t begin, size_t end) const;
-  std::string window_text_to(size_t end);
-  void restart_behind_anchor();
+  bool skipped(int32_t id) const;
   bool good_start(size_t i) const;
+  std::string window_text(size_t begin, size_t end) const;
+  std::optional<std::string> decode_window(size_t end, const std::vector<int32_t>& after) const;
+  bool can_restart_behind_anchor() const;
+  void restart_behind_anchor();
+  std::string window_text_to(size_t end);
   std::string emit(size_t end, bool final);
 
   const Tokenizer& tok_;
-  std::vector<int32_t> ids_;
-  size_t prefix_ids_ = 0;  // window start: ids_[prefix_ids_, read_ids_) are already emitted
+  bool skip_special_ = false;
+  std::vector<int32_t> ids_;  // the context and the pushed ids, without skipped specials
+  size_t prefix_ids_ = 0;     // window start: ids_[prefix_ids_, read_ids_) are already emitted
   size_t read_ids_ = 0;
-  std::string prefix_text_;  // the window's text up to read_ids_
-  int32_t anchor_id_ = -1;   // an ordinary token decoded in front of the window when anchored_
-  std::string anchor_text_, anchor_pair_text_;  // the anchor's text, alone and twice
+  std::string prefix_text_;   // the window's text up to read_ids_
+  int32_t anchor_id_ = -1;    // decoded in front of the window when anchored_
+  std::string anchor_text_;   // its text as the first token
+  std::string anchor_join_;   // what a second anchor adds after it
   bool anchored_ = false;
   size_t run_start_ = 0;  // where the window started before it was first anchored
-  bool shown_ = false;    // some text precedes the window
-  bool skip_special_ = false;
 };
 
 // Loads the tokenizer of a model directory (no weights needed), choosing by the files it holds:
