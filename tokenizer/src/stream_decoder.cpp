@@ -35,7 +35,8 @@ bool StreamDecoder::good_start(size_t i) const {
   return !t.empty() && !td::starts_with(t, kReplacement) && !starts_with_space(t);
 }
 
-// decode() drops a skipped special before anything else, so the stream can forget it.
+// decode() drops a skipped special before anything else, so the stream can forget it. A token
+// without text either way (SentencePiece's control tokens) is not known to be dropped and stays.
 bool StreamDecoder::skipped(int32_t id) const {
   return skip_special_ && tok_.decode({id}, true).empty() && !tok_.decode({id}, false).empty();
 }
@@ -44,8 +45,9 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context,
     : tok_(tok), skip_special_(skip_special) {
   for (int32_t id : context)
     if (!skipped(id)) ids_.push_back(id);
-  // The anchor: the token of "a". Its text as the first token must hold a visible character (that
-  // ends the start-of-text rules), be whole characters, and not be a special token's.
+  // The anchor: the first fit id of encode("a"). Its text as the first token must hold a visible
+  // character (that ends the start-of-text rules), be whole characters, not be a special token's,
+  // and stay as it is when another token follows (so it can be cut off the window's text).
   for (int32_t id : tok_.encode("a", false)) {
     const std::string t = tok_.decode({id}, false), pair = tok_.decode({id, id}, false);
     if (!t.empty() && !all_space(t) && !td::starts_with(t, kReplacement) && !td::ends_with(t, kReplacement) &&
@@ -63,13 +65,9 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, std::vector<int32_t> context,
   prefix_ids_ = read_ids_ > 0 ? read_ids_ - 1 : 0;
   while (prefix_ids_ > 0 && read_ids_ - prefix_ids_ <= kMaxWindow && !good_start(prefix_ids_)) --prefix_ids_;
   prefix_text_ = window_text(prefix_ids_, read_ids_);
-  if (good_start(prefix_ids_)) return;
-  if (can_restart_behind_anchor()) {
-    restart_behind_anchor();
-  } else {
-    while (prefix_ids_ > 0 && !good_start(prefix_ids_)) --prefix_ids_;
-    prefix_text_ = window_text(prefix_ids_, read_ids_);
-  }
+  if (good_start(prefix_ids_) || restart_behind_anchor()) return;
+  while (prefix_ids_ > 0 && !good_start(prefix_ids_)) --prefix_ids_;
+  prefix_text_ = window_text(prefix_ids_, read_ids_);
 }
 
 std::string StreamDecoder::window_text(size_t begin, size_t end) const {
@@ -92,20 +90,35 @@ std::optional<std::string> StreamDecoder::decode_window(size_t end, const std::v
   return text.substr(anchor_text_.size());
 }
 
-// The window can restart behind the anchor at read_ids_ if what is shown joins the anchor the way
-// the anchor joins itself: a decoder that holds back trailing spaces (T5), puts the space on the
-// token before (a "</w>" suffix), or has not left the start of the text yet, would not.
-bool StreamDecoder::can_restart_behind_anchor() const {
-  if (anchor_id_ < 0 || td::ends_with(prefix_text_, kReplacement)) return false;  // maybe part of a character
-  const auto joined = decode_window(read_ids_, {anchor_id_});
-  return joined && *joined == prefix_text_ + anchor_join_;
+// Restarts the window behind the anchor, keeping its last id (for decoders that rewrite text
+// across a boundary). Refused unless the text before that id joins an anchor the way the anchor
+// joins itself: a decoder that holds back trailing spaces (T5), puts the space on the token
+// before (a "</w>" suffix), has not left the start of the text, or waits for the rest of a
+// character, would not.
+bool StreamDecoder::restart_behind_anchor() {
+  if (anchor_id_ < 0 || read_ids_ == 0) return false;
+  const size_t keep = read_ids_ - 1;
+  const auto before = decode_window(keep, {});
+  const auto joined = decode_window(keep, {anchor_id_});
+  if (!before || td::ends_with(*before, kReplacement) || !joined || *joined != *before + anchor_join_) return false;
+  const size_t start = prefix_ids_;
+  const bool was_anchored = anchored_;
+  anchored_ = true;
+  prefix_ids_ = keep;
+  const auto text = decode_window(read_ids_, {});
+  if (!text) {
+    anchored_ = was_anchored;
+    prefix_ids_ = start;
+    return false;
+  }
+  if (!was_anchored) run_start_ = start;
+  prefix_text_ = *text;
+  return true;
 }
 
-void StreamDecoder::restart_behind_anchor() {
-  if (!anchored_) run_start_ = prefix_ids_;
-  anchored_ = true;
-  prefix_ids_ = read_ids_;
-  prefix_text_.clear();
+// ids_[i] shows no text even between two ordinary tokens (SentencePiece's control tokens).
+bool StreamDecoder::shows_nothing(size_t i) const {
+  return anchor_id_ >= 0 && tok_.decode({anchor_id_, ids_[i], anchor_id_}, skip_special_) == anchor_text_ + anchor_join_;
 }
 
 // The window's text up to `end`. If the decoder changed the anchor's text, the window goes back to
@@ -122,7 +135,9 @@ std::string StreamDecoder::emit(size_t end, bool final) {
   std::string full = window_text_to(end);
   std::string out;
   if (td::starts_with(full, prefix_text_)) {
-    if (full.size() == prefix_text_.size()) return {};
+    // No text yet: wait for what follows, unless the one new id never shows any; then the window
+    // may move on past it.
+    if (full.size() == prefix_text_.size() && (read_ids_ + 1 != end || !shows_nothing(read_ids_))) return {};
     if (!final && td::ends_with(full, kReplacement)) return {};  // wait for the rest of the character
     out = full.substr(prefix_text_.size());
   } else {
@@ -143,7 +158,7 @@ std::string StreamDecoder::emit(size_t end, bool final) {
     }
   read_ids_ = end;
   prefix_text_ = moved ? window_text(prefix_ids_, read_ids_) : std::move(full);
-  if (read_ids_ - prefix_ids_ > kMaxWindow && can_restart_behind_anchor()) restart_behind_anchor();
+  if (read_ids_ - prefix_ids_ > kMaxWindow) restart_behind_anchor();
   return out;
 }
 

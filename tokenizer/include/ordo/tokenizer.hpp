@@ -75,8 +75,8 @@ class StreamDecoder {
   bool good_start(size_t i) const;
   std::string window_text(size_t begin, size_t end) const;
   std::optional<std::string> decode_window(size_t end, const std::vector<int32_t>& after) const;
-  bool can_restart_behind_anchor() const;
-  void restart_behind_anchor();
+  bool restart_behind_anchor();
+  bool shows_nothing(size_t i) const;
   std::string window_text_to(size_t end);
   std::string emit(size_t end, bool final);
 
