@@ -365,53 +365,7 @@ TEST(LoadMarian, BrokenFilesAreErrorsNamingThem) {
 
 }  // namespace
 
-// After a long run of tokens that cannot start a window, StreamDecoder decodes behind an "a"
-// token and the run's last id; a decoder that rewrites "a" with what follows ("a b" -> "X" over the
-// fused text) sends it back to the whole run, and the stream still equals decode(), which has no
-// "a b".
-TEST(StreamDecoder, AnchorRewrittenByTheDecoderFallsBackToTheWholeRun) {
-  TempDir d;
-  d.write("tokenizer.json", R"({"model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "x": 2, " ": 3, "<unk>": 4},
-      "unk_token": "<unk>"}, "pre_tokenizer": {"type": "WhitespaceSplit"},
-      "decoder": {"type": "Sequence", "decoders": [{"type": "Fuse"},
-                                                  {"type": "Replace", "pattern": {"String": "a b"}, "content": "X"}]}})");
-  auto tok = ordo::load_tokenizer(d.str());
-  ASSERT_EQ(tok->decode({0, 3, 1}), "X");
-  std::vector<int32_t> ids{2};
-  ids.insert(ids.end(), 64, 3);  // the window restarts behind "a" and the last " ", right before "b"
-  ids.insert(ids.end(), {1, 2});
-  ordo::StreamDecoder sd(*tok, {}, true);
-  std::string out;
-  for (int32_t id : ids) out += sd.push(id);
-  out += sd.flush();
-  EXPECT_EQ(out, "x" + std::string(64, ' ') + "bx");
-  EXPECT_EQ(out, tok->decode(ids, true));
-}
-
-// A decoder that rewrites across a token boundary (" b" -> " B" over the fused text) sees the
-// window's last id beside the next one even where the window restarts behind the anchor.
-TEST(StreamDecoder, RewriteAcrossARestartSeesTheLastId) {
-  TempDir d;
-  d.write("tokenizer.json", R"({"model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "x": 2, " ": 3, "<unk>": 4},
-      "unk_token": "<unk>"}, "pre_tokenizer": {"type": "WhitespaceSplit"},
-      "decoder": {"type": "Sequence", "decoders": [{"type": "Fuse"},
-                                                  {"type": "Replace", "pattern": {"String": " b"}, "content": " B"}]}})");
-  auto tok = ordo::load_tokenizer(d.str());
-  for (size_t spaces : {63, 64, 65, 130}) {
-    SCOPED_TRACE(spaces);
-    std::vector<int32_t> ids{2};
-    ids.insert(ids.end(), spaces, 3);
-    ids.push_back(1);
-    ordo::StreamDecoder sd(*tok, {}, true);
-    std::string out;
-    for (int32_t id : ids) out += sd.push(id);
-    out += sd.flush();
-    EXPECT_EQ(out, "x" + std::string(spaces, ' ') + "B");
-    EXPECT_EQ(out, tok->decode(ids, true));
-  }
-}
-
-// Streamed text equals decode() minus the context's text, with skipped specials.
+// Streamed text (skipping specials) after a context.
 std::string streamed_after(const ordo::Tokenizer& tok, const std::vector<int32_t>& context,
                            const std::vector<int32_t>& ids) {
   ordo::StreamDecoder sd(tok, context, /*skip_special=*/true);
@@ -426,6 +380,49 @@ void expect_stream_matches_decode(const ordo::Tokenizer& tok, const std::vector<
   const std::string whole = tok.decode(all, true), head = tok.decode(context, true);
   ASSERT_EQ(whole.compare(0, head.size(), head), 0);
   EXPECT_EQ(streamed_after(tok, context, ids), whole.substr(head.size()));
+}
+
+// Words "a", "b", "x" and " " whose decoder fuses the text and then replaces `from` by `to`.
+std::unique_ptr<ordo::Tokenizer> fuse_replace_tokenizer(const TempDir& d, const std::string& from, const std::string& to) {
+  d.write("tokenizer.json",
+          json{{"model", {{"type", "WordLevel"}, {"vocab", {{"a", 0}, {"b", 1}, {"x", 2}, {" ", 3}, {"<unk>", 4}}},
+                          {"unk_token", "<unk>"}}},
+               {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+               {"decoder", {{"type", "Sequence"},
+                            {"decoders", {{{"type", "Fuse"}},
+                                          {{"type", "Replace"}, {"pattern", {{"String", from}}}, {"content", to}}}}}}}
+              .dump());
+  return ordo::load_tokenizer(d.str());
+}
+
+// After a long run of tokens that cannot start a window, StreamDecoder decodes behind an "a"
+// token and the run's last id; a decoder that rewrites "a" with what follows ("a b" -> "X" over the
+// fused text) sends it back to the whole run, and the stream still equals decode(), which has no
+// "a b".
+TEST(StreamDecoder, AnchorRewrittenByTheDecoderFallsBackToTheWholeRun) {
+  TempDir d;
+  const auto tok = fuse_replace_tokenizer(d, "a b", "X");
+  ASSERT_EQ(tok->decode({0, 3, 1}), "X");
+  std::vector<int32_t> ids{2};
+  ids.insert(ids.end(), 64, 3);  // the window restarts behind "a" and the last " ", right before "b"
+  ids.insert(ids.end(), {1, 2});
+  EXPECT_EQ(streamed_after(*tok, {}, ids), "x" + std::string(64, ' ') + "bx");
+  EXPECT_EQ(tok->decode(ids, true), "x" + std::string(64, ' ') + "bx");
+}
+
+// A decoder that rewrites across a token boundary (" b" -> " B" over the fused text) sees the
+// window's last id beside the next one even where the window restarts behind the anchor.
+TEST(StreamDecoder, RewriteAcrossARestartSeesTheLastId) {
+  TempDir d;
+  const auto tok = fuse_replace_tokenizer(d, " b", " B");
+  for (size_t spaces : {63, 64, 65, 130}) {
+    SCOPED_TRACE(spaces);
+    std::vector<int32_t> ids{2};
+    ids.insert(ids.end(), spaces, 3);
+    ids.push_back(1);
+    EXPECT_EQ(streamed_after(*tok, {}, ids), "x" + std::string(spaces, ' ') + "B");
+    EXPECT_EQ(tok->decode(ids, true), "x" + std::string(spaces, ' ') + "B");
+  }
 }
 
 // A "</w>" suffix puts the space on the token before it, so no anchor can stand for "hel" in
