@@ -2,8 +2,8 @@
 // window's already-emitted text and return the difference. The first token of the window loses its
 // leading space the same way in both decodes, so spaces come out right; text ending in U+FFFD (an
 // incomplete byte-fallback / byte-level character) is held back until it completes. After a long
-// run of tokens none of which can start a window, the window restarts behind an anchor: an
-// ordinary token decoded in front of it, so the window's text reads as mid-text, as it is.
+// run of tokens none of which can start a window, the window restarts at the run's last id behind
+// an anchor: an ordinary token decoded in front, so the window's text reads as mid-text, as it is.
 #include "internal.hpp"
 
 namespace ordo {
