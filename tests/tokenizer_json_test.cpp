@@ -14,6 +14,7 @@
 
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
+#include "support/stream.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -365,21 +366,13 @@ TEST(LoadMarian, BrokenFilesAreErrorsNamingThem) {
 
 }  // namespace
 
-// Streamed text (skipping specials) after a context.
-std::string streamed_after(const ordo::Tokenizer& tok, const std::vector<int32_t>& context,
-                           const std::vector<int32_t>& ids) {
-  ordo::StreamDecoder sd(tok, context, /*skip_special=*/true);
-  std::string out;
-  for (int32_t id : ids) out += sd.push(id);
-  return out + sd.flush();
-}
 void expect_stream_matches_decode(const ordo::Tokenizer& tok, const std::vector<int32_t>& context,
                                   const std::vector<int32_t>& ids) {
   std::vector<int32_t> all = context;
   all.insert(all.end(), ids.begin(), ids.end());
   const std::string whole = tok.decode(all, true), head = tok.decode(context, true);
   ASSERT_EQ(whole.compare(0, head.size(), head), 0);
-  EXPECT_EQ(streamed_after(tok, context, ids), whole.substr(head.size()));
+  EXPECT_EQ(ordo::test::stream_text(tok, ids, context, /*skip_special=*/true), whole.substr(head.size()));
 }
 
 // Words "a", "b", "x" and " " whose decoder fuses the text and then replaces `from` by `to`.
@@ -406,7 +399,7 @@ TEST(StreamDecoder, AnchorRewrittenByTheDecoderFallsBackToTheWholeRun) {
   std::vector<int32_t> ids{2};
   ids.insert(ids.end(), 64, 3);  // the window restarts behind "a" and the last " ", right before "b"
   ids.insert(ids.end(), {1, 2});
-  EXPECT_EQ(streamed_after(*tok, {}, ids), "x" + std::string(64, ' ') + "bx");
+  EXPECT_EQ(ordo::test::stream_text(*tok, ids, {}, /*skip_special=*/true), "x" + std::string(64, ' ') + "bx");
   EXPECT_EQ(tok->decode(ids, true), "x" + std::string(64, ' ') + "bx");
 }
 
@@ -420,7 +413,7 @@ TEST(StreamDecoder, RewriteAcrossARestartSeesTheLastId) {
     std::vector<int32_t> ids{2};
     ids.insert(ids.end(), spaces, 3);
     ids.push_back(1);
-    EXPECT_EQ(streamed_after(*tok, {}, ids), "x" + std::string(spaces, ' ') + "B");
+    EXPECT_EQ(ordo::test::stream_text(*tok, ids, {}, /*skip_special=*/true), "x" + std::string(spaces, ' ') + "B");
     EXPECT_EQ(tok->decode(ids, true), "x" + std::string(spaces, ' ') + "B");
   }
 }
@@ -437,7 +430,7 @@ TEST(StreamDecoder, SkippedSpecialsInsideAWordOfASuffixBpe) {
     std::vector<int32_t> ids{hello[0]};
     ids.insert(ids.end(), n, eot);
     ids.insert(ids.end(), hello.begin() + 1, hello.end());
-    EXPECT_EQ(streamed_after(*tok, {}, ids), "hello");
+    EXPECT_EQ(ordo::test::stream_text(*tok, ids, {}, /*skip_special=*/true), "hello");
     const std::vector<int32_t> context(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n + 1));
     expect_stream_matches_decode(*tok, context, std::vector<int32_t>(hello.begin() + 1, hello.end()));
   }

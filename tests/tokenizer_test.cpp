@@ -14,6 +14,7 @@
 
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
+#include "support/stream.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -263,14 +264,6 @@ std::string stream_all(const ordo::Tokenizer& tok, const std::vector<int32_t>& i
   return out;
 }
 
-// All ids pushed one at a time, then flush(), with no context.
-std::string stream_ids(const ordo::Tokenizer& tok, const std::vector<int32_t>& ids, bool skip_special) {
-  ordo::StreamDecoder sd(tok, {}, skip_special);
-  std::string out;
-  for (int32_t id : ids) out += sd.push(id);
-  return out + sd.flush();
-}
-
 void check_stream(const ordo::Tokenizer& tok) {
   for (const auto& text : kStreamTexts) {
     SCOPED_TRACE(text);
@@ -341,7 +334,7 @@ TEST(StreamDecoder, SkipSpecialFollowsDecodeSkippingSpecials) {
     const auto more = tok.encode(" the heaven and the earth.", true);
     ids.insert(ids.end(), more.begin(), more.end());
     if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
-    EXPECT_EQ(stream_ids(tok, ids, /*skip_special=*/true), tok.decode(ids, true));
+    EXPECT_EQ(ordo::test::stream_text(tok, ids, {}, /*skip_special=*/true), tok.decode(ids, true));
   }
 }
 
@@ -362,7 +355,7 @@ TEST(StreamDecoder, LongRunsWithoutAGoodStartKeepTheirSpaces) {
         SCOPED_TRACE(std::string(name) + ", text " + std::to_string(&text - texts.data()) + (skip ? ", skip" : ""));
         const auto& tok = golden_tokenizer(name);
         const std::vector<int32_t> ids = tok.encode(text, true);
-        EXPECT_EQ(stream_ids(tok, ids, skip), tok.decode(ids, skip));
+        EXPECT_EQ(ordo::test::stream_text(tok, ids, {}, skip), tok.decode(ids, skip));
       }
 }
 
@@ -374,7 +367,7 @@ TEST(StreamDecoder, ByteAfterALongRunStaysApartFromTheBytesBeforeIt) {
     std::vector<int32_t> ids{15474};
     ids.insert(ids.end(), static_cast<size_t>(spaces), 220);
     ids.insert(ids.end(), {94, 87});
-    const std::string out = stream_ids(tok, ids, /*skip_special=*/true);
+    const std::string out = ordo::test::stream_text(tok, ids, {}, /*skip_special=*/true);
     EXPECT_EQ(out, "\xE3\x81\xAE\xEF\xBF\xBD" + std::string(static_cast<size_t>(spaces), ' ') + "\xEF\xBF\xBDx");
     EXPECT_EQ(out, tok.decode(ids, true));
   }

@@ -608,9 +608,9 @@ struct BenchCommand : Command {
            {"roofline_fraction", r.roofline_fraction},
            {"seconds_median", r.seconds_median},
            {"seconds_min", r.seconds_min},
-           {"ttft_ms", r.phase == "prefill" ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr)},
-           {"achieved", r.phase == "prefill" ? r.gflop_s : r.gb_s},
-           {"achieved_unit", r.phase == "prefill" ? "GFLOP/s" : "GB/s"},
+           {"ttft_ms", dec ? nlohmann::json(nullptr) : nlohmann::json(r.ttft_ms)},
+           {"achieved", dec ? r.gb_s : r.gflop_s},
+           {"achieved_unit", dec ? "GB/s" : "GFLOP/s"},
            {"limit", r.limit},
            {"peak_rss_mib", r.peak_rss_mib},
            {"step_parts_ms", dec ? parts_json(r.parts) : nlohmann::json(nullptr)},
@@ -669,10 +669,10 @@ struct BenchCommand : Command {
                   "limit", "arith", "ttft_ms", "rss_MiB");
       header_done = true;
     }
-    const char* unit = r.phase == "prefill" ? " GF/s" : " GB/s";
-    const std::string ach = fixed(r.phase == "prefill" ? r.gflop_s : r.gb_s, 1) + unit;
-    const std::string lim = fixed(r.limit, 1) + unit;
     const bool dec = r.phase == "decode";
+    const char* unit = dec ? " GB/s" : " GF/s";
+    const std::string ach = fixed(dec ? r.gb_s : r.gflop_s, 1) + unit;
+    const std::string lim = fixed(r.limit, 1) + unit;
     // Decode: achieved and limit are bytes (weights + caches); arith is the linear kernels' FLOP/s
     // against their peak from cache.
     const std::string arith = dec ? fixed(100.0 * r.arith_fraction, 0) + "%" : "-";
