@@ -50,7 +50,7 @@ bool is_whitespace(char32_t c);      // char::is_whitespace (White_Space)
 bool is_word_char(char32_t c);       // regex \w
 bool is_punctuation(char32_t c);     // ASCII punctuation or a P* category
 bool is_numeric(char32_t c);         // char::is_numeric (Nd, Nl, No)
-bool is_other(char32_t c);           // Cc, Cf, Cn, Co
+bool is_other(char32_t c);           // tokenizers' is_other: Cc, Cf, Co (no Cn), 2016 tables
 bool is_nonspacing_mark(char32_t c); // Mn
 bool is_mark(char32_t c);            // Mn, Mc, Me
 bool is_chinese_char(char32_t c);    // the CJK blocks BertNormalizer pads with spaces

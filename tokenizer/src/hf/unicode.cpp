@@ -48,12 +48,22 @@ bool is_numeric(char32_t c) {
 }
 
 bool is_other(char32_t c) {
-  switch (u_charType(static_cast<UChar32>(c))) {
-    case U_CONTROL_CHAR: case U_FORMAT_CHAR: case U_UNASSIGNED: case U_PRIVATE_USE_CHAR:
-      return true;
-    default:
-      return false;
-  }
+  // tokenizers' char::is_other comes from the unicode_categories 0.1.1 crate, whose is_other is
+  // Cc, Cf and Co only, from its 2016 tables: never Cn, so noncharacters (U+FFFF, U+FFFE) and
+  // unassigned code points are kept, and characters made Cf later (U+0890, U+13430...) are too.
+  // This is that set, not ICU's current categories.
+  static const char32_t kRanges[][2] = {
+      {0x0000, 0x001F}, {0x007F, 0x009F},                                      // Cc
+      {0x00AD, 0x00AD}, {0x0600, 0x0605}, {0x061C, 0x061C}, {0x06DD, 0x06DD},  // Cf in 2016
+      {0x070F, 0x070F}, {0x180E, 0x180E}, {0x200B, 0x200F}, {0x202A, 0x202E},
+      {0x2060, 0x2064}, {0x2066, 0x206F}, {0xE000, 0xF8FF} /* Co */,
+      {0xFEFF, 0xFEFF}, {0xFFF9, 0xFFFB}, {0x110BD, 0x110BD}, {0x1BCA0, 0x1BCA3},
+      {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+      {0xF0000, 0xFFFFD}, {0x100000, 0x10FFFD},                                // Co
+  };
+  for (const auto& r : kRanges)
+    if (c >= r[0] && c <= r[1]) return true;
+  return false;
 }
 
 bool is_nonspacing_mark(char32_t c) { return u_charType(static_cast<UChar32>(c)) == U_NON_SPACING_MARK; }
