@@ -97,7 +97,7 @@ MarianTokenizer::MarianTokenizer(const std::string& dir, const TokenizerOptions&
   eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(vocab_.at(eos)));
   pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(vocab_.at(pad)));
   bos_ = opts.bos_id.value_or(-1);  // Marian has no BOS: the decoder starts from pad
-  add_eos_ = opts.add_eos.value_or(cfg.add_eos.value_or(true));
+  add_eos_ = opts.add_eos.value_or(true);  // MarianTokenizer always appends </s>; add_eos_token is not its flag
 }
 
 std::vector<std::string> MarianTokenizer::tokenize(const std::string& text_in) const {

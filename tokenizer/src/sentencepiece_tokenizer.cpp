@@ -198,8 +198,11 @@ void SentencePieceTokenizer::choose_ids(const TokenizerOptions& opts, const td::
   eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(ids.eos));
   pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(ids.pad));
   unk_ = opts.unk_id.value_or(ids.unk);
-  add_bos_ = opts.add_bos.value_or(cfg.add_bos.value_or(style_ != Style::T5));
-  add_eos_ = opts.add_eos.value_or(cfg.add_eos.value_or(style_ == Style::T5));
+  // LlamaTokenizer reads add_bos_token / add_eos_token; T5Tokenizer has no such flags and always
+  // appends </s>, so for it they change nothing.
+  const bool t5 = style_ == Style::T5;
+  add_bos_ = opts.add_bos.value_or(t5 ? false : cfg.add_bos.value_or(true));
+  add_eos_ = opts.add_eos.value_or(t5 ? true : cfg.add_eos.value_or(false));
   if (add_bos_ && bos_ < 0) add_bos_ = false;
   if (add_eos_ && eos_ < 0) add_eos_ = false;
   auto known = [&](int32_t id) { return id >= 0 && id < vocab_ && (id < sp_size_ || added_.by_id(id)); };

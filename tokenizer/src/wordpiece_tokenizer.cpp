@@ -152,8 +152,10 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& path, const TokenizerO
   pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(pad_tok));
   bos_ = opts.bos_id.value_or(cfg.bos_id.value_or(cls_tok));
   eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(sep_tok));
-  if (opts.add_bos.value_or(cfg.add_bos.value_or(true)) && bos_ >= 0) prefix_ = {bos_};
-  if (opts.add_eos.value_or(cfg.add_eos.value_or(true)) && eos_ >= 0) suffix_ = {eos_};
+  // BertTokenizer always adds [CLS] and [SEP]: tokenizer_config.json's add_bos_token /
+  // add_eos_token are not its flags and change nothing; only the caller's options do.
+  if (opts.add_bos.value_or(true) && bos_ >= 0) prefix_ = {bos_};
+  if (opts.add_eos.value_or(true) && eos_ >= 0) suffix_ = {eos_};
   auto known = [&](int32_t id) { return id >= 0 && id < vocab_size(); };
   for (int32_t id : prefix_) td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added before the text");
   for (int32_t id : suffix_) td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added after the text");

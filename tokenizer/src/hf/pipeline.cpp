@@ -2,6 +2,7 @@
 // added tokens split out, then per remaining piece normalizer -> added tokens on the normalized
 // text -> pre-tokenizer -> model; the post-processor adds the special tokens; decode maps ids to
 // tokens and runs the decoder chain (tokens joined with spaces when there is no decoder).
+#include <algorithm>
 #include <tuple>
 #include <unordered_set>
 
@@ -11,6 +12,37 @@ namespace ordo::tokenizer_detail::hf {
 
 namespace {
 
+// The fast tokenizer classes whose __init__ rebuilds the post-processor as
+// [bos] $A [eos] from add_bos_token / add_eos_token (update_post_processor in transformers 4.47:
+// Llama, CodeLlama, Gemma, Cohere; GPT-NeoX), with their defaults for an absent flag. Without a
+// tokenizer_class, AutoTokenizer picks the class from config.json's model_type.
+std::optional<std::pair<bool, bool>> rebuilt_template_defaults(const DirConfig& cfg) {
+  std::string cls = cfg.tokenizer_class.value_or("");
+  if (cls.size() > 4 && cls.compare(cls.size() - 4, 4, "Fast") == 0) cls.resize(cls.size() - 4);
+  if (cls.empty()) {
+    static const std::unordered_map<std::string, const char*> kByModelType = {
+        {"llama", "LlamaTokenizer"}, {"mistral", "LlamaTokenizer"}, {"mixtral", "LlamaTokenizer"},
+        {"phi3", "LlamaTokenizer"}, {"phimoe", "LlamaTokenizer"}, {"persimmon", "LlamaTokenizer"},
+        {"jamba", "LlamaTokenizer"}, {"jetmoe", "LlamaTokenizer"}, {"zamba", "LlamaTokenizer"},
+        {"chameleon", "LlamaTokenizer"}, {"idefics", "LlamaTokenizer"}, {"idefics2", "LlamaTokenizer"},
+        {"idefics3", "LlamaTokenizer"}, {"llava", "LlamaTokenizer"}, {"llava_next", "LlamaTokenizer"},
+        {"llava_next_video", "LlamaTokenizer"}, {"llava_onevision", "LlamaTokenizer"},
+        {"video_llava", "LlamaTokenizer"}, {"vipllava", "LlamaTokenizer"}, {"mllama", "LlamaTokenizer"},
+        {"paligemma", "LlamaTokenizer"}, {"code_llama", "CodeLlamaTokenizer"}, {"gemma", "GemmaTokenizer"},
+        {"gemma2", "GemmaTokenizer"}, {"recurrent_gemma", "GemmaTokenizer"}, {"cohere", "CohereTokenizer"},
+        {"gpt_neox", "GPTNeoXTokenizer"}, {"falcon_mamba", "GPTNeoXTokenizer"}, {"mamba", "GPTNeoXTokenizer"},
+        {"mamba2", "GPTNeoXTokenizer"}, {"mpt", "GPTNeoXTokenizer"}, {"olmo", "GPTNeoXTokenizer"},
+        {"olmo2", "GPTNeoXTokenizer"}, {"olmoe", "GPTNeoXTokenizer"}, {"rwkv", "GPTNeoXTokenizer"},
+        {"stablelm", "GPTNeoXTokenizer"}};
+    auto it = kByModelType.find(cfg.model_type.value_or(""));
+    if (it != kByModelType.end()) cls = it->second;
+  }
+  if (cls == "LlamaTokenizer" || cls == "CodeLlamaTokenizer" || cls == "GemmaTokenizer" || cls == "CohereTokenizer")
+    return std::make_pair(true, false);
+  if (cls == "GPTNeoXTokenizer") return std::make_pair(false, false);
+  return std::nullopt;
+}
+
 class Pipeline final : public Tokenizer {
  public:
   Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfig& cfg);
@@ -18,14 +50,7 @@ class Pipeline final : public Tokenizer {
   const char* kind() const override { return p_.model->kind(); }
   std::vector<int32_t> encode(const std::string& text, bool add_special) const override {
     std::vector<Token> toks = run(text);
-    if (add_special) {
-      if (manual_specials_) {
-        toks.insert(toks.begin(), prefix_.begin(), prefix_.end());
-        toks.insert(toks.end(), suffix_.begin(), suffix_.end());
-      } else if (p_.post_processor) {
-        p_.post_processor->process(toks);
-      }
-    }
+    if (add_special) add_specials(toks);
     std::vector<int32_t> ids;
     ids.reserve(toks.size());
     for (const auto& t : toks) ids.push_back(t.id);
@@ -42,6 +67,7 @@ class Pipeline final : public Tokenizer {
 
  private:
   std::vector<Token> run(const std::string& text) const;
+  void add_specials(std::vector<Token>& toks) const;
   void model_tokens(const std::string& s, bool at_start, std::vector<Token>& out) const;
   const std::string& token_of(int32_t id) const;  // Error naming the id if there is none
   int32_t resolve_special(const std::string& s);
@@ -51,8 +77,12 @@ class Pipeline final : public Tokenizer {
   AddedTokens slow_added_;
   std::unordered_set<int32_t> special_ids_;
   int32_t vocab_size_ = 0;
-  bool manual_specials_ = false;  // add_bos/add_eos given: they replace the post-processor
+  // true: prefix_ + text + suffix_ (no post-processor, or a class that rebuilds it from the flags);
+  // false: the file's post-processor, then the caller's add_bos/add_eos add or drop only BOS/EOS.
+  bool manual_specials_ = false;
   std::vector<Token> prefix_, suffix_;
+  std::optional<bool> want_bos_, want_eos_;  // TokenizerOptions::add_bos / add_eos
+  size_t lead_ = 0, trail_ = 0;              // tokens the post-processor puts before / after the text
 };
 
 Pipeline::Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfig& cfg) : p_(std::move(p)) {
@@ -82,9 +112,19 @@ Pipeline::Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfi
   eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(eos_tok));
   pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(pad_tok));
   unk_ = opts.unk_id.value_or(unk_tok);
-  const std::optional<bool> add_bos = opts.add_bos ? opts.add_bos : cfg.add_bos;
-  const std::optional<bool> add_eos = opts.add_eos ? opts.add_eos : cfg.add_eos;
-  manual_specials_ = add_bos || add_eos || !p_.post_processor;
+  // tokenizer_config.json's add_bos_token / add_eos_token mean something only to the classes that
+  // read them: the fast classes that rebuild the post-processor from them, and the slow GPT-2
+  // tokenizer (vocab.json + merges.txt), which reads add_bos_token. For any other class (Whisper's,
+  // PreTrainedTokenizerFast) they change nothing: the file's post-processor stays, its template's
+  // other tokens included.
+  std::optional<bool> add_bos, add_eos;
+  const auto rebuilt = p_.slow_added_tokens ? std::nullopt : rebuilt_template_defaults(cfg);
+  if (rebuilt) add_bos = cfg.add_bos.value_or(rebuilt->first), add_eos = cfg.add_eos.value_or(rebuilt->second);
+  if (p_.slow_added_tokens) add_bos = cfg.add_bos;
+  manual_specials_ = rebuilt || !p_.post_processor;
+  // The caller's options name BOS and EOS only, whichever way the specials are added.
+  if (opts.add_bos) add_bos = want_bos_ = opts.add_bos;
+  if (opts.add_eos) add_eos = want_eos_ = opts.add_eos;
   for (auto [want, id, dst] : {std::tuple{add_bos, bos_, &prefix_}, {add_eos, eos_, &suffix_}}) {
     if (!want.value_or(false) || id < 0) continue;
     if (id >= vocab_size_) throw_bad_id(kind(), id, vocab_size_);
@@ -92,10 +132,39 @@ Pipeline::Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfi
   }
   // Every id the post-processor adds must be one decode() accepts.
   std::vector<Token> specials;
-  if (p_.post_processor) p_.post_processor->process(specials);
+  if (p_.post_processor) {
+    p_.post_processor->process(specials);
+    std::vector<Token> probe{{-1, ""}};  // where the text goes in the template
+    p_.post_processor->process(probe);
+    for (size_t i = 0; i < probe.size(); ++i)
+      if (probe[i].id == -1) lead_ = i, trail_ = probe.size() - i - 1;
+  }
   for (const Token& t : specials) {
     const bool known = t.id >= 0 && t.id < vocab_size_ && (added_.by_id(t.id) || p_.model->id_to_token(t.id));
     check_emitted_id(t.id, known, "tokenizer: " + p_.source + ": the post-processor's special token '" + t.value + "'");
+  }
+}
+
+void Pipeline::add_specials(std::vector<Token>& toks) const {
+  if (manual_specials_) {
+    toks.insert(toks.begin(), prefix_.begin(), prefix_.end());
+    toks.insert(toks.end(), suffix_.begin(), suffix_.end());
+    return;
+  }
+  p_.post_processor->process(toks);
+  // The options' add_bos / add_eos: BOS among the tokens the template puts before the text, EOS
+  // among those after it, or not; the template's other tokens and the text's own stay.
+  if (want_bos_) {
+    const auto end = toks.begin() + static_cast<std::ptrdiff_t>(lead_);
+    const auto it = std::find_if(toks.begin(), end, [&](const Token& t) { return t.id == bos_; });
+    if (!*want_bos_ && it != end) toks.erase(it);
+    if (*want_bos_ && it == end && !prefix_.empty()) toks.insert(toks.begin(), prefix_.front());
+  }
+  if (want_eos_) {
+    const auto begin = toks.end() - static_cast<std::ptrdiff_t>(trail_);
+    const auto it = std::find_if(begin, toks.end(), [&](const Token& t) { return t.id == eos_; });
+    if (!*want_eos_ && it != toks.end()) toks.erase(it);
+    if (*want_eos_ && it == toks.end() && !suffix_.empty()) toks.push_back(suffix_.back());
   }
 }
 
