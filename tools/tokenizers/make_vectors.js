@@ -6,9 +6,12 @@
 //
 // tokenizer.json files: encoded and decoded by @anush008/tokenizers, the Node binding of Hugging
 // Face's Rust `tokenizers` crate (the library behind every *TokenizerFast). The real files (BERT's
-// tokenizer.json, T5's spiece.model, the opus-mt pair) are read from their committed copies in
-// tests/data/tokenizers; `--sources DIR` first refreshes those copies from a directory laid out
-// as <bert-base-uncased-tokenizer, t5-spiece, opus-mt-en-mg-tokenizer>/. The synthetic ones (one
+// tokenizer.json, T5's spiece.model, the opus-mt pair, and the Phi-3-mini, t5-small and
+// whisper-tiny tokenizer files kept in microsoft/onnxruntime-extensions' test/data) are read from
+// their committed copies in tests/data/tokenizers; `--sources DIR` first refreshes those copies from
+// a directory laid out as <bert-base-uncased-tokenizer, t5-spiece, opus-mt-en-mg-tokenizer>/ plus
+// ortx/ (a checkout of onnxruntime-extensions' test/data: phi-3-mini/, tokenizer/t5-small/,
+// tokenizer/whisper.tiny/). The synthetic ones (one
 // per model type and the rarer components) are written here, from data already in tests/data.
 // T5 (the real spiece.model in tests/data/tokenizers/sources/t5-spiece, and the KJV fixture) is converted to
 // tokenizer.json here the way transformers' T5Converter does, precompiled_charsmap included.
@@ -41,6 +44,8 @@ const REAL_FILES = {
 };
 for (const f of ['source.spm', 'target.spm', 'vocab.json', 'tokenizer_config.json', 'config.json'])
   REAL_FILES['opus-mt-en-mg/' + f] = 'opus-mt-en-mg-tokenizer/' + f;
+for (const [copy, src] of [['phi-3-mini', 'phi-3-mini'], ['t5-small', 'tokenizer/t5-small'], ['whisper-tiny', 'tokenizer/whisper.tiny']])
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) REAL_FILES[copy + '/' + f] = 'ortx/' + src + '/' + f;
 function refreshRealFiles() {
   if (!SOURCES) return;
   for (const [copy, src] of Object.entries(REAL_FILES)) {
@@ -383,11 +388,35 @@ const SYNTHETIC = [
 const PRECOMPILED_EXTRA = ['ﬁﬂ ﬃ ﬄ ligatures', 'ＦＵＬＬ ｗｉｄｔｈ １２３ ！？', 'ｶﾞｷﾞ halfwidth katakana', '㍻ ㌔ ㎏ ℡ ™ №',
   'e\u0301\u0302 and a\u0308\u0304 stacked marks', 'A\u030a vs Å vs Å', '\u1100\u1161\u11a8 jamo', 'x\r\ny\rz\n',
   'soft\u00adhyphen zero\u200bwidth \ufeffbom', 'ⅰⅱⅲ ⑴ ⒜ ¼', 'tab\tand\u000bvertical\u000cfeed'];
+// Carriage returns: alone, in CR LF, after code punctuation (Phi-3's merged ";\r" tokens).
+const CR_EXTRA = ['a\rb', 'x;\r\ny;\r\n', 'int main() {\r\n  return 0;\r\n}\r\n', '\r\n\r\n', ' \r ', '});\r', '">\r\n'];
+// Characters BERT's clean_text keeps or drops: 0, U+FFFD and tokenizers' is_other (Cc, Cf, Co from
+// the unicode_categories crate's tables, no Cn) are dropped; noncharacters (U+FFFF, U+FFFE, U+FDD0),
+// unassigned code points and characters made Cf after those tables stay.
+const BERT_CLEAN_EXTRA = ['a\uFFFFb', 'x \uFFFE y \uFFFD z \u0000 w', '\uFFFF', 'end\uFFFF', 'q\uFDD0r \u{10FFFF} \u{1FFFE}',
+  'u\u0378v unassigned', 'pound\u0890mark and alm\u061Cmark', 'private\uE000use \uF8FF \u{F0000}', 'new \u{1F970} emoji',
+  'hyphen\u00ADsoft \u200Bzw \u2066iso\u2069', 'tags \u{E0041}\u{E007F} egyptian\u{13430}join'];
 const REAL = [
   { name: 'bert-base-uncased', files: { 'tokenizer.json': 'bert-base-uncased/tokenizer.json' },
-    extra: ['Hello [SEP] world', '[CLS] start [MASK] end [SEP]', '[sep] lowercase is not special', 'x[SEP]y', 'unaffable playing'] },
+    extra: ['Hello [SEP] world', '[CLS] start [MASK] end [SEP]', '[sep] lowercase is not special', 'x[SEP]y', 'unaffable playing']
+      .concat(BERT_CLEAN_EXTRA) },
   { name: 't5', build: t5Real, extra: PRECOMPILED_EXTRA.concat(['Translate to German: <extra_id_0> house <extra_id_99>',
     'x</s>y <pad> and <unk>', '<sql_context> SELECT * FROM t', 'a <sql_context>b']) },
+  // Phi-3-mini: a Llama-style BPE whose merges hold tokens with a carriage return (";\r", "{\r"),
+  // which a split on any whitespace breaks; the chat tokens rstrip, </s> is not special.
+  { name: 'phi-3-mini', files: { 'tokenizer.json': 0, 'tokenizer_config.json': 0 },
+    extra: CR_EXTRA.concat(['<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>', '<s>start</s> end  ',
+      '<|system|> You are helpful.<|end|><|endoftext|>', '<|placeholder1|>x <|placeholder6|> y']) },
+  // t5-small as first uploaded (tokenizers < 0.9): the model has no "type"; Precompiled alone.
+  { name: 't5-small', files: { 'tokenizer.json': 0, 'tokenizer_config.json': 0 },
+    extra: PRECOMPILED_EXTRA.concat(CR_EXTRA, ['translate English to German: The house is wonderful.',
+      'summarize: studies have shown that owning a dog is good for you', '<extra_id_0> fills <extra_id_1>.',
+      'cola sentence: The course is jumping well.', 'x</s>y <pad> and <unk>']) },
+  // whisper-tiny: its template adds <|startoftranscript|><|notimestamps|> ... <|endoftext|>.
+  { name: 'whisper-tiny', files: { 'tokenizer.json': 0, 'tokenizer_config.json': 0 },
+    extra: CR_EXTRA.concat(['<|startoftranscript|><|en|><|transcribe|><|notimestamps|> Hello world.<|endoftext|>',
+      '<|startoftranscript|><|fr|><|translate|><|0.00|> Bonjour<|2.50|>', ' And so my fellow Americans',
+      '<|startofprev|> previous text<|startoftranscript|>', '<|nospeech|><|nocaptions|>', 'ça va? ¿qué tal?']) },
 ];
 
 function caseText(c) {
@@ -506,6 +535,55 @@ function marianTiny(realDir) {
   return result;
 }
 
+// "model" objects, most without "type": which kind tokenizers reads each as (its ModelWrapper tries
+// BPE, WordPiece, WordLevel, Unigram in turn), or that it refuses the file; and how merge strings
+// split (at one space only; "#version" lines skipped; strings and [a, b] pairs not mixed).
+const MODEL_KINDS = [
+  { name: 'bpe', text: 'ab a', model: { vocab: { a: 0, b: 1, ab: 2, '[UNK]': 3 }, merges: ['a b'], unk_token: '[UNK]' } },
+  { name: 'bpe-pairs', text: 'ab a', model: { vocab: { a: 0, b: 1, ab: 2 }, merges: [['a', 'b']] } },
+  { name: 'bpe-version-line', text: 'ab a', model: { vocab: { a: 0, b: 1, ab: 2 }, merges: ['#version: 0.2', 'a b'] } },
+  { name: 'bpe-merge-outside-vocab-is-wordlevel', text: 'ab a',
+    model: { vocab: { a: 0, b: 1, '[UNK]': 2 }, merges: ['a b'], unk_token: '[UNK]' } },
+  { name: 'wordpiece', text: 'ab a', model: { vocab: { a: 0, '##b': 1, '[UNK]': 2 }, unk_token: '[UNK]',
+    continuing_subword_prefix: '##', max_input_chars_per_word: 100 } },
+  { name: 'wordpiece-without-max-chars-is-wordlevel', text: 'ab a',
+    model: { vocab: { a: 0, '##b': 1, '[UNK]': 2 }, unk_token: '[UNK]', continuing_subword_prefix: '##' } },
+  { name: 'wordlevel', text: 'ab a', model: { vocab: { a: 0, '[UNK]': 1 }, unk_token: '[UNK]' } },
+  { name: 'unigram', text: 'ab a', model: { unk_id: 0, vocab: [['<unk>', 0], ['a', -1], ['b', -2]] } },
+  { name: 'unigram-without-unk', text: 'ab a', model: { vocab: [['<unk>', 0], ['a', -1], ['b', -2], ['ab', -2.5]] } },
+  { name: 'no-kind-fits', model: { vocab: { a: 0 } } },
+  { name: 'merge-with-two-spaces', model: { vocab: { a: 0, b: 1, ab: 2 }, merges: ['a  b'] } },
+  { name: 'merge-with-two-spaces-typed', model: { type: 'BPE', vocab: { a: 0, b: 1, ab: 2 }, merges: ['a  b'] } },
+  { name: 'merges-mixed-typed', model: { type: 'BPE', vocab: { a: 0, b: 1, ab: 2 }, merges: ['a b', ['a', 'b']] } },
+  { name: 'merge-with-cr', text: ';\r;', whole: true, model: { vocab: { ';': 0, '\r': 1, ';\r': 2 }, merges: ['; \r'] } },
+  { name: 'merge-with-tab-typed', text: 'a\tb', whole: true, model: { type: 'BPE', vocab: { a: 0, '\t': 1, b: 2, 'a\t': 3, 'a\tb': 4 },
+    merges: ['a \t', 'a\t b'] } },
+];
+
+async function modelKinds() {
+  const out = [];
+  for (const c of MODEL_KINDS) {
+    // whole: no pre-tokenizer, so the model sees the whitespace its merges hold.
+    const json = JSON.stringify(base({ pre_tokenizer: c.whole ? null : { type: 'WhitespaceSplit' }, model: c.model }));
+    const r = { name: c.name, tokenizer_json: json };
+    try {
+      const tok = Tokenizer.fromString(json);
+      const file = path.join(require('os').tmpdir(), 'make_vectors_kind.json');
+      tok.save(file);
+      r.type = JSON.parse(read(file)).model.type;
+      fs.rmSync(file);
+      if (c.text !== undefined) {
+        r.text = c.text;
+        r.ids = (await tok.encode(c.text, null, { addSpecialTokens: false })).getIds();
+      }
+    } catch (e) {
+      r.error = String(e);
+    }
+    out.push(r);
+  }
+  return out;
+}
+
 async function main() {
   refreshRealFiles();
   fs.mkdirSync(OUT, { recursive: true });
@@ -542,6 +620,7 @@ async function main() {
     'opus-mt-en-mg/vocab.json'], synthetic: false, marian: true,
     cases: marianVectors(marianDir, COMMON.concat(INVALID, marianExtra)) });
   golden.marian_tiny = marianTiny(marianDir);
+  golden.model_kinds = await modelKinds();
   fs.writeFileSync(path.join(OUT, 'golden.json'), JSON.stringify(golden, null, 1) + '\n');
   for (const t of golden.tokenizers) console.log(t.name + ': ' + t.cases.length + ' strings');
 }
