@@ -145,7 +145,8 @@ TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
   const int64_t T = h.dim(0), d = h.dim(1);
   std::vector<double> mean(static_cast<size_t>(d), 0.0);
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < d; ++i) mean[static_cast<size_t>(i)] += h.f32()[t * d + i] / static_cast<double>(T);
+    for (int64_t i = 0; i < d; ++i)
+      mean[static_cast<size_t>(i)] += h.f32()[t * d + i] / static_cast<double>(T);
   double norm = 0;
   for (double x : mean) norm += x * x;
   std::vector<float> ref;
@@ -156,7 +157,8 @@ TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
 
   Golden s = Golden::load("stories260K");
   const auto& sc = s.case_json("once_upon");
-  CliResult dr = run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids " + csv(sc.at("input_ids")));
+  CliResult dr =
+      run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids " + csv(sc.at("input_ids")));
   ASSERT_EQ(dr.exit_code, 0) << dr.err;
   nlohmann::json dj = nlohmann::json::parse(dr.out);
   EXPECT_EQ(dj.at("pooling"), "last");
@@ -164,14 +166,16 @@ TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
   const Tensor last = sh.rows(sh.dim(0) - 1, sh.dim(0));
   const std::vector<float> dv = dj.at("embedding").get<std::vector<float>>();
   ASSERT_EQ(static_cast<int64_t>(dv.size()), sh.dim(1));
-  EXPECT_TRUE(within_tolerance(dv.data(), Tensor::from({sh.dim(1)}, std::vector<float>(last.f32(), last.f32() + sh.dim(1)))));
+  EXPECT_TRUE(within_tolerance(
+      dv.data(), Tensor::from({sh.dim(1)}, std::vector<float>(last.f32(), last.f32() + sh.dim(1)))));
 }
 
 TEST(CliSeq2Seq, EmbedPoolerWithoutPoolerIsAnError) {
   CliResult r = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 --pooling pooler");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
-  EXPECT_NE(r.err.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos)
+      << r.err;
   CliResult bad = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 --pooling max");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--pooling"), std::string::npos) << bad.err;
@@ -206,8 +210,8 @@ TEST(CliSeq2Seq, EmbedFileEmbedsEveryInputInOrder) {
       f << nlohmann::json{{"ids", c.at("input_ids")}, {"token_types", c.at("token_type_ids")}}.dump() << "\n";
     }
   }
-  CliResult r =
-      run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) + " --batch 2 --pooling pooler");
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) +
+                        " --batch 2 --pooling pooler");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream in(r.out);
   size_t i = 0;

@@ -76,7 +76,8 @@ Tensor l2_normalized(const Tensor& v) {
 }
 
 const nlohmann::json& embed_golden() {
-  static const nlohmann::json j = nlohmann::json::parse(ordo::test::read_file(data_path("fixtures/embed/golden.json")));
+  static const nlohmann::json j =
+      nlohmann::json::parse(ordo::test::read_file(data_path("fixtures/embed/golden.json")));
   return j;
 }
 
@@ -87,7 +88,8 @@ std::vector<EncodeRequest> golden_inputs(const nlohmann::json& c, bool padded) {
     std::vector<int32_t> ids = ids_of(c.at("input_ids")[b]);
     std::vector<uint8_t> mask;
     for (const auto& m : c.at("attention_mask")[b]) mask.push_back(static_cast<uint8_t>(m.get<int>()));
-    std::vector<int32_t> types = c.contains("token_type_ids") ? ids_of(c.at("token_type_ids")[b]) : std::vector<int32_t>{};
+    std::vector<int32_t> types =
+        c.contains("token_type_ids") ? ids_of(c.at("token_type_ids")[b]) : std::vector<int32_t>{};
     if (!padded) {
       const size_t n = static_cast<size_t>(std::count(mask.begin(), mask.end(), uint8_t{1}));
       ids.resize(n);
@@ -176,8 +178,10 @@ TEST(Embed, DecoderLastTokenIsHuggingFaceFinalHiddenState) {
       const Tensor& h = g.tensor(names[i] + ".hidden_states." + L);
       const int64_t T = h.dim(0), d = h.dim(1);
       const Tensor ref = h.rows(T - 1, T);
-      EXPECT_TRUE(within_tolerance(row_of(last, static_cast<int64_t>(i)).f32(), Tensor::from({d}, std::vector<float>(ref.f32(), ref.f32() + d))));
-      EXPECT_TRUE(within_tolerance(row_of(mean, static_cast<int64_t>(i)).f32(), masked_mean(h.f32(), T, d, {})));
+      EXPECT_TRUE(within_tolerance(row_of(last, static_cast<int64_t>(i)).f32(),
+                                   Tensor::from({d}, std::vector<float>(ref.f32(), ref.f32() + d))));
+      EXPECT_TRUE(
+          within_tolerance(row_of(mean, static_cast<int64_t>(i)).f32(), masked_mean(h.f32(), T, d, {})));
     }
   }
 }
@@ -250,15 +254,23 @@ TEST(Embed, DefaultsAndErrors) {
   EXPECT_FALSE(*bert.embed_options().normalize);
   // No pooler: the error names the model and the poolings it has.
   for (const Model* m : {&t5, &llama}) {
-    const std::string e = error_of([&] { m->embed_ids({EncodeRequest{{5, 6}, {}, {}}}, options(Pooling::Pooler)); });
+    const std::string e = error_of([&] {
+      m->embed_ids({EncodeRequest{{5, 6}, {}, {}}}, options(Pooling::Pooler));
+    });
     EXPECT_NE(e.find(m->dir()), std::string::npos) << e;
     EXPECT_NE(e.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos) << e;
   }
-  EXPECT_NE(error_of([&] { bert.embed_ids({EncodeRequest{{5, 6}, {}, {0, 0}}}); }).find("input 0: every token is padding"),
+  EXPECT_NE(error_of([&] {
+              bert.embed_ids({EncodeRequest{{5, 6}, {}, {0, 0}}});
+            }).find("input 0: every token is padding"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { bert.embed_ids({EncodeRequest{{5, 6}, {}, {}}, EncodeRequest{}}); }).find("input 1: no tokens"),
+  EXPECT_NE(error_of([&] {
+              bert.embed_ids({EncodeRequest{{5, 6}, {}, {}}, EncodeRequest{}});
+            }).find("input 1: no tokens"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { llama.embed_ids({EncodeRequest{{5, 6}, {0, 1}, {}}}); }).find("decoder-only"),
+  EXPECT_NE(error_of([&] {
+              llama.embed_ids({EncodeRequest{{5, 6}, {0, 1}, {}}});
+            }).find("decoder-only"),
             std::string::npos);
   EXPECT_NE(error_of([&] { bert.embed({"hello"}); }).find("no tokenizer loaded"), std::string::npos);
   EXPECT_EQ(bert.embed_ids({}).numel(), 0);
@@ -267,7 +279,8 @@ TEST(Embed, DefaultsAndErrors) {
 namespace {
 
 // A copy of the BERT fixture (weights linked) with the given extra files.
-std::string bert_dir_with(const std::string& tag, const std::vector<std::pair<std::string, std::string>>& files) {
+std::string bert_dir_with(const std::string& tag,
+                          const std::vector<std::pair<std::string, std::string>>& files) {
   const std::string dir = make_temp_dir(tag);
   for (const char* f : {"config.json", "model.safetensors"})
     fs::create_symlink(fs::absolute(model_dir("bert") + "/" + f), dir + "/" + f);
@@ -278,7 +291,8 @@ std::string bert_dir_with(const std::string& tag, const std::vector<std::pair<st
   return dir;
 }
 
-const char* kModules = R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+const char* kModules =
+    R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
 
@@ -288,8 +302,9 @@ const char* kModules = R"([{"idx": 0, "name": "0", "path": "", "type": "sentence
 // it has a Normalize module (golden: HF cls pooling, normalized).
 TEST(Embed, SentenceTransformersDirectorySetsTheDefault) {
   const std::string dir = bert_dir_with(
-      "embed-st", {{"modules.json", kModules},
-                   {"1_Pooling/config.json", R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": true,
+      "embed-st",
+      {{"modules.json", kModules},
+       {"1_Pooling/config.json", R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": true,
                       "pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": false,
                       "pooling_mode_mean_sqrt_len_tokens": false})"}});
   ModelOptions o;
@@ -298,24 +313,28 @@ TEST(Embed, SentenceTransformersDirectorySetsTheDefault) {
   EXPECT_EQ(*m.embed_options().pooling, Pooling::Cls);
   EXPECT_TRUE(*m.embed_options().normalize);
   const auto& c = embed_golden().at("cases").at("bert");
-  EXPECT_TRUE(within_tolerance(m.embed_ids(golden_inputs(c, true)).f32(), rows_tensor(c.at("pooled").at("cls_normalized"))));
+  EXPECT_TRUE(within_tolerance(m.embed_ids(golden_inputs(c, true)).f32(),
+                               rows_tensor(c.at("pooled").at("cls_normalized"))));
   // An explicit pooling keeps the directory's normalisation unless that is set too.
-  EXPECT_TRUE(within_tolerance(m.embed_ids(golden_inputs(c, true), [] {
-                                  EmbedOptions e;
-                                  e.pooling = Pooling::Mean;
-                                  return e;
-                                }()).f32(),
+  EXPECT_TRUE(within_tolerance(m.embed_ids(golden_inputs(c, true),
+                                           [] {
+                                             EmbedOptions e;
+                                             e.pooling = Pooling::Mean;
+                                             return e;
+                                           }())
+                                   .f32(),
                                rows_tensor(c.at("pooled").at("mean_normalized"))));
   fs::remove_all(dir);
 }
 
 TEST(Embed, SentenceTransformersSetupOrdoCannotFollowNeedsAnExplicitPooling) {
   const std::string max_dir = bert_dir_with(
-      "embed-st-max", {{"modules.json", kModules},
-                       {"1_Pooling/config.json", R"({"pooling_mode_max_tokens": true})"}});
+      "embed-st-max",
+      {{"modules.json", kModules}, {"1_Pooling/config.json", R"({"pooling_mode_max_tokens": true})"}});
   const std::string dense_dir = bert_dir_with(
       "embed-st-dense",
-      {{"modules.json", R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+      {{"modules.json",
+        R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
           {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
           {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])"},
        {"1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true})"}});
@@ -323,8 +342,11 @@ TEST(Embed, SentenceTransformersSetupOrdoCannotFollowNeedsAnExplicitPooling) {
   o.load_tokenizer = false;
   const std::vector<EncodeRequest> in = {EncodeRequest{{5, 6, 7}, {}, {}}};
   for (const auto& [dir, expect] :
-       {std::pair<std::string, std::string>{max_dir, "1_Pooling/config.json: field 'pooling_mode_max_tokens' is true"},
-        {dense_dir, "modules.json: module 2: type 'sentence_transformers.models.Dense' is a module ordo does not apply"}}) {
+       {std::pair<std::string, std::string>{max_dir,
+                                            "1_Pooling/config.json: field 'pooling_mode_max_tokens' is true"},
+        {dense_dir,
+         "modules.json: module 2: type 'sentence_transformers.models.Dense' is a module ordo does not "
+         "apply"}}) {
     Model m = Model::load(dir, o);
     const std::string e = error_of([&] { m.embed_ids(in); });
     EXPECT_NE(e.find(expect), std::string::npos) << e;

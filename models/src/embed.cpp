@@ -17,7 +17,8 @@ std::vector<int64_t> real_rows(const EncodeRequest& in, int64_t T) {
   return r;
 }
 
-void check_input(const EncodeRequest& in, size_t i, bool decoder, const std::string& arch, const std::string& dir) {
+void check_input(const EncodeRequest& in, size_t i, bool decoder, const std::string& arch,
+                 const std::string& dir) {
   const std::string where = dir + ": embed: input " + std::to_string(i) + ": ";
   if (in.ids.empty()) throw Error(where + "no tokens");
   if (!in.token_types.empty() && in.token_types.size() != in.ids.size())
@@ -125,11 +126,13 @@ std::vector<Tensor> Model::last_hidden_states(const std::vector<EncodeRequest>& 
       // Decoder-only: each input a fresh sequence, all of them in one forward, no logits.
       std::vector<Sequence> seqs;
       seqs.reserve(end - b);
-      for (size_t i = b; i < end; ++i) seqs.push_back(e.new_sequence(static_cast<int64_t>(inputs[i].ids.size())));
+      for (size_t i = b; i < end; ++i)
+        seqs.push_back(e.new_sequence(static_cast<int64_t>(inputs[i].ids.size())));
       std::vector<DecodeRequest> reqs;
       for (size_t i = b; i < end; ++i)
         reqs.push_back(DecodeRequest{&seqs[i - b], inputs[i].ids, inputs[i].mask, LogitsFor::None});
-      for (ForwardOutput& o : e.decode_batch(reqs, PromptRows::Shared)) out.push_back(std::move(o.final_hidden));
+      for (ForwardOutput& o : e.decode_batch(reqs, PromptRows::Shared))
+        out.push_back(std::move(o.final_hidden));
     }
     return out;
   });
@@ -139,7 +142,8 @@ Tensor Model::embed_ids(const std::vector<EncodeRequest>& inputs, const EmbedOpt
   const EmbedOptions o = with_ordo_errors(dir() + ": embed", [&] {
     EmbedOptions r = resolve(*this, opts);
     if (*r.pooling == Pooling::Pooler && !spec().pooler.present())
-      throw Error(dir() + ": " + spec().architecture + " has no pooler: it embeds with mean, cls or last pooling");
+      throw Error(dir() + ": " + spec().architecture +
+                  " has no pooler: it embeds with mean, cls or last pooling");
     return r;
   });
   const std::vector<Tensor> hs = last_hidden_states(inputs, opts.batch);
