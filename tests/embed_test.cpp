@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "ordo/ordo.hpp"
 #include "support/cli.hpp"
@@ -190,15 +191,15 @@ TEST(Embed, DecoderLastTokenIsHuggingFaceFinalHiddenState) {
 // one forward and pooled as sentence-transformers pools. ordo gets the same batch padded (with its
 // mask, two inputs per forward) and each input alone.
 TEST(Embed, PaddedBatchesMatchSentenceTransformersPooling) {
-  for (const auto& [fixture, c] : embed_golden().at("cases").items()) {
-    SCOPED_TRACE(fixture);
-    Model m = load_fixture(fixture);
+  for (const auto& [key, c] : embed_golden().at("cases").items()) {
+    SCOPED_TRACE(key);
+    Model m = load_fixture(key.substr(0, key.find('-')));  // "bert-text": the bert fixture
     int checked = 0;
-    for (const auto& [key, rows] : c.at("pooled").items()) {
-      SCOPED_TRACE(key);
-      const bool normalize = key.size() > 11 && key.substr(key.size() - 11) == "_normalized";
+    for (const auto& [pooled, rows] : c.at("pooled").items()) {
+      SCOPED_TRACE(pooled);
+      const bool normalize = pooled.size() > 11 && pooled.substr(pooled.size() - 11) == "_normalized";
       Pooling p = Pooling::Mean;
-      ASSERT_TRUE(parse_pooling(normalize ? key.substr(0, key.size() - 11) : key, p));
+      ASSERT_TRUE(parse_pooling(normalize ? pooled.substr(0, pooled.size() - 11) : pooled, p));
       const Tensor ref = rows_tensor(rows);
       for (bool padded : {true, false}) {
         SCOPED_TRACE(padded ? "padded batch" : "each alone, unpadded");
@@ -354,6 +355,48 @@ TEST(Embed, SentenceTransformersSetupOrdoCannotFollowNeedsAnExplicitPooling) {
     EXPECT_EQ(m.embed_ids(in, options(Pooling::Mean)).dim(0), 1);
     fs::remove_all(dir);
   }
+}
+
+// From text: the BERT fixture with a WordPiece vocab.txt; HF's BertTokenizer gives the ids and
+// BertModel the vectors the golden pools (golden.json "bert-text").
+TEST(Embed, TextsMatchHuggingFaceTokenizerAndModel) {
+  const auto& c = embed_golden().at("cases").at("bert-text");
+  const std::string dir = bert_dir_with(
+      "embed-text", {{"vocab.txt", ordo::test::read_file(data_path("fixtures/embed/vocab.txt"))}});
+  Model m = Model::load(dir);
+  const std::vector<std::string> texts = c.at("texts").get<std::vector<std::string>>();
+  const std::vector<EncodeRequest> ids = golden_inputs(c, false);
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(m.encode(texts[i]), ids[i].ids) << texts[i];
+  for (const char* key : {"mean", "mean_normalized", "cls", "pooler_normalized"}) {
+    SCOPED_TRACE(key);
+    const std::string k = key;
+    Pooling p = Pooling::Mean;
+    ASSERT_TRUE(parse_pooling(k.substr(0, k.find('_')), p));
+    const Tensor got = m.embed(texts, options(p, k.find("_normalized") != std::string::npos, 3));
+    EXPECT_TRUE(within_tolerance(got.f32(), rows_tensor(c.at("pooled").at(key))));
+  }
+  // The CLI, a text per line: one JSON line each, mean pooling by default.
+  const std::string path = dir + "/texts.txt";
+  {
+    std::ofstream f(path);
+    for (const std::string& t : texts) f << t << "\n";
+  }
+  ordo::test::CliResult r = ordo::test::run_cli("embed -m " + ordo::test::shell_quote(dir) + " -f " +
+                                                ordo::test::shell_quote(path) + " --batch 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  const Tensor ref = rows_tensor(c.at("pooled").at("mean"));
+  size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    ASSERT_LT(n, texts.size());
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.at("text"), texts[n]);
+    EXPECT_EQ(j.at("pooling"), "mean");
+    const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
+    EXPECT_TRUE(within_tolerance(v.data(), row_of(ref, static_cast<int64_t>(n))));
+  }
+  EXPECT_EQ(n, texts.size());
+  fs::remove_all(dir);
 }
 
 // A tokenizer with more ids than the embedding has rows is an error at load naming the file and

@@ -9,6 +9,9 @@
 #   last:   h[b, sum(mask_b) - 1]                              (right padding: the last real token)
 #   pooler: HF's pooler_output (BertPooler: tanh(dense(h[:, 0])))
 #   *_normalized: torch.nn.functional.normalize(v, p=2, dim=1)
+# The "bert-text" case starts from texts: BertTokenizer on tests/data/fixtures/embed/vocab.txt (250
+# WordPiece tokens, small enough for the fixture's 256-row embedding) pads the batch, as
+# sentence-transformers' tokenize does, then BertModel and the same poolings.
 # Run from the repository root:
 #   source /work/refenv/env.sh && /usr/bin/python3 tools/embed/make_embed_goldens.py
 import json
@@ -16,7 +19,7 @@ import os
 
 import torch
 import torch.nn.functional as F
-from transformers import BertModel, LlamaModel, T5EncoderModel
+from transformers import BertModel, BertTokenizer, LlamaModel, T5EncoderModel
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 FIXTURES = os.path.join(ROOT, "tests", "data", "fixtures")
@@ -41,12 +44,12 @@ def rows(t):
     return [[float(x) for x in r] for r in t.to(torch.float32)]
 
 
-def case(name, model, seqs, pad_id, with_types=False, extra=None):
+def case(name, model, seqs, pad_id, with_types=False, extra=None, texts=None):
     ids, mask = pad_batch(seqs, pad_id)
     ids_t, mask_t = torch.tensor(ids), torch.tensor(mask)
     kwargs = {"input_ids": ids_t, "attention_mask": mask_t}
     types = None
-    if with_types:
+    if with_types and texts is None:
         # The second half of each input is segment 1 (token types, as a sentence pair).
         types = [[0] * (len(s) // 2) + [1] * (len(s) - len(s) // 2) + [0] * (len(ids[0]) - len(s)) for s in seqs]
         kwargs["token_type_ids"] = torch.tensor(types)
@@ -57,6 +60,8 @@ def case(name, model, seqs, pad_id, with_types=False, extra=None):
     if extra:
         p.update(extra(out))
     result = {"input_ids": ids, "attention_mask": mask}
+    if texts is not None:
+        result = {"texts": texts, **result}
     if types is not None:
         result["token_type_ids"] = types
     result["pooled"] = {}
@@ -78,6 +83,19 @@ def main():
     # [CLS]-like first id, random body, [SEP]-like last id (ids are arbitrary: random weights).
     seqs = [[2] + draw(n, 5, 256) + [3] for n in (4, 11, 1)]
     k, v = case("bert", bert, seqs, 0, with_types=True, extra=lambda o: {"pooler": o.pooler_output})
+    cases[k] = v
+
+    tok = BertTokenizer(os.path.join(FIXTURES, "embed", "vocab.txt"), do_lower_case=True)
+    texts = [
+        "The first sentence to embed.",
+        "A much longer one: they said that we could find the way home, and then they went away!",
+        "Hi",
+        "Embedding vectors pool well; unknown words (zyx) become [UNK].",
+    ]
+    enc = tok(texts, padding=True)
+    assert enc["input_ids"] == pad_batch([tok.encode(t) for t in texts], tok.pad_token_id)[0]
+    seqs = [tok.encode(t) for t in texts]
+    k, v = case("bert-text", bert, seqs, tok.pad_token_id, extra=lambda o: {"pooler": o.pooler_output}, texts=texts)
     cases[k] = v
 
     llama = LlamaModel.from_pretrained(os.path.join(FIXTURES, "llama")).eval()
