@@ -399,6 +399,28 @@ TEST(Embed, TextsMatchHuggingFaceTokenizerAndModel) {
   fs::remove_all(dir);
 }
 
+// A malformed modules.json, or a Pooling path that leaves the directory, is an Error naming the file.
+TEST(Embed, HostileSentenceTransformersFiles) {
+  ModelOptions o;
+  o.load_tokenizer = false;
+  const std::vector<EncodeRequest> in = {EncodeRequest{{5, 6, 7}, {}, {}}};
+  for (const auto& [modules, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"[", "modules.json: malformed JSON"},
+           {"{}", "modules.json: not a JSON array of modules"},
+           {"[3]", "modules.json: module 0: field 'type' missing or not a string"},
+           {R"([{"type": "sentence_transformers.models.Pooling", "path": "../../etc"}])",
+            "modules.json: module 0: field 'path' must name the Pooling module's folder"},
+           {R"([{"type": "sentence_transformers.models.Pooling", "path": "nowhere"}])",
+            "nowhere/config.json"}}) {
+    SCOPED_TRACE(modules);
+    const std::string dir = bert_dir_with("embed-st-hostile", {{"modules.json", modules}});
+    Model m = Model::load(dir, o);
+    const std::string e = error_of([&] { m.embed_ids(in); });
+    EXPECT_NE(e.find(expect), std::string::npos) << e;
+    fs::remove_all(dir);
+  }
+}
+
 // A tokenizer with more ids than the embedding has rows is an error at load naming the file and
 // both sizes; a smaller one (padded embeddings, as many real models) loads.
 TEST(Embed, TokenizerLargerThanTheVocabularyIsALoadError) {

@@ -60,7 +60,7 @@ struct EmbedCommand : Command {
                             "Many inputs: a text per non-empty line, or .jsonl lines {\"text\": ...} or "
                             "{\"ids\": [...], \"token_types\": [...]}; one JSON line per input, in order");
     f->excludes(t)->excludes(i);
-    c->add_option("--batch", batch, "With -f: inputs per encoder forward")->capture_default_str();
+    c->add_option("--batch", batch, "With -f: inputs per forward")->capture_default_str();
     c->add_option("--token-types", types_text,
                   "Token type (segment) ids, one per token (BERT; default all 0)");
     auto* p = c->add_flag("--pooled", pooled, "One vector per input, as --pooling says (default)");
@@ -80,7 +80,7 @@ struct EmbedCommand : Command {
     c->add_flag("--no-normalize", no_normalize, "Do not normalize, whatever the directory says")
         ->excludes(n)
         ->excludes(k);
-    c->add_flag("--no-special", no_special, "Do not add special tokens ([CLS]/[SEP], EOS) to the text");
+    c->add_flag("--no-special", no_special, "Do not add special tokens ([CLS]/[SEP], BOS/EOS) to the text");
     c->add_option("-o,--output", out, "Write to a file: .json (same JSON as stdout) or .npy (float32 array)");
     return c;
   }
