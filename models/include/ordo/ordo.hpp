@@ -73,7 +73,7 @@ struct EmbedOptions {
 };
 
 // Threads: a loaded Model is immutable and may be shared by any number of threads, each calling
-// its const members (encode, forward, generate, the batch calls, engine() const) at the same time,
+// its const members (encode, forward, generate, embed, the batch calls, engine() const) at the same time,
 // with results identical to calling alone. Each call keeps its state to itself: a generation's
 // Sequence (KV cache) is its own, scratch buffers and the oneDNN scratchpad belong to the calling
 // thread, and OpenBLAS runs single-threaded inside each caller's OpenMP threads. The non-const
