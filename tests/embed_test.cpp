@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "ordo/ordo.hpp"
 #include "support/cli.hpp"
@@ -244,6 +245,27 @@ TEST(Embed, BatchEqualsOneAtATime) {
     for (size_t i = 0; i < in.size(); ++i) {
       const Tensor one = m.embed_ids({in[i]}, options(Pooling::Mean));
       EXPECT_TRUE(within_tolerance(row_of(all, static_cast<int64_t>(i)).f32(), row_of(one, 0), {}, 2e-6));
+    }
+  }
+}
+
+// Threads sharing one Model embed with the bits of a call alone (the Model threading promise).
+TEST(Embed, ThreadsSharingAModelGetTheBitsOfACallAlone) {
+  for (const char* fixture : {"bert", "llama"}) {
+    SCOPED_TRACE(fixture);
+    const Model m = load_fixture(fixture);
+    const std::vector<EncodeRequest> in = golden_inputs(embed_golden().at("cases").at(fixture), true);
+    const Tensor alone = m.embed_ids(in, options(Pooling::Mean, true));
+    std::vector<Tensor> got(4);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < got.size(); ++t)
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < 5; ++k) got[t] = m.embed_ids(in, options(Pooling::Mean, true));
+      });
+    for (std::thread& t : threads) t.join();
+    for (const Tensor& g : got) {
+      ASSERT_EQ(g.shape, alone.shape);
+      EXPECT_TRUE(std::equal(g.f32(), g.f32() + g.numel(), alone.f32()));
     }
   }
 }
