@@ -1,8 +1,9 @@
 // The `ordo` binary on encoder models: `forward` on an encoder-decoder writes the reference logits,
-// `embed` prints BERT's pooler output (and T5's mean-pooled encoder output), `run` on an
-// encoder-decoder prints only the generated ids.
+// `embed` prints BERT's pooler output with --pooling pooler, the mean of T5's encoder output and the
+// last token of a decoder by default, `run` on an encoder-decoder prints only the generated ids.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,11 +70,12 @@ TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {
     SCOPED_TRACE(name);
     const auto& c = g.case_json(name);
     CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
-                          " --token-types " + csv(c.at("token_type_ids")));
+                          " --token-types " + csv(c.at("token_type_ids")) + " --pooling pooler");
     ASSERT_EQ(r.exit_code, 0);
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j.at("mode"), "pooled");
     EXPECT_EQ(j.at("pooling"), "pooler");
+    EXPECT_EQ(j.at("normalized"), false);
     EXPECT_EQ(j.at("ids").get<std::vector<int32_t>>(), ids_of(c.at("input_ids")));
     const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
     const Tensor& ref = g.tensor(std::string(name) + ".pooler_output");
@@ -128,11 +130,55 @@ TEST(CliSeq2Seq, EmbedNpyOutput) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(CliSeq2Seq, EmbedRejectsDecoderOnlyModels) {
-  CliResult r = run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids 1,2,3");
+// BERT's default is now the mean over tokens (sentence-transformers), here normalized: computed
+// from HF's last_hidden_state. A decoder's default is its last token's final hidden state.
+TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
+  Golden g = Golden::load("bert");
+  const auto& c = g.case_json("pair");
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
+                        " --token-types " + csv(c.at("token_type_ids")) + " --normalize");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("pooling"), "mean");
+  EXPECT_EQ(j.at("normalized"), true);
+  const Tensor& h = g.tensor("pair.last_hidden_state");
+  const int64_t T = h.dim(0), d = h.dim(1);
+  std::vector<double> mean(static_cast<size_t>(d), 0.0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < d; ++i)
+      mean[static_cast<size_t>(i)] += h.f32()[t * d + i] / static_cast<double>(T);
+  double norm = 0;
+  for (double x : mean) norm += x * x;
+  std::vector<float> ref;
+  for (double x : mean) ref.push_back(static_cast<float>(x / std::sqrt(norm)));
+  const std::vector<float> v = j.at("embedding").get<std::vector<float>>();
+  ASSERT_EQ(v.size(), ref.size());
+  EXPECT_TRUE(within_tolerance(v.data(), Tensor::from({d}, ref)));
+
+  Golden s = Golden::load("stories260K");
+  const auto& sc = s.case_json("once_upon");
+  CliResult dr =
+      run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids " + csv(sc.at("input_ids")));
+  ASSERT_EQ(dr.exit_code, 0) << dr.err;
+  nlohmann::json dj = nlohmann::json::parse(dr.out);
+  EXPECT_EQ(dj.at("pooling"), "last");
+  const Tensor& sh = s.tensor("once_upon.hidden_states.5");  // final, after the final norm
+  const Tensor last = sh.rows(sh.dim(0) - 1, sh.dim(0));
+  const std::vector<float> dv = dj.at("embedding").get<std::vector<float>>();
+  ASSERT_EQ(static_cast<int64_t>(dv.size()), sh.dim(1));
+  EXPECT_TRUE(within_tolerance(
+      dv.data(), Tensor::from({sh.dim(1)}, std::vector<float>(last.f32(), last.f32() + sh.dim(1)))));
+}
+
+TEST(CliSeq2Seq, EmbedPoolerWithoutPoolerIsAnError) {
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 --pooling pooler");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
-  EXPECT_NE(r.err.find("decoder-only"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos)
+      << r.err;
+  CliResult bad = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 --pooling max");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--pooling"), std::string::npos) << bad.err;
 }
 
 TEST(CliSeq2Seq, RunEncoderDecoderPrintsOnlyGeneratedIds) {
@@ -164,8 +210,8 @@ TEST(CliSeq2Seq, EmbedFileEmbedsEveryInputInOrder) {
       f << nlohmann::json{{"ids", c.at("input_ids")}, {"token_types", c.at("token_type_ids")}}.dump() << "\n";
     }
   }
-  CliResult r =
-      run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) + " --batch 2");
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) +
+                        " --batch 2 --pooling pooler");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream in(r.out);
   size_t i = 0;

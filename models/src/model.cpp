@@ -52,6 +52,18 @@ auto guarded(const std::string& dir, const char* call, F&& f) -> decltype(f()) {
   }
 }
 
+// A tokenizer with ids past the embedding table would fail on the first such token; say so at load.
+// A smaller tokenizer is common (embeddings padded to a multiple of 64 or 128) and fine.
+void check_tokenizer_fits(const Tokenizer& tok, const ModelSpec& spec, const std::string& dir) {
+  const int64_t rows = spec.tok_embed.empty() ? spec.vocab_size : spec.tok_embed.dim(0);
+  const int64_t n = tok.vocab_size();
+  if (n <= rows) return;
+  const std::string file = tok.source().empty() ? "the tokenizer" : fs::path(tok.source()).filename().string();
+  throw Error(dir + ": " + file + " has ids up to " + std::to_string(n - 1) + " (" + std::to_string(n) +
+              " tokens) but the model's vocabulary has " + std::to_string(rows) +
+              " (config.json vocab_size, the embedding's rows): the tokenizer does not belong to this model");
+}
+
 }  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -90,6 +102,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
     if (s.bos_id >= 0) to.bos_id = s.bos_id;
     if (s.eos_id >= 0) to.eos_id = s.eos_id;
     impl->tokenizer = load_tokenizer(dir, to);
+    check_tokenizer_fits(*impl->tokenizer, impl->engine->spec(), dir);
   }
   return Model(std::move(impl));
 }

@@ -1,10 +1,10 @@
-// ordo embed: the encoder's output for a text (or ids) as a vector, JSON on stdout by default.
+// ordo embed: a text (or ids) as a vector (Model::embed), JSON on stdout by default.
 //
-//   --pooled (default): one vector [d_model]. Models with a pooler (BERT) give tanh(pooler(h[0]));
-//                       models without one (T5, Marian, ...) give the mean of the token vectors
-//                       over the attention mask (every token of the input: no padding here).
-//   --tokens:           one vector per token [T, d_model] (the encoder's last hidden state).
-// Encoder-decoder models use their encoder's output; decoder-only models have no encoder.
+//   --pooled (default): one vector [d_model], pooled by --pooling mean|cls|last|pooler from the
+//                       last hidden state, --normalize to unit length. Unset: the directory's
+//                       sentence-transformers choice, else mean (encoders) or last (decoder-only).
+//   --tokens:           one vector per token [T, d_model] (the last hidden state).
+// Encoder-decoder models use their encoder's output, decoder-only models their final hidden state.
 // -o out.json writes the JSON to a file, -o out.npy the bare float32 array.
 // -f FILE embeds many inputs, --batch at a time in one encoder forward: a text per non-empty line,
 // or a .jsonl file of {"text": ...} or {"ids": [...], "token_types": [...]} lines; one JSON line
@@ -43,14 +43,15 @@ struct Input {
 
 struct EmbedCommand : Command {
   ModelArgs model;
-  std::string text, ids_text, types_text, out, file;
-  bool pooled = false, tokens = false, no_special = false;
+  std::string text, ids_text, types_text, out, file, pooling;
+  bool pooled = false, tokens = false, no_special = false, normalize = false, no_normalize = false;
   int batch = 16;
+  EmbedOptions options;  // resolved once the model is loaded
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("embed",
-                                     "Encoder output for a text or ids: pooled vector (pooler, else mean "
-                                     "over tokens) or per-token vectors");
+                                     "Embedding of a text or ids: one pooled vector (default) or per-token "
+                                     "vectors of the last hidden state");
     model.add(c, false);
     auto* t = c->add_option("text", text, "Text to embed");
     auto* i = c->add_option("--ids", ids_text, "Token ids instead of text, e.g. 101,7592,102");
@@ -59,15 +60,27 @@ struct EmbedCommand : Command {
                             "Many inputs: a text per non-empty line, or .jsonl lines {\"text\": ...} or "
                             "{\"ids\": [...], \"token_types\": [...]}; one JSON line per input, in order");
     f->excludes(t)->excludes(i);
-    c->add_option("--batch", batch, "With -f: inputs per encoder forward")->capture_default_str();
+    c->add_option("--batch", batch, "With -f: inputs per forward")->capture_default_str();
     c->add_option("--token-types", types_text,
                   "Token type (segment) ids, one per token (BERT; default all 0)");
-    auto* p =
-        c->add_flag("--pooled", pooled,
-                    "One vector: the pooler output, or the mean over tokens without a pooler (default)");
-    auto* k = c->add_flag("--tokens", tokens, "One vector per token (the encoder's last hidden state)");
+    auto* p = c->add_flag("--pooled", pooled, "One vector per input, as --pooling says (default)");
+    auto* k = c->add_flag("--tokens", tokens, "One vector per token (the last hidden state)");
     p->excludes(k);
-    c->add_flag("--no-special", no_special, "Do not add special tokens ([CLS]/[SEP], EOS) to the text");
+    c->add_option("--pooling", pooling,
+                  "mean (over the tokens, as sentence-transformers), cls (first token), last (last token), "
+                  "pooler (the model's pooler: BERT). Default: the directory's sentence-transformers "
+                  "pooling, else mean for encoders and last for decoder-only models (BERT's default "
+                  "was its pooler before: --pooling pooler)")
+        ->check(CLI::IsMember({"mean", "cls", "last", "pooler"}))
+        ->excludes(k);
+    auto* n = c->add_flag("--normalize", normalize,
+                          "Scale each vector to unit L2 length (default: when the directory's "
+                          "sentence-transformers modules normalize)");
+    n->excludes(k);
+    c->add_flag("--no-normalize", no_normalize, "Do not normalize, whatever the directory says")
+        ->excludes(n)
+        ->excludes(k);
+    c->add_flag("--no-special", no_special, "Do not add special tokens ([CLS]/[SEP], BOS/EOS) to the text");
     c->add_option("-o,--output", out, "Write to a file: .json (same JSON as stdout) or .npy (float32 array)");
     return c;
   }
@@ -89,10 +102,7 @@ struct EmbedCommand : Command {
     bool need_tokenizer = ids_text.empty() && file.empty();
     for (const Input& in : inputs) need_tokenizer = need_tokenizer || in.ids.empty();
     Model m = model.load(need_tokenizer);
-    const ModelSpec& spec = m.spec();
-    if (spec.graph == GraphKind::Decoder)
-      throw Error(spec.architecture +
-                  " is a decoder-only model: embed needs an encoder (encoder or encoder-decoder model)");
+    if (!tokens) options = m.embed_options(requested_options());
     if (!file.empty()) {
       for (Input& in : inputs)
         if (in.ids.empty()) in.ids = m.encode(in.text, !no_special);
@@ -102,15 +112,15 @@ struct EmbedCommand : Command {
     in.ids = ids_text.empty() ? m.encode(text, !no_special) : parse_ids(ids_text);
     in.types = parse_ids(types_text);
     check(in, "");
-    const Tensor h = m.engine().encode(in.ids, in.types, {});
-    std::string pooling;
-    const Tensor result = tokens ? h : pool(m, h, pooling);
+    const std::vector<EncodeRequest> req = {EncodeRequest{in.ids, in.types, {}}};
+    Tensor result = tokens ? m.last_hidden_states(req)[0] : m.embed_ids(req, options);
+    if (!tokens) result.shape = {result.dim(1)};
     if (ends_with(out, ".npy")) {
       write_npy(out, result);
       std::cerr << "wrote " << result.shape_str() << " to " << out << "\n";
       return 0;
     }
-    const fjson j = to_json(m, in, h, result, pooling);
+    const fjson j = to_json(m, in, result);
     if (out.empty()) {
       std::cout << j.dump() << "\n";
     } else {
@@ -130,35 +140,35 @@ struct EmbedCommand : Command {
                   std::to_string(in.ids.size()) + " tokens");
   }
 
-  // The pooler output, or the mean of the token vectors without a pooler.
-  static Tensor pool(const Model& m, const Tensor& h, std::string& pooling) {
-    if (m.spec().pooler.present()) {
-      pooling = "pooler";
-      return m.engine().pool(h);
-    }
-    pooling = "mean";
-    const int64_t T = h.dim(0), d = h.dim(1);
-    Tensor r = Tensor::zeros({d});
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t i = 0; i < d; ++i) r.f32()[i] += h.f32()[t * d + i];
-    for (int64_t i = 0; i < d; ++i) r.f32()[i] /= static_cast<float>(T);
-    return r;
+  // The flags as EmbedOptions (unset: the model's default).
+  EmbedOptions requested_options() const {
+    EmbedOptions o;
+    if (pooling == "mean") o.pooling = Pooling::Mean;
+    if (pooling == "cls") o.pooling = Pooling::Cls;
+    if (pooling == "last") o.pooling = Pooling::Last;
+    if (pooling == "pooler") o.pooling = Pooling::Pooler;
+    if (normalize || no_normalize) o.normalize = normalize;
+    o.batch = batch;
+    return o;
   }
 
-  fjson to_json(const Model& m, const Input& in, const Tensor& h, const Tensor& result,
-                const std::string& pooling) const {
-    const int64_t T = h.dim(0), d = h.dim(1);
+  // result: the pooled vector [d], or the token vectors [T, d] (--tokens).
+  fjson to_json(const Model& m, const Input& in, const Tensor& result) const {
+    const int64_t d = result.dim(-1);
     fjson j;
     j["model"] = m.dir();
     j["family"] = m.family();
     j["mode"] = tokens ? "tokens" : "pooled";
-    if (!tokens) j["pooling"] = pooling;
+    if (!tokens) {
+      j["pooling"] = pooling_name(*options.pooling);
+      j["normalized"] = *options.normalize;
+    }
     j["dim"] = d;
     if (!in.text.empty()) j["text"] = in.text;
     j["ids"] = in.ids;
     if (tokens) {
       fjson rows = fjson::array();
-      for (int64_t t = 0; t < T; ++t) rows.push_back(row_json(h.f32() + t * d, d));
+      for (int64_t t = 0; t < result.dim(0); ++t) rows.push_back(row_json(result.f32() + t * d, d));
       j["embeddings"] = std::move(rows);
     } else {
       j["embedding"] = row_json(result.f32(), d);
@@ -224,16 +234,21 @@ struct EmbedCommand : Command {
       std::vector<EncodeRequest> reqs;
       for (size_t i = b; i < std::min(inputs.size(), b + static_cast<size_t>(batch)); ++i)
         reqs.push_back(EncodeRequest{inputs[i].ids, inputs[i].types, {}});
-      const std::vector<Tensor> hs = m.engine().encode_batch(reqs);
-      for (size_t k = 0; k < hs.size(); ++k) {
-        std::string pooling;
-        const Tensor result = tokens ? hs[k] : pool(m, hs[k], pooling);
+      if (tokens) {
+        const std::vector<Tensor> hs = m.last_hidden_states(reqs, batch);
+        for (size_t k = 0; k < hs.size(); ++k) os << to_json(m, inputs[b + k], hs[k]).dump() << "\n";
+        continue;
+      }
+      const Tensor v = m.embed_ids(reqs, options);  // [n, d]
+      const int64_t d = v.dim(1);
+      for (size_t k = 0; k < reqs.size(); ++k) {
         if (ends_with(out, ".npy")) {
-          const int64_t d = result.numel();
           if (all.empty()) all = Tensor::zeros({static_cast<int64_t>(inputs.size()), d});
-          std::copy(result.f32(), result.f32() + d, all.f32() + (b + k) * d);
+          std::copy(v.f32() + k * d, v.f32() + (k + 1) * d, all.f32() + (b + k) * d);
         } else {
-          os << to_json(m, inputs[b + k], hs[k], result, pooling).dump() << "\n";
+          Tensor row = v.rows(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1);
+          row.shape = {d};
+          os << to_json(m, inputs[b + k], row).dump() << "\n";
         }
       }
     }

@@ -53,8 +53,27 @@ struct TextResult {
   GenerateResult generation;
 };
 
+// How Model::embed turns one input's token vectors (its last hidden state) into one vector.
+enum class Pooling {
+  Mean,    // mean over the real tokens (mask 1), special tokens included, as sentence-transformers
+  Cls,     // the first token's vector
+  Last,    // the last real token's vector (the usual pooling of decoder embedding models)
+  Pooler,  // the model's own pooler on the first token (BERT: tanh(dense(h[0]))), where it has one
+};
+const char* pooling_name(Pooling p);  // "mean", "cls", "last", "pooler"
+
+struct EmbedOptions {
+  // nullopt: what the directory's sentence-transformers files choose (modules.json, the Pooling
+  // module's config.json, a Normalize module), else Mean for encoder and encoder-decoder models,
+  // Last for decoder-only ones, not normalized (Model::embed_options).
+  std::optional<Pooling> pooling;
+  std::optional<bool> normalize;  // L2: each vector divided by max(|v|, 1e-12)
+  bool add_special = true;        // texts: the tokenizer's [CLS]/[SEP], BOS/EOS
+  int batch = 32;                 // inputs per forward
+};
+
 // Threads: a loaded Model is immutable and may be shared by any number of threads, each calling
-// its const members (encode, forward, generate, the batch calls, engine() const) at the same time,
+// its const members (encode, forward, generate, embed, the batch calls, engine() const) at the same time,
 // with results identical to calling alone. Each call keeps its state to itself: a generation's
 // Sequence (KV cache) is its own, scratch buffers and the oneDNN scratchpad belong to the calling
 // thread, and OpenBLAS runs single-threaded inside each caller's OpenMP threads. The non-const
@@ -91,6 +110,20 @@ class Model {
   // Encoder-decoder: logits [T_dec, vocab]; hidden = encoder states followed by decoder states.
   ForwardOutput forward_seq2seq(const std::vector<int32_t>& encoder_ids, const std::vector<int32_t>& decoder_ids,
                                 bool want_hidden = false, std::vector<Tensor>* encoder_hidden = nullptr) const;
+
+  // Embeddings: one vector per input, rows of [N, d_model] in input order, pooled from the last
+  // hidden state: an encoder's output (encoder-decoder models: the encoder's, as T5EncoderModel),
+  // a decoder-only model's final hidden state after its final norm (HF's last_hidden_state).
+  // Inputs run `batch` at a time; each row equals the input embedded alone up to float rounding.
+  Tensor embed(const std::vector<std::string>& texts, const EmbedOptions& opts = {}) const;
+  // Token ids; token_types for BERT-style segments; mask 0 marks padding, left out of every pooling.
+  Tensor embed_ids(const std::vector<EncodeRequest>& inputs, const EmbedOptions& opts = {}) const;
+  // opts with its unset pooling and normalisation filled in as embed fills them. With no pooling
+  // given, a sentence-transformers setup ordo cannot reproduce (another pooling mode, a Dense
+  // module, ...) is an Error naming the file and field; an explicit pooling still works then.
+  EmbedOptions embed_options(const EmbedOptions& opts = {}) const;
+  // The last hidden state [T_i, d_model] of each input, as embed pools it.
+  std::vector<Tensor> last_hidden_states(const std::vector<EncodeRequest>& inputs, int batch = 32) const;
 
   // Generates from token ids (decoder-only: prefix; encoder-decoder: encoder input). Encoder-only
   // models, masked-LM ones included, cannot generate: an Error saying so.

@@ -49,9 +49,16 @@ class Tokenizer {
   int32_t eos_id() const { return eos_; }
   int32_t pad_id() const { return pad_; }
   int32_t unk_id() const { return unk_; }
+  // The file load_tokenizer read the vocabulary from ("<dir>/tokenizer.json", ...; "" otherwise),
+  // for messages about the tokenizer.
+  const std::string& source() const { return source_; }
 
  protected:
   int32_t bos_ = -1, eos_ = -1, pad_ = -1, unk_ = -1;
+
+ private:
+  std::string source_;
+  friend std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts);
 };
 
 // Streams decoded text token by token. push() returns only complete UTF-8 text: bytes of a
