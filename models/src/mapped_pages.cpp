@@ -10,11 +10,13 @@ namespace ordo {
 
 namespace {
 
-// madvise(MADV_DONTNEED) on the whole pages inside [begin, end). Advice: a failure changes nothing
-// the program can see, so it is not an error.
+// madvise(MADV_DONTNEED) on every page [begin, end) touches. The range lies in one mapping, which
+// starts on a page and covers its last page whole, so those pages are the mapping's too; dropping a
+// page a neighbouring tensor shares only makes its next read fault it in again. Advice: a failure
+// changes nothing the program can see, so it is not an error.
 void drop_pages(uintptr_t begin, uintptr_t end) {
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  const uintptr_t first = begin / page * page, last = (end + page - 1) / page * page;
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 

@@ -19,10 +19,10 @@ class MappedPages {
  public:
   // Remembers the byte span of `file`'s tensors (all inside its one mapping).
   void add(const SafeTensors& file);
-  // Drops the whole pages inside [t.data, t.data + t.nbytes()) when that range lies in a span added;
-  // does nothing for any other tensor (heap memory must keep its contents).
+  // Drops the pages of [t.data, t.data + t.nbytes()) when that range lies in a span added; does
+  // nothing for any other tensor (heap memory must keep its contents).
   void release(const Tensor& t) const;
-  // Drops every whole page of every span.
+  // Drops every page of every span (the header's first page too).
   void release_all() const;
 
  private:

@@ -86,7 +86,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   const DType dtype = opts.dtype ? *opts.dtype : l.stored_dtype ? *l.stored_dtype : DType::F32;
   convert_weights(spec, dtype, release);
   pack_panels(spec, release);
-  file_pages.release_all();  // the pages two weights share, which neither released alone
+  file_pages.release_all();  // what packing read again of a page two weights share
   l = Loaded{};  // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
