@@ -33,8 +33,8 @@ void MappedPages::add(const SafeTensors& file) {
 }
 
 void MappedPages::release(const Tensor& t) const {
-  const auto begin = reinterpret_cast<uintptr_t>(t.data), end = begin + t.nbytes();
   if (t.empty()) return;
+  const auto begin = reinterpret_cast<uintptr_t>(t.data), end = begin + t.nbytes();
   for (const auto& [b, e] : spans_)
     if (begin >= b && end <= e) {
       drop_pages(begin, end);
