@@ -181,3 +181,49 @@ TEST(WeightMemory, LoadedModelKeepsNoSecondCopy) {
 }
 
 }  // namespace
+
+// Every fixture family, its weights rounded to BF16 and stored BF16 and F32: the BF16 file (linear
+// and head weights kept as stored, fused projections split in BF16, converted at load) gives the
+// F32 file's outputs bit for bit, run as f32 (the default) and as int8.
+TEST(WeightMemory, Bf16FilesOfEveryFamilyLoadAsTheirF32Values) {
+  for (const char* fixture : {"llama", "gpt2", "gpt-neox", "gptj", "bloom", "mpt", "opt", "bert", "t5", "marian"}) {
+    SCOPED_TRACE(fixture);
+    const std::string src = ordo::test::model_dir(fixture);
+    const ordo::SafeTensors in = ordo::SafeTensors::open(src + "/model.safetensors");
+    std::vector<std::pair<std::string, Tensor>> as_bf16, as_f32;
+    for (const auto& [name, t] : in.tensors()) {
+      ASSERT_EQ(t.dtype, DType::F32) << name;
+      Tensor h = Tensor::zeros(t.shape, DType::BF16), f = Tensor::zeros(t.shape);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        float x;
+        std::memcpy(&x, static_cast<const char*>(t.data) + 4 * i, 4);
+        const uint16_t b = ordo::f32_to_bf16(x);
+        static_cast<uint16_t*>(h.data)[i] = b;
+        f.f32()[i] = ordo::bf16_to_f32(b);
+      }
+      as_bf16.emplace_back(name, h);
+      as_f32.emplace_back(name, f);
+    }
+    std::string dirs[2];
+    for (int k = 0; k < 2; ++k) {
+      dirs[k] = ordo::test::make_temp_dir(k ? "bf16-as-f32" : "bf16");
+      ordo::write_safetensors(dirs[k] + "/model.safetensors", k ? as_f32 : as_bf16);
+      for (const char* f : {"config.json", "generation_config.json"})
+        if (std::ifstream(src + "/" + f)) std::ofstream(dirs[k] + "/" + f) << ordo::test::read_file(src + "/" + f);
+    }
+    for (std::optional<DType> run : {std::optional<DType>{}, std::optional<DType>{DType::I8}}) {
+      const Model a = load(dirs[0], run), b = load(dirs[1], run);
+      const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+      auto out = [&](const Model& m) {
+        if (m.spec().graph == ordo::GraphKind::EncoderDecoder) return m.forward_seq2seq(ids, {0, 7, 8}).logits;
+        ordo::ForwardOutput o = m.forward(ids);
+        return o.logits.empty() ? o.hidden.back() : o.logits;
+      };
+      EXPECT_TRUE(same_bits(out(a), out(b))) << (run ? "int8" : "f32");
+      for (const Linear* l : linears(a.spec())) {  // converted, then freed; a head tied to the embedding stays
+        const bool tied = l->weight.data == a.spec().tok_embed.data;
+        EXPECT_EQ(l->weight.empty(), !tied);
+      }
+    }
+  }
+}
