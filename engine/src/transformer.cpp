@@ -140,7 +140,14 @@ int64_t ModelSpec::parameter_count() const {
     n += t.numel();
   };
   auto add_lin = [&](const Linear& l) {
-    add(l.weight);
+    if (l.weight.empty() && l.panels) {  // values released after packing: the panels stand for them
+      if (std::find(seen.begin(), seen.end(), l.panels.get()) == seen.end()) {
+        seen.push_back(l.panels.get());
+        n += l.weight.numel();
+      }
+    } else {
+      add(l.weight);
+    }
     add(l.bias);
   };
   auto add_norm = [&](const Norm& m) {
@@ -173,7 +180,7 @@ Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec
                 std::to_string(spec_.n_kv_heads) + ")");
   // The logits block is [T, vocab_size] and the head writes every element of it.
   const Tensor& head = spec_.lm_head.weight;
-  if (!head.empty() && (head.ndim() != 2 || head.dim(0) != spec_.vocab_size || head.dim(1) != spec_.d_model))
+  if (spec_.lm_head.present() && (head.ndim() != 2 || head.dim(0) != spec_.vocab_size || head.dim(1) != spec_.d_model))
     throw Error("model spec: lm_head weight is " + head.shape_str() + ", expected [vocab_size " +
                 std::to_string(spec_.vocab_size) + ", d_model " + std::to_string(spec_.d_model) + "]");
   pack_panels(spec_);

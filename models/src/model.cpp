@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "mapped_pages.hpp"
 #include "model_dir.hpp"
 #include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
@@ -82,10 +83,23 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   Loaded l = load_dir(dir);
   impl->family = l.family;
   ModelSpec spec = std::move(l.spec);
-  // A directory written by `ordo quantize` may hold weights a family reshaped (kept F32 in the
-  // file): convert those too, so the model matches loading the original with that dtype.
-  const std::optional<DType> dtype = opts.dtype ? opts.dtype : l.stored_dtype;
-  if (dtype) convert_weights(spec, *dtype);
+  // The model is held once, in the dtype it runs in. The family left F16/BF16 linear weights as
+  // stored (borrowed from the file): each is converted on its own, its converted copy packed into
+  // panels and then freed (pack_panels), and the file pages every source was read from are let go
+  // at once (building the spec read the embeddings and norms; converting or packing a weight reads
+  // it), so at no point is the file resident beside the copy or an F32 copy of the whole model made.
+  MappedPages file_pages;
+  file_pages.add(*l.weights);
+  file_pages.release_all();
+  const WeightDone release = [&](const Tensor& source) { file_pages.release(source); };
+  // Unless asked otherwise, F32, as every op computes. A directory written by `ordo quantize` may
+  // hold weights a family reshaped (kept F32 in the file): convert those too, so the model matches
+  // loading the original with that dtype.
+  const DType dtype = opts.dtype ? *opts.dtype : l.stored_dtype ? *l.stored_dtype : DType::F32;
+  convert_weights(spec, dtype, release);
+  pack_panels(spec, release);
+  file_pages.release_all();  // what packing read again of a page two weights share
+  l = Loaded{};  // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
   impl->engine->set_context_limit(opts.context_limit);
@@ -136,7 +150,7 @@ ForwardOutput Model::forward_impl(const std::vector<int32_t>& ids, bool want_hid
   if (e.spec().graph == GraphKind::Encoder) {
     ForwardOutput out;
     Tensor h = e.encode(ids, {}, {}, want_hidden ? &out.hidden : nullptr);
-    if (!e.spec().lm_head.weight.empty()) out.logits = e.logits(h.f32(), h.dim(0));  // masked-LM encoders
+    if (e.spec().lm_head.present()) out.logits = e.logits(h.f32(), h.dim(0));  // masked-LM encoders
     if (!want_hidden) out.hidden.push_back(h);
     return out;
   }
@@ -262,7 +276,7 @@ std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std
   const Transformer& e = *impl_->engine;
   if (e.spec().graph == GraphKind::Encoder)
     throw Error(e.spec().architecture + " is an encoder-only model" +
-                (e.spec().lm_head.weight.empty() ? "" : " (bidirectional masked-LM: score text with it, e.g. PLL)") +
+                (!e.spec().lm_head.present() ? "" : " (bidirectional masked-LM: score text with it, e.g. PLL)") +
                 ": it cannot generate");
   if (max_batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(max_batch));
   GenerateParams p = params;

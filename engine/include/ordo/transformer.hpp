@@ -127,6 +127,9 @@ struct StepTimes {
 
 class Transformer {
  public:
+  // Packs every linear of the spec (pack_panels(ModelSpec&)): a linear weight held by this spec
+  // alone (moved in, not copied) keeps its shape and dtype but not its values, so the model is
+  // held once, in panels.
   explicit Transformer(ModelSpec spec, Backend backend = Backend::OpenBLAS);
 
   const ModelSpec& spec() const { return spec_; }
