@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "ordo/beam_search.hpp"
 #include "ordo/ordo.hpp"
@@ -281,6 +282,9 @@ TEST(GenerationConfig, MaxLengthCountsThePrompt) {
   const GenerateResult r = m.generate_ids(c.at("input_ids").get<std::vector<int32_t>>(), p);
   const auto want = c.at("sequences")[0].get<std::vector<int32_t>>();
   EXPECT_EQ(r.ids, std::vector<int32_t>(want.begin(), want.begin() + 3));
+  // A prompt that already fills max_length is an error saying so, not an empty answer.
+  const std::string e = error_of([&] { m.generate_ids({1, 403, 407, 261, 378, 432, 383, 286}, p); });
+  EXPECT_NE(e.find("the prompt (8 tokens) already reaches max_length (8)"), std::string::npos) << e;
   fs::remove_all(dir);
 }
 
@@ -371,6 +375,33 @@ TEST(GenerationConfig, OpusMtConfigDecodesWithBeams) {
   std::string want;
   for (int32_t id : o.at("sequences")[0].get<std::vector<int32_t>>()) want += (want.empty() ? "" : ",") + std::to_string(id);
   EXPECT_NE(cli.out.find(want + "\n"), std::string::npos) << cli.out;
+  fs::remove_all(dir);
+}
+
+// `ordo run -f` with beams: two prompts' beams in flight together (--batch 8), each line's
+// hypotheses HF's.
+TEST(BeamSearch, CliFileRunsBeamsInBatches) {
+  const nlohmann::json& c = find_case("stories260K", 4, 2, {{"length_penalty", 1.0}, {"num_return_sequences", 2}});
+  const std::string dir = make_temp_dir("beam-file");
+  std::ofstream(dir + "/p.jsonl") << "{\"prompt\": \"Once upon a time\"}\n{\"prompt\": \"Once upon a time\"}\n";
+  const CliResult r = run_cli("run -f " + shell_quote(dir + "/p.jsonl") +
+                              " --num-beams 4 --num-return-sequences 2 -n 24 --batch 8 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    ASSERT_EQ(j.at("sequences").size(), 2u) << line;
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(j.at("sequences")[k].at("ids"), c.at("sequences")[k]) << line;
+      EXPECT_NEAR(j.at("sequences")[k].at("score").get<double>(), c.at("sequence_scores")[k].get<double>(), 1e-4);
+    }
+    EXPECT_EQ(j.at("ids"), c.at("sequences")[0]);
+    EXPECT_EQ(j.at("text"), j.at("sequences")[0].at("text"));
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
   fs::remove_all(dir);
 }
 

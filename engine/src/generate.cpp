@@ -113,6 +113,10 @@ RequestPlan plan_request(const Transformer& model, const GenerateRequest& r, siz
   const int64_t prompt = static_cast<int64_t>(r.prompt.size());
   RequestPlan plan;
   plan.max_new_tokens = r.params.max_new_tokens;
+  if (r.params.max_length > 0 && prompt >= r.params.max_length)
+    throw Error("generate: the prompt (" + std::to_string(prompt) + " tokens" +
+                (i > 0 ? ", request " + std::to_string(i) : std::string()) + ") already reaches max_length (" +
+                std::to_string(r.params.max_length) + "): nothing can be generated; give max_new_tokens instead");
   if (r.params.max_length > 0)
     plan.max_new_tokens = static_cast<int>(
         std::max<int64_t>(0, std::min<int64_t>(plan.max_new_tokens, r.params.max_length - prompt)));

@@ -40,10 +40,11 @@ struct RunCommand : Command {
     auto* f =
         c->add_option("-f,--file", file,
                       "Many prompts: one per non-empty line, or a .jsonl file of {\"prompt\": ...} lines; "
-                      "results in input order (.jsonl: one JSON line each, with \"text\" and \"ids\")");
+                      "results in input order (.jsonl: one JSON line each, with \"text\" and \"ids\"; beam search adds "
+                      "\"sequences\": [{\"text\", \"ids\", \"score\"}], best first)");
     p->excludes(i);
     f->excludes(p)->excludes(i);
-    c->add_option("--batch", batch, "With -f: sequences in flight at once")->capture_default_str();
+    c->add_option("--batch", batch, "With -f: sequences in flight at once (each beam is one)")->capture_default_str();
     // Settings left unset come from the model's generation_config.json (max_new_tokens or
     // max_length, do_sample, temperature, top_k, top_p, repetition_penalty, num_beams, ...), else
     // from the defaults shown; stderr says which were used and where each came from.
