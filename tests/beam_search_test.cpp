@@ -50,6 +50,11 @@ GenerateParams params_of(const nlohmann::json& c) {
   p.sampling.temperature = 0;
   p.sampling.repetition_penalty = c.value("repetition_penalty", 1.0f);
   p.sampling.no_repeat_ngram_size = c.value("no_repeat_ngram_size", 0);
+  if (c.contains("bad_words_ids")) p.sampling.bad_words_ids = c.at("bad_words_ids").get<std::vector<std::vector<int32_t>>>();
+  p.min_length = c.value("min_length", 0);
+  p.min_new_tokens = c.value("min_new_tokens", 0);
+  if (c.contains("forced_eos_token_id")) p.forced_eos_ids = {c.at("forced_eos_token_id").get<int32_t>()};
+  p.renormalize = c.value("renormalize_logits", false);
   p.beams.num_beams = c.at("num_beams");
   if (p.beams.num_beams > 1) {
     p.beams.length_penalty = c.at("length_penalty");
@@ -102,9 +107,9 @@ TEST(BeamSearchGolden, EveryCaseMatchesHuggingFace) {
     (c.at("num_beams").get<int>() > 1 ? beams : greedy)++;
     per_model[c.at("model")]++;
   }
-  EXPECT_EQ(beams, 80);
-  EXPECT_EQ(greedy, 15);
-  for (const char* name : {"t5", "marian", "llama", "gpt2", "stories260K"}) EXPECT_EQ(per_model[name], 19) << name;
+  EXPECT_EQ(beams, 90);
+  EXPECT_EQ(greedy, 20);
+  for (const char* name : {"t5", "marian", "llama", "gpt2", "stories260K"}) EXPECT_EQ(per_model[name], 22) << name;
 }
 
 // Every case of a model in one generate_batch call: the beams of several requests share each
@@ -157,7 +162,10 @@ const nlohmann::json& find_case(const std::string& model, int beams, const nlohm
     if (c.at("model") != model || c.at("num_beams") != beams || c.at("eos_token_id") != eos) continue;
     bool all = true;
     for (const auto& [k, v] : extra.items()) all = all && c.contains(k) && c.at(k) == v;
-    if (all && (extra.contains("repetition_penalty") || !c.contains("repetition_penalty"))) return c;
+    // Only cases without penalties or length rules unless asked for.
+    for (const char* k : {"repetition_penalty", "min_length", "min_new_tokens"})
+      all = all && (extra.contains(k) || !c.contains(k));
+    if (all) return c;
   }
   throw std::runtime_error("no golden case for " + model);
 }
@@ -285,6 +293,22 @@ TEST(GenerationConfig, MaxLengthCountsThePrompt) {
   // A prompt that already fills max_length is an error saying so, not an empty answer.
   const std::string e = error_of([&] { m.generate_ids({1, 403, 407, 261, 378, 432, 383, 286}, p); });
   EXPECT_NE(e.find("the prompt (8 tokens) already reaches max_length (8)"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+// min_new_tokens and forced_eos_token_id from generation_config.json apply as in HF's greedy run.
+TEST(GenerationConfig, LengthRulesFromTheFile) {
+  const nlohmann::json& c = find_case("stories260K", 1, 286, {{"min_new_tokens", 5}});
+  const std::string dir = stories_with("gen-rules", {{"eos_token_id", 286}, {"do_sample", false}, {"max_new_tokens", 24},
+                                                     {"min_new_tokens", 5}, {"forced_eos_token_id", 2}});
+  const Model m = Model::load(dir);
+  std::vector<GenerationSetting> used;
+  const TextGenerateParams p = m.generation_params({}, &used);
+  EXPECT_EQ(p.min_new_tokens, 5);
+  EXPECT_EQ(p.forced_eos_ids, std::vector<int32_t>{2});
+  const GenerateResult r = m.generate_ids(c.at("input_ids").get<std::vector<int32_t>>(), p);
+  EXPECT_EQ(r.ids, c.at("sequences")[0].get<std::vector<int32_t>>());
+  EXPECT_EQ(r.ids.back(), 2);
   fs::remove_all(dir);
 }
 

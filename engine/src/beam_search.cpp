@@ -154,6 +154,9 @@ bool advance(const Transformer& model, Group& g, const std::vector<const float*>
     std::vector<int32_t> history = g.req->prompt;
     history.insert(history.end(), g.gen[b].begin(), g.gen[b].end());
     apply_penalties(s, V, history, p.sampling);
+    detail::apply_length_rules(s, V, p, static_cast<int64_t>(g.req->prompt.size()),
+                               static_cast<int64_t>(g.gen[b].size()), g.max_new_tokens);
+    if (p.renormalize) log_softmax(s, V, s);
     for (int64_t v = 0; v < V; ++v) s[v] += g.beam_scores[b];
   }
   // torch.topk of max(2, 1 + #stop ids) x num_beams, best first (equal scores: lower index first).

@@ -53,6 +53,10 @@ void apply_penalties(float* scores, int64_t V, const std::vector<int32_t>& histo
 
 int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& history) {
   apply_penalties(logits, V, history, p_);
+  return pick(logits, V);
+}
+
+int32_t Sampler::pick(float* logits, int64_t V) {
   if (p_.temperature == 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
 
   cand_.resize(V);
@@ -89,6 +93,19 @@ int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& hi
 }
 
 namespace detail {
+
+void apply_length_rules(float* scores, int64_t V, const GenerateParams& p, int64_t prompt, int64_t generated,
+                        int max_new_tokens) {
+  const float ban = -std::numeric_limits<float>::infinity();
+  if (prompt + generated < p.min_length || generated < p.min_new_tokens)
+    for (int32_t id : p.stop_ids)
+      if (id >= 0 && id < V) scores[id] = ban;
+  if (!p.forced_eos_ids.empty() && generated == max_new_tokens - 1) {
+    std::fill(scores, scores + V, ban);
+    for (int32_t id : p.forced_eos_ids)
+      if (id >= 0 && id < V) scores[id] = 0;
+  }
+}
 
 Sequence fresh_sequence(const Transformer& model, int64_t capacity, const Tensor* encoder_out,
                         const std::vector<uint8_t>& encoder_mask) {
@@ -180,7 +197,11 @@ bool advance(const Transformer& model, Live& l, float* logits, const BatchTokenC
     std::memcpy(row.f32(), logits, static_cast<size_t>(V) * sizeof(float));
     l.res.step_logits.push_back(std::move(row));
   }
-  const int32_t id = l.sampler.sample(logits, V, l.history);
+  // Hugging Face's order: penalties and bans, then the length rules, then the pick.
+  apply_penalties(logits, V, l.history, p.sampling);
+  detail::apply_length_rules(logits, V, p, static_cast<int64_t>(l.req->prompt.size()),
+                             static_cast<int64_t>(l.res.ids.size()), l.max_new_tokens);
+  const int32_t id = l.sampler.pick(logits, V);
   l.res.ids.push_back(id);
   l.history.push_back(id);
   if (!l.history_mask.empty()) l.history_mask.push_back(1);

@@ -19,6 +19,11 @@ struct RequestPlan {
 // limits; checks the context limit.
 RequestPlan plan_request(const Transformer& model, const GenerateRequest& r, size_t i);
 
+// GenerateParams' length rules (min_length, min_new_tokens, forced_eos_ids) on one row of scores,
+// before the token after `generated` generated ones; prompt: the decoder's prompt length.
+void apply_length_rules(float* scores, int64_t V, const GenerateParams& p, int64_t prompt, int64_t generated,
+                        int max_new_tokens);
+
 // A new sequence for the request, the encoder output attached (encoder-decoder).
 Sequence fresh_sequence(const Transformer& model, int64_t capacity, const Tensor* encoder_out,
                         const std::vector<uint8_t>& encoder_mask);

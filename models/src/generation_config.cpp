@@ -81,6 +81,18 @@ void read_fields(const JsonConfig& c, const std::string& name, GenerationConfig&
     }
     g.bad_words_ids = std::move(words);
   }
+  count("min_length", g.min_length, 0);
+  count("min_new_tokens", g.min_new_tokens, 0);
+  if (take("renormalize_logits")) g.renormalize_logits = c.get_bool("renormalize_logits");
+  if (take("forced_eos_token_id")) {
+    std::vector<int32_t> ids;
+    for (int64_t id : c.get_int_array("forced_eos_token_id")) {
+      if (id < 0 || id > INT32_MAX)
+        bad("forced_eos_token_id", "a token id or a list of them in [0, 2147483647], got " + std::to_string(id));
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    g.forced_eos_token_id = std::move(ids);
+  }
   if (eos.empty() && c.has("eos_token_id"))
     for (int64_t id : c.get_int_array("eos_token_id")) {
       if (id < -1 || id > INT32_MAX)
@@ -224,6 +236,19 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
     report.push_back({"bad_words_ids", std::to_string(bad->size()) + " sequences",
                       overrides.bad_words_ids ? "flag" : from("bad_words_ids")});
   }
+  // Hugging Face's length rules and renormalisation, as the file (or caller) sets them.
+  if (overrides.min_length || config.min_length)
+    p.min_length = pick("min_length", overrides.min_length, config.min_length, 0, true);
+  if (overrides.min_new_tokens || config.min_new_tokens)
+    p.min_new_tokens = pick("min_new_tokens", overrides.min_new_tokens, config.min_new_tokens, 0, true);
+  const auto& forced = overrides.forced_eos_token_id ? overrides.forced_eos_token_id : config.forced_eos_token_id;
+  if (forced && !forced->empty()) {
+    p.forced_eos_ids = *forced;
+    report.push_back({"forced_eos_token_id", std::to_string(forced->front()) + (forced->size() > 1 ? ", ..." : ""),
+                      overrides.forced_eos_token_id ? "flag" : from("forced_eos_token_id")});
+  }
+  if (overrides.renormalize_logits || config.renormalize_logits)
+    p.renormalize = pick("renormalize_logits", overrides.renormalize_logits, config.renormalize_logits, false, beams > 1);
   if (used) *used = std::move(report);
   return p;
 }

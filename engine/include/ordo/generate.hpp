@@ -35,6 +35,8 @@ class Sampler {
   explicit Sampler(const SamplingParams& p);
   // logits [V] is modified in place (penalty, temperature). history: tokens seen so far.
   int32_t sample(float* logits, int64_t V, const std::vector<int32_t>& history);
+  // sample() without the penalties and bans (the caller applied them).
+  int32_t pick(float* logits, int64_t V);
 
  private:
   SamplingParams p_;
@@ -68,6 +70,15 @@ struct GenerateParams {
   int max_length = 0;
   SamplingParams sampling;
   BeamParams beams;
+  // Hugging Face's length rules: no stop id is picked while the decoder's whole length (prompt or
+  // decoder start tokens plus generated) is below min_length, or fewer than min_new_tokens are
+  // generated; the last token max_new_tokens allows is forced to forced_eos_ids[0] (its first
+  // listed id scores 0, all else -inf; empty: off).
+  int min_length = 0, min_new_tokens = 0;
+  std::vector<int32_t> forced_eos_ids;
+  // Hugging Face's renormalize_logits: beam search takes log_softmax again after the penalties
+  // and bans (sampling and greedy pick the same token either way).
+  bool renormalize = false;
   std::vector<int32_t> stop_ids;  // generation ends after emitting any of these (every EOS id)
   bool use_cache = true;          // false: recompute the whole sequence every step (reference mode)
   int64_t capacity = 0;           // KV-cache slots to preallocate (0: prompt + max_new_tokens)

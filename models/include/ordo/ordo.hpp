@@ -67,6 +67,9 @@ struct GenerationConfig {
   std::optional<double> length_penalty;
   std::optional<EarlyStopping> early_stopping;
   std::optional<std::vector<std::vector<int32_t>>> bad_words_ids;
+  std::optional<int> min_length, min_new_tokens;
+  std::optional<std::vector<int32_t>> forced_eos_token_id;
+  std::optional<bool> renormalize_logits;
   // The file each set field came from ("generation_config.json", "config.json"), by field name.
   std::map<std::string, std::string> source;
 };
@@ -84,8 +87,9 @@ struct GenerationSetting {
 // top-p 0.95 unless set; greedy and beam search use none of them. Length: max_new_tokens, else
 // max_length (Hugging Face's: the decoder's whole length), else 128 new tokens. Beam sampling is
 // an Error naming where do_sample and num_beams came from (overrides' sampling replaces config's
-// beams). `used`, when given, receives the settings in effect with their sources. Stop ids are
-// left empty (the model's EOS ids).
+// beams). no_repeat_ngram_size, bad_words_ids, min_length, min_new_tokens, forced_eos_token_id
+// and renormalize_logits apply as Hugging Face applies them. `used`, when given, receives the
+// settings in effect with their sources. Stop ids are left empty (the model's EOS ids).
 TextGenerateParams resolve_generation(const GenerationConfig& overrides, const GenerationConfig& config,
                                       std::vector<GenerationSetting>* used = nullptr);
 
