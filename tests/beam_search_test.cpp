@@ -440,6 +440,10 @@ TEST(BeamSearch, BadParamsAreErrors) {
   EXPECT_NE(error_of([&] { m.generate_ids({1, 2}, p); }).find("num_return_sequences must be in [1, num_beams = 2]"),
             std::string::npos);
   p.beams.num_return_sequences = 1;
+  p.beams.num_beams = 5000;
+  EXPECT_NE(error_of([&] { m.generate_ids({1, 2}, p); }).find("num_beams must be in [2, 1024], got 5000"),
+            std::string::npos);
+  p.beams.num_beams = 2;
   p.beams.length_penalty = std::nan("");
   EXPECT_NE(error_of([&] { m.generate_ids({1, 2}, p); }).find("length_penalty"), std::string::npos);
   const CliResult r = run_cli("run --ids 1,2 --num-beams 2 --num-return-sequences 3");

@@ -12,6 +12,8 @@ namespace ordo {
 
 namespace {
 
+constexpr int kMaxBeams = 1024;
+
 // A finished hypothesis: its generated ids and its length-normalised score.
 struct Hypothesis {
   double score;
@@ -39,7 +41,10 @@ struct Group {
 void check_beams(const GenerateRequest& r, size_t i) {
   const BeamParams& b = r.params.beams;
   const std::string which = i > 0 ? " (request " + std::to_string(i) + ")" : std::string();
-  if (b.num_beams < 2) throw Error("beam search: num_beams must be >= 2, got " + std::to_string(b.num_beams) + which);
+  // Each beam holds a KV cache: a bound keeps a bad config from exhausting memory.
+  if (b.num_beams < 2 || b.num_beams > kMaxBeams)
+    throw Error("beam search: num_beams must be in [2, " + std::to_string(kMaxBeams) + "], got " +
+                std::to_string(b.num_beams) + which);
   if (b.num_return_sequences < 1 || b.num_return_sequences > b.num_beams)
     throw Error("beam search: num_return_sequences must be in [1, num_beams = " + std::to_string(b.num_beams) +
                 "], got " + std::to_string(b.num_return_sequences) + which);

@@ -18,9 +18,10 @@
 
 namespace ordo {
 
-// Every request must have params.beams.num_beams > 1 (generate_batch sends them here). Up to
-// max_batch beams run in flight (at least one request at a time, whatever its num_beams). Sampling
-// parameters other than the penalties and bans are not used (beam search is deterministic).
+// Every request must have params.beams.num_beams in [2, 1024] (generate_batch sends those above 1
+// here; more is an Error, each beam holding a KV cache). Up to max_batch beams run in flight (at
+// least one request at a time, whatever its num_beams). Sampling parameters other than the
+// penalties and bans are not used (beam search is deterministic).
 // result[i].sequences holds request i's num_return_sequences best hypotheses, best first, and
 // result[i].ids the best one's ids; on_token sees those ids once request i's search is over.
 std::vector<GenerateResult> beam_search_batch(const Transformer& model, const std::vector<GenerateRequest>& requests,
