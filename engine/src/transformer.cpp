@@ -348,6 +348,37 @@ bool Sequence::has_evicted() const {
   return false;
 }
 
+void Sequence::copy_from(const Sequence& other) {
+  if (this == &other) return;
+  KVCache& c = self;
+  const KVCache& o = other.self;
+  if (o.length > c.capacity)
+    throw Error("Sequence::copy_from: " + std::to_string(o.length) + " cached tokens do not fit in " +
+                std::to_string(c.capacity) + " slots");
+  std::vector<Tensor*> to = slot_tensors(c);
+  const std::vector<Tensor*> from = slot_tensors(const_cast<KVCache&>(o));
+  if (to.size() != from.size()) throw Error("Sequence::copy_from: the sequences' caches differ in layout");
+  for (size_t i = 0; i < to.size(); ++i) {
+    const Tensor& s = *from[i];
+    if (s.dtype != to[i]->dtype || s.shape[0] != to[i]->shape[0])
+      throw Error("Sequence::copy_from: the sequences' caches differ in layout");
+    const int64_t heads = s.shape[0], row = s.numel() / (heads * o.capacity);  // elements per slot
+    const size_t es = dtype_size(s.dtype) * static_cast<size_t>(row);
+    auto dst = static_cast<char*>(to[i]->data);
+    auto src = static_cast<const char*>(s.data);
+    for (int64_t h = 0; h < heads; ++h)
+      std::memcpy(dst + h * c.capacity * es, src + h * o.capacity * es, static_cast<size_t>(o.length) * es);
+  }
+  c.length = o.length;
+  c.positions = o.positions;
+  c.valid = o.valid;
+  cross = other.cross;
+  next_position = other.next_position;
+  tokens = other.tokens;
+  token_valid = other.token_valid;
+  extension = other.extension;
+}
+
 // Grows a cache (keeping its contents) so that `needed` slots fit.
 static void reserve_cache(KVCache& c, int64_t needed) {
   if (needed <= c.capacity) return;

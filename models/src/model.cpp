@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "generation_config.hpp"
 #include "mapped_pages.hpp"
 #include "model_dir.hpp"
 #include "ordo/input.hpp"
@@ -20,6 +21,7 @@ struct Model::Impl {
   std::string dir, family;
   std::unique_ptr<Transformer> engine;
   std::unique_ptr<Tokenizer> tokenizer;
+  GenerationConfig generation;
 };
 
 namespace {
@@ -83,6 +85,11 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   Loaded l = load_dir(dir);
   impl->family = l.family;
   ModelSpec spec = std::move(l.spec);
+  GenerationFiles gen = read_generation_files(dir);
+  impl->generation = std::move(gen.config);
+  // Every EOS id of the list whose first the family took (a family that chose another keeps its own).
+  if (spec.eos_ids.empty() && spec.eos_id >= 0)
+    spec.eos_ids = !gen.eos_ids.empty() && gen.eos_ids[0] == spec.eos_id ? gen.eos_ids : std::vector<int32_t>{spec.eos_id};
   // The model is held once, in the dtype it runs in. The family left F16/BF16 linear weights as
   // stored (borrowed from the file): each is converted on its own, its converted copy packed into
   // panels and then freed (pack_panels), and the file pages every source was read from are let go
@@ -127,6 +134,22 @@ const ModelSpec& Model::spec() const { return impl_->engine->spec(); }
 const Transformer& Model::engine() const { return *impl_->engine; }
 Transformer& Model::engine() { return *impl_->engine; }
 bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+const GenerationConfig& Model::generation_config() const { return impl_->generation; }
+
+TextGenerateParams Model::generation_params(const GenerationConfig& overrides,
+                                            std::vector<GenerationSetting>* used) const {
+  return guarded(impl_->dir, "generation_params", [&] {
+    TextGenerateParams p = resolve_generation(overrides, impl_->generation, used);
+    const std::vector<int32_t>& eos = spec().eos_ids;
+    auto& bad = p.sampling.bad_words_ids;
+    bad.erase(std::remove_if(bad.begin(), bad.end(),
+                             [&](const std::vector<int32_t>& w) {
+                               return w.size() == 1 && std::find(eos.begin(), eos.end(), w[0]) != eos.end();
+                             }),
+              bad.end());
+    return p;
+  });
+}
 
 const Tokenizer& Model::tokenizer() const {
   if (!impl_->tokenizer) throw Error(impl_->dir + ": no tokenizer loaded (pass token ids instead of text)");
@@ -186,14 +209,15 @@ namespace {
 // that could still turn into a stop string is held back from on_text.
 class TextStream {
  public:
-  TextStream(const Tokenizer& tok, std::vector<int32_t> context, const TextGenerateParams& params, int32_t eos,
-             std::function<bool(const std::string&)> on_text)
-      : stream_(tok, std::move(context)), params_(params), eos_(eos), on_text_(std::move(on_text)) {}
+  // stop_ids: ids that end the generation, whose text is not shown (the EOS ids, the caller's).
+  TextStream(const Tokenizer& tok, std::vector<int32_t> context, const TextGenerateParams& params,
+             std::vector<int32_t> stop_ids, std::function<bool(const std::string&)> on_text)
+      : stream_(tok, std::move(context)), params_(params), stop_ids_(std::move(stop_ids)), on_text_(std::move(on_text)) {}
 
   // Takes one generated id; false: stop generating.
   bool push(int32_t id) {
     const size_t before = text.size();
-    if (id != eos_) text += stream_.push(id);
+    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) text += stream_.push(id);
     for (const std::string& s : params_.stop_strings) {
       // Only a match ending in the new piece can be new: search from where it could start.
       const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
@@ -239,7 +263,7 @@ class TextStream {
 
   StreamDecoder stream_;
   const TextGenerateParams& params_;
-  int32_t eos_;
+  std::vector<int32_t> stop_ids_;
   std::function<bool(const std::string&)> on_text_;
   size_t shown_ = 0;  // bytes of text already passed to on_text
   bool stopped_ = false;
@@ -280,7 +304,7 @@ std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std
                 ": it cannot generate");
   if (max_batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(max_batch));
   GenerateParams p = params;
-  if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);
+  if (p.stop_ids.empty()) p.stop_ids = e.spec().eos_ids;
   std::vector<GenerateRequest> reqs(prompts.size());
   std::vector<Tensor> enc;
   std::vector<double> encode_seconds(prompts.size(), 0.0);
@@ -316,14 +340,15 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
                                                    const std::function<bool(size_t, const std::string&)>& on_text) const {
   const Tokenizer& tok = tokenizer();
   const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
+  const std::vector<int32_t> stops = params.stop_ids.empty() ? spec().eos_ids : params.stop_ids;
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::unique_ptr<TextStream>> streams;
   for (size_t i = 0; i < prompts.size(); ++i) {
     ids.push_back(tok.encode(prompts[i], params.add_special));
     std::function<bool(const std::string&)> cb;
     if (on_text) cb = [&on_text, i](const std::string& piece) { return on_text(i, piece); };
-    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(), params,
-                                                   spec().eos_id, std::move(cb)));
+    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(), params, stops,
+                                                   std::move(cb)));
   }
   std::vector<GenerateResult> gen =
       generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); }, false);
@@ -332,6 +357,18 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
     streams[i]->finish();
     out[i].text = std::move(streams[i]->text);
     out[i].generation = std::move(gen[i]);
+    // Beam search: every returned hypothesis as text (the best one streamed above).
+    for (size_t k = 0; k < out[i].generation.sequences.size(); ++k) {
+      if (k == 0) {
+        out[i].texts.push_back(out[i].text);
+        continue;
+      }
+      TextStream t(tok, seq2seq ? std::vector<int32_t>{} : ids[i], params, stops, nullptr);
+      for (int32_t id : out[i].generation.sequences[k].ids)
+        if (!t.push(id)) break;
+      t.finish();
+      out[i].texts.push_back(std::move(t.text));
+    }
   }
   return out;
 }

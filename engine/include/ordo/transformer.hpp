@@ -58,6 +58,10 @@ struct Sequence {
   void truncate(int64_t n);
   // Whether attention sinks have dropped tokens from the cache.
   bool has_evicted() const;
+  // Makes this sequence hold what `other` holds (beam search forks a beam): its cached keys and
+  // values are copied, its encoder keys/values shared (they are never written). Both must come
+  // from the same Transformer; this one keeps its own storage and needs room for other.length().
+  void copy_from(const Sequence& other);
 };
 
 // Which rows of logits a decoder forward computes.
