@@ -69,9 +69,14 @@ struct ZipEntrySpec {
 struct Zip {
   std::string bytes;
   std::vector<size_t> local, central;  // per entry: local header, central header offsets
-  size_t eocd = 0, cd_offset = 0;
+  size_t eocd = 0, cd_offset = 0, zip64_locator = 0;
 };
-Zip make_zip(const std::vector<ZipEntrySpec>& entries) {
+void put64(std::string& s, uint64_t v) {
+  put32(s, v & 0xffffffffu);
+  put32(s, v >> 32);
+}
+// zip64: every size and offset in the ZIP64 extra field and records, as a writer does past 4 GiB.
+Zip make_zip(const std::vector<ZipEntrySpec>& entries, bool zip64 = false) {
   Zip z;
   for (const auto& e : entries) {
     z.local.push_back(z.bytes.size());
@@ -89,9 +94,28 @@ Zip make_zip(const std::vector<ZipEntrySpec>& entries) {
     put16(z.bytes, 20), put16(z.bytes, 20), put16(z.bytes, 0), put16(z.bytes, e.method), put16(z.bytes, 0),
         put16(z.bytes, 0);
     put32(z.bytes, 0), put32(z.bytes, e.data.size()), put32(z.bytes, e.data.size());
-    put16(z.bytes, e.name.size()), put16(z.bytes, 0), put16(z.bytes, 0), put16(z.bytes, 0), put16(z.bytes, 0);
-    put32(z.bytes, 0), put32(z.bytes, z.local[i]);
+    if (zip64) set32(z.bytes, z.bytes.size() - 8, 0xffffffffu), set32(z.bytes, z.bytes.size() - 4, 0xffffffffu);
+    put16(z.bytes, e.name.size()), put16(z.bytes, zip64 ? 28 : 0), put16(z.bytes, 0), put16(z.bytes, 0),
+        put16(z.bytes, 0);
+    put32(z.bytes, 0), put32(z.bytes, zip64 ? 0xffffffffu : z.local[i]);
     z.bytes += e.name;
+    if (zip64) {
+      put16(z.bytes, 1), put16(z.bytes, 24);
+      put64(z.bytes, e.data.size()), put64(z.bytes, e.data.size()), put64(z.bytes, z.local[i]);
+    }
+  }
+  if (zip64) {
+    const size_t rec = z.bytes.size();
+    put32(z.bytes, 0x06064b50), put64(z.bytes, 44), put16(z.bytes, 45), put16(z.bytes, 45);
+    put32(z.bytes, 0), put32(z.bytes, 0), put64(z.bytes, entries.size()), put64(z.bytes, entries.size());
+    put64(z.bytes, rec - z.cd_offset), put64(z.bytes, z.cd_offset);
+    z.zip64_locator = z.bytes.size();
+    put32(z.bytes, 0x07064b50), put32(z.bytes, 0), put64(z.bytes, rec), put32(z.bytes, 1);
+    z.eocd = z.bytes.size();
+    put32(z.bytes, 0x06054b50);
+    put16(z.bytes, 0), put16(z.bytes, 0), put16(z.bytes, 0xffff), put16(z.bytes, 0xffff);
+    put32(z.bytes, 0xffffffffu), put32(z.bytes, 0xffffffffu), put16(z.bytes, 0);
+    return z;
   }
   z.eocd = z.bytes.size();
   put32(z.bytes, 0x06054b50);
@@ -283,6 +307,25 @@ TEST_F(HostileWeights, BrokenZipIsNamed) {
   b[z.eocd + 10] = char(200);  // more entries than the directory can hold
   write(f, b);
   expect_has(open_error(f), {"cannot hold the 200 entries"});
+
+  // ZIP64 records (torch's writer past 4 GiB): read, and checked like the rest.
+  z = make_zip(entries, true);
+  write(f, z.bytes);
+  const Weights w64 = Weights::open_file(f);
+  const float* w = w64.get("w").f32();
+  EXPECT_EQ(std::vector<float>(w, w + 6), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  b = z.bytes;
+  set32(b, z.zip64_locator + 8, 0x40);  // locator pointing into the data
+  write(f, b);
+  expect_has(open_error(f), {"ZIP64 end-of-central-directory offset 64 does not point at a ZIP64 record"});
+  b = z.bytes;
+  b.erase(z.zip64_locator, 20);  // the EOCD says ZIP64, no locator
+  write(f, b);
+  expect_has(open_error(f), {"says ZIP64 but there is no ZIP64 locator"});
+  b = z.bytes;
+  set32(b, z.central[1] + 30, 0);  // sizes of all ones without the extra field that replaces them
+  write(f, b);
+  expect_has(open_error(f), {"entry 'archive/data/0'"});
 
   std::vector<ZipEntrySpec> compressed = entries;
   compressed[1].method = 8;

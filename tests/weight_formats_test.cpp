@@ -149,6 +149,8 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, WeightFormat, testing::ValuesIn(kVariants)
 TEST(WeightFormats, TiedTensorsShareOneStorage) {
   const Weights gpt2 = Weights::open_dir(checkpoint("gpt2-bin"));
   EXPECT_EQ(gpt2.get("lm_head.weight").data, gpt2.get("transformer.wte.weight").data);
+  // Mapped, not copied: every tensor borrows the one mapping of the file.
+  for (const std::string& n : gpt2.names()) EXPECT_EQ(gpt2.get(n).owner, gpt2.get("lm_head.weight").owner) << n;
   const Weights t5 = Weights::open_dir(checkpoint("t5-bin-f16"));
   EXPECT_EQ(t5.get("encoder.embed_tokens.weight").data, t5.get("shared.weight").data);
   EXPECT_EQ(t5.get("decoder.embed_tokens.weight").data, t5.get("shared.weight").data);
