@@ -6,7 +6,7 @@
 
 namespace ordo {
 
-FamilyContext::FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation)
+FamilyContext::FamilyContext(JsonConfig config, Weights weights, JsonConfig generation)
     : config_(std::move(config)),
       weights_(std::move(weights)),
       generation_(std::move(generation)) {}
@@ -20,7 +20,7 @@ static std::string shape_of(const std::vector<int64_t>& s) {
 Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& shape) const {
   const Tensor& t = weights_.get(name);
   if (!shape.empty() && t.shape != shape)
-    throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+    throw Error(weights_.file_of(name) + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                 shape_of(shape) + " from config.json");
   // F32 borrowed from the mapping when 4-byte aligned (the usual case); copied otherwise.
   if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) return t;
@@ -30,7 +30,7 @@ Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& s
     return c;
   }
   if (t.dtype == DType::I8)
-    throw Error(weights_.path() + ": tensor '" + name + "' is I8; expected a float type");
+    throw Error(weights_.file_of(name) + ": tensor '" + name + "' is I8; expected a float type");
   return t.to_f32();
 }
 
@@ -49,11 +49,11 @@ Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, i
   const Tensor& t = weights_.get(name);
   if (t.dtype == DType::F32) return get(name, {out, in});
   if (t.shape != std::vector<int64_t>{out, in})
-    throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+    throw Error(weights_.file_of(name) + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                 shape_of({out, in}) + " from config.json");
   if (t.dtype == DType::I8) {
     if (!has(name + ".scales"))
-      throw Error(weights_.path() + ": I8 tensor '" + name + "' has no '" + name +
+      throw Error(weights_.file_of(name) + ": I8 tensor '" + name + "' has no '" + name +
                   ".scales' (per-row F32 scales)");
     *scales = get(name + ".scales", {out});
     return t;  // int8: no alignment needed

@@ -1,4 +1,4 @@
-// What a family file sees: the model directory's config.json and weights, with helpers that fetch
+// What a family file sees: the model directory's config.json and weights (whatever files hold them), with helpers that fetch
 // tensors by Hugging Face name (converted to the engine's layout) and fail with the file and
 // tensor named. One file per family under families/ turns these into a ModelSpec.
 #pragma once
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "json_config.hpp"
-#include "ordo/safetensors.hpp"
+#include "ordo/weights.hpp"
 #include "ordo/spec.hpp"
 
 namespace ordo {
@@ -20,10 +20,10 @@ Activation activation_from_name(const std::string& name, const std::string& wher
 
 class FamilyContext {
  public:
-  FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation);
+  FamilyContext(JsonConfig config, Weights weights, JsonConfig generation);
 
   const JsonConfig& config() const { return config_; }
-  const SafeTensors& weights() const { return weights_; }
+  const Weights& weights() const { return weights_; }
 
   bool has(const std::string& name) const { return weights_.has(name); }
   // The tensor as F32 (borrowed from the mapping when stored F32, converted otherwise), checked
@@ -82,7 +82,7 @@ class FamilyContext {
 
  private:
   JsonConfig config_;
-  SafeTensors weights_;
+  Weights weights_;
   JsonConfig generation_;
   mutable std::vector<std::pair<std::string, const void*>> linear_names_;
   Tensor linear_weight(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;

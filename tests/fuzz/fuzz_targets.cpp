@@ -16,6 +16,7 @@
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
 #include "ordo/tokenizer.hpp"
+#include "ordo/weights.hpp"
 
 namespace fs = std::filesystem;
 
@@ -118,6 +119,68 @@ int fuzz_safetensors(const uint8_t* data, size_t size) {
       const Tensor& t = st.get(name);
       if (t.numel() > 0 && t.numel() < (1 << 16) && t.dtype != DType::I8) (void)t.to_f32();
     }
+  });
+  return 0;
+}
+
+// A zip of STORED entries, as torch.save writes them (CRCs left zero: ordo does not read them).
+std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string z, cd;
+  auto u16 = [](std::string& s, uint32_t v) { s.append({char(v & 255), char((v >> 8) & 255)}); };
+  auto u32 = [&](std::string& s, uint32_t v) { u16(s, v & 0xffff), u16(s, v >> 16); };
+  for (const auto& [name, data] : entries) {
+    const uint32_t local = static_cast<uint32_t>(z.size());
+    u32(z, 0x04034b50), u16(z, 20), u16(z, 0), u16(z, 0), u16(z, 0), u16(z, 0), u32(z, 0);
+    u32(z, data.size()), u32(z, data.size()), u16(z, name.size()), u16(z, 0);
+    z += name + data;
+    u32(cd, 0x02014b50), u16(cd, 20), u16(cd, 20), u16(cd, 0), u16(cd, 0), u16(cd, 0), u16(cd, 0), u32(cd, 0);
+    u32(cd, data.size()), u32(cd, data.size()), u16(cd, name.size()), u16(cd, 0), u16(cd, 0), u16(cd, 0);
+    u16(cd, 0), u32(cd, 0), u32(cd, local);
+    cd += name;
+  }
+  const uint32_t cd_offset = static_cast<uint32_t>(z.size());
+  z += cd;
+  u32(z, 0x06054b50), u16(z, 0), u16(z, 0), u16(z, entries.size()), u16(z, entries.size());
+  u32(z, cd.size()), u32(z, cd_offset), u16(z, 0);
+  return z;
+}
+
+// Every tensor of a loaded Weights read whole (a view past its storage would be caught by ASan).
+void touch(const Weights& w) {
+  for (const auto& kv : w.tensors())
+    if (kv.second.numel() < (1 << 16) && kv.second.dtype != DType::I8) (void)kv.second.to_f32();
+}
+
+// pytorch_model.bin: input starting "PK" is the file; anything else is the data.pkl of a zip whose
+// storages "0" and "1" hold 64 floats each, so mutations reach the unpickler directly.
+int fuzz_checkpoint(const uint8_t* data, size_t size) {
+  const std::string path = fresh_dir() + "/pytorch_model.bin";
+  if (size >= 2 && data[0] == 'P' && data[1] == 'K') {
+    write_file(path, data, size);
+  } else {
+    const std::string storage(256, '\x01');
+    write_file(path, stored_zip({{"archive/data.pkl", as_text(data, size)},
+                                 {"archive/data/0", storage},
+                                 {"archive/data/1", storage}}));
+  }
+  expect_ordo_errors([&] { touch(Weights::open_file(path)); });
+  return 0;
+}
+
+// model.safetensors.index.json beside the three shards of the sharded llama checkpoint: a load
+// that succeeds must have read only files inside the directory.
+int fuzz_weights_index(const uint8_t* data, size_t size) {
+  const std::string dir = fresh_dir();
+  const std::string source = data_path("checkpoints/llama-safetensors-sharded");
+  for (const char* s : {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                        "model-00003-of-00003.safetensors"})
+    fs::create_symlink(source + "/" + s, dir + "/" + s);
+  write_file(dir + "/model.safetensors.index.json", data, size);
+  expect_ordo_errors([&] {
+    const Weights w = Weights::open_dir(dir);
+    for (const std::string& f : w.files())
+      if (fs::path(f).parent_path() != fs::path(dir)) broken("the index made ordo read " + f);
+    touch(w);
   });
   return 0;
 }
@@ -250,7 +313,8 @@ const std::vector<TargetInfo>& targets() {
       {"sentencepiece", fuzz_sentencepiece},   {"wordpiece", fuzz_wordpiece},
       {"bpe_files", fuzz_bpe_files},           {"tokenizer_json", fuzz_tokenizer_json},
       {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
-      {"cli_args", fuzz_cli_args}};
+      {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
+      {"weights_index", fuzz_weights_index}};
   return all;
 }
 

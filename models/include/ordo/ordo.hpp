@@ -125,7 +125,8 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
 // as it was thrown.
 class Model {
  public:
-  // Reads dir/config.json, dir/model.safetensors (memory-mapped, validated) and the tokenizer files.
+  // Reads dir/config.json, the weights (memory-mapped, validated: model.safetensors, sharded
+  // safetensors, pytorch_model.bin or sharded .bin; see ordo/weights.hpp) and the tokenizer files.
   // Throws Error naming the file, field or tensor on any problem.
   static Model load(const std::string& dir, const ModelOptions& opts = {});
   Model(Model&&) noexcept;
