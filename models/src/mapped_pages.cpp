@@ -22,14 +22,11 @@ void drop_pages(uintptr_t begin, uintptr_t end) {
 
 }  // namespace
 
-void MappedPages::add(const SafeTensors& file) {
-  uintptr_t begin = UINTPTR_MAX, end = 0;
-  for (const auto& kv : file.tensors()) {
-    const auto at = reinterpret_cast<uintptr_t>(kv.second.data);
-    begin = std::min(begin, at);
-    end = std::max(end, at + kv.second.nbytes());
+void MappedPages::add(const Weights& weights) {
+  for (const auto& [begin, size] : weights.mapped_ranges()) {
+    const auto at = reinterpret_cast<uintptr_t>(begin);
+    if (size > 0) spans_.emplace_back(at, at + size);
   }
-  if (end > begin) spans_.emplace_back(begin, end);
 }
 
 void MappedPages::release(const Tensor& t) const {

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ordo/tensor.hpp"
@@ -44,6 +45,9 @@ class Weights {
   const std::map<std::string, std::string>& unsupported() const { return unsupported_; }
   // The safetensors "__metadata__" (of the first shard); {"format": "pt"} for PyTorch files.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // Each file's read-only mapping, which tensors borrowed from the files point into (tensors
+  // copied out of a .bin do not): pages there may be dropped and are reread from the file.
+  const std::vector<std::pair<const unsigned char*, size_t>>& mapped_ranges() const { return mapped_; }
 
  private:
   std::string origin_, format_;
@@ -52,6 +56,7 @@ class Weights {
   std::map<std::string, size_t> file_index_;  // name -> index in files_
   std::map<std::string, std::string> unsupported_;
   std::map<std::string, std::string> metadata_;
+  std::vector<std::pair<const unsigned char*, size_t>> mapped_;
   void add_file(const std::string& path, const std::string& index, const std::string& shard);
 };
 

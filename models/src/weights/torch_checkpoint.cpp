@@ -86,6 +86,7 @@ TorchCheckpoint read_torch_checkpoint(const std::string& path) {
   const auto entries = unpickle_state_dict(z.data(*pkl), pkl->size, path + ": " + pkl->name);
 
   TorchCheckpoint out;
+  out.mapped = z.mapped_bytes();
   for (const auto& [name, pt] : entries) {
     const PickledStorage& st = *pt.storage;
     const std::string where = path + ": tensor '" + name + "'";

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 
 #include "ordo/tensor.hpp"
 
@@ -15,6 +16,8 @@ struct TorchCheckpoint {
   std::map<std::string, Tensor> tensors;
   // Tensors of other dtypes (int64 position_ids buffers, ...): name -> why ordo cannot use them.
   std::map<std::string, std::string> unsupported;
+  // The mapped file the borrowed tensors point into (copied ones are elsewhere).
+  std::pair<const unsigned char*, size_t> mapped{nullptr, 0};
 };
 
 // Whether `path` is a regular file that starts as a zip archive ("PK") or as torch's pre-1.6

@@ -54,10 +54,12 @@ void Weights::add_file(const std::string& path, const std::string& index, const 
     TorchCheckpoint c = read_torch_checkpoint(path);
     tensors = std::move(c.tensors);
     unsupported = std::move(c.unsupported);
+    mapped_.push_back(c.mapped);
     if (metadata_.empty()) metadata_ = {{"format", "pt"}};
   } else {
     const SafeTensors st = SafeTensors::open(path);
     tensors = st.tensors();
+    mapped_.push_back(st.mapped_bytes());
     if (fi == 0 || (fi == 1 && !index.empty())) metadata_ = st.metadata();
   }
   auto claim = [&](const std::string& name) {

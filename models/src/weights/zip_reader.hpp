@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ordo {
@@ -34,6 +35,7 @@ class ZipReader {
   const unsigned char* data(const ZipEntry& e) const;
   // Keeps the mapping alive (Tensor::owner of tensors that point into it).
   const std::shared_ptr<void>& mapping() const { return mapping_; }
+  std::pair<const unsigned char*, size_t> mapped_bytes() const { return {base_, static_cast<size_t>(size_)}; }
 
  private:
   std::string path_;
