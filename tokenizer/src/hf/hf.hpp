@@ -76,7 +76,7 @@ class Regex {
 
  private:
   std::shared_ptr<void> code_;
-  std::string where_;
+  std::string pattern_, where_;  // the pattern names itself in a match failure
 };
 // Regex from a {"String": s} or {"Regex": r} pattern object.
 Regex make_pattern(const json& pattern, const std::string& where);
