@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../internal.hpp"
+#include "../leftmost_longest.hpp"
 
 namespace ordo::tokenizer_detail::hf {
 
@@ -226,7 +227,11 @@ class AddedVocabulary {
   std::vector<AddedEntry> entries_;
   std::unordered_map<std::string, size_t> by_content_;
   std::unordered_map<int32_t, size_t> by_id_;
-  std::vector<std::pair<std::string, size_t>> raw_, norm_;  // pattern -> entry
+  struct Patterns {
+    LeftmostLongest matcher;
+    std::vector<size_t> entry;  // pattern index -> entries_ index
+  };
+  Patterns raw_, norm_;
 };
 
 // ---- the whole tokenizer (pipeline.cpp) --------------------------------------------------------
