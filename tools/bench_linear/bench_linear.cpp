@@ -128,6 +128,20 @@ int main(int argc, char** argv) {
         return seconds([&] { tok->encode(text, false); });
       });
     }
+    if (want("added-load")) {  // loading a tokenizer.json with n added tokens (building the matcher)
+      doubling("added-load", "tokens", 5000, 1280000, max_seconds, [&](size_t n) {
+        json vocab = {{"<unk>", 0}}, toks = json::array();
+        for (size_t i = 0; i < n; ++i) {
+          vocab["tok" + std::to_string(i)] = static_cast<int>(i + 1);
+          toks.push_back(added(static_cast<int>(i + 1), "tok" + std::to_string(i), false, false, false));
+        }
+        write_file(dir + "/tokenizer.json", json{{"model", word_level(vocab)}, {"added_tokens", toks}}.dump());
+        size_t got = 0;
+        const double s = seconds([&] { got = ordo::load_tokenizer_json(dir + "/tokenizer.json")->encode("tok1", false).size(); });
+        if (got != 1) throw std::runtime_error("added-load: wrong token count");
+        return s;
+      });
+    }
     if (want("unigram-unknown")) {  // CJK without spaces, no piece covers it: one fused unk run
       auto tok = tokenizer_from(
           dir, {{"model", {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.0})})}}}});
