@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "../../tokenizer/src/leftmost_longest.hpp"
 #include "common.hpp"  // the CLI's parsing (tools/cli)
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
@@ -108,6 +109,40 @@ std::pair<std::string, std::string> split_nul(const uint8_t* data, size_t size) 
   const size_t at = s.find('\0');
   if (at == std::string::npos) return {s, std::string()};
   return {s.substr(0, at), s.substr(at + 1)};
+}
+
+// Added-token matching: the automaton against trying every pattern at every byte. Input: patterns
+// separated by '\n', a 0 byte, then the text.
+int fuzz_added_tokens(const uint8_t* data, size_t size) {
+  const std::string in(reinterpret_cast<const char*>(data), size);
+  const size_t zero = in.find('\0');
+  if (zero == std::string::npos) return 0;
+  std::vector<std::string> patterns;
+  for (size_t b = 0; b <= zero && patterns.size() < 64;) {
+    size_t e = in.find('\n', b);
+    if (e == std::string::npos || e > zero) e = zero;
+    patterns.push_back(in.substr(b, std::min<size_t>(e - b, 64)));
+    b = e + 1;
+  }
+  const std::string text = in.substr(zero + 1, 8192);
+  const tokenizer_detail::LeftmostLongest matcher(patterns);
+  tokenizer_detail::LeftmostLongest::Match got;
+  for (size_t from = 0;;) {
+    size_t begin = 0, len = 0, which = 0;
+    for (size_t i = from; i < text.size() && !len; ++i) {
+      for (size_t p = 0; p < patterns.size(); ++p)
+        if (patterns[p].size() > len && text.compare(i, patterns[p].size(), patterns[p]) == 0)
+          begin = i, len = patterns[p].size(), which = p;
+    }
+    const bool found = matcher.find(text, from, got);
+    if (found != (len > 0)) broken("added_tokens: match found by one matcher only, from byte " + std::to_string(from));
+    if (!found) return 0;
+    if (got.begin != begin || got.end != begin + len || got.pattern != which)
+      broken("added_tokens: match at " + std::to_string(got.begin) + ".." + std::to_string(got.end) + " (pattern " +
+             std::to_string(got.pattern) + "), want " + std::to_string(begin) + ".." + std::to_string(begin + len) +
+             " (pattern " + std::to_string(which) + ")");
+    from = got.end;
+  }
 }
 
 int fuzz_safetensors(const uint8_t* data, size_t size) {
@@ -314,7 +349,7 @@ const std::vector<TargetInfo>& targets() {
       {"bpe_files", fuzz_bpe_files},           {"tokenizer_json", fuzz_tokenizer_json},
       {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
       {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
-      {"weights_index", fuzz_weights_index}};
+      {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens}};
   return all;
 }
 
