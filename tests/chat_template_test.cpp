@@ -74,4 +74,103 @@ TEST(ChatTemplateGolden, RealTemplatesMatchJinja2) {
   EXPECT_GT(errors, 0u);
 }
 
+TEST(ChatTemplateGolden, ConstructsMatchJinja2) {
+  const ordered g = ordered::parse(read_text(kDir + "constructs.json"));
+  size_t n = 0;
+  for (const auto& c : g["cases"]) {
+    const std::string src = c["template"];
+    const std::string vars = c["vars"].dump();
+    ++n;
+    try {
+      const ordo::ChatTemplate t(src);
+      const std::string got = t.render_json(vars);
+      if (c.contains("output")) EXPECT_EQ(got, c["output"].get<std::string>()) << src;
+      else ADD_FAILURE() << src << ": rendered '" << got << "' where jinja2 failed: " << c.dump();
+    } catch (const ordo::Error& e) {
+      if (c.contains("raises")) EXPECT_EQ(std::string(e.what()), c["raises"].get<std::string>()) << src;
+      else EXPECT_TRUE(c.contains("error")) << src << ": ordo failed (" << e.what() << "), jinja2 gave " << c["output"];
+    }
+  }
+  EXPECT_GE(n, 60u);
+}
+
+}  // namespace
+
+namespace {
+
+std::string error_of(const std::string& src, const std::string& vars = "{}") {
+  try {
+    ordo::ChatTemplate(src).render_json(vars);
+  } catch (const ordo::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A construct outside the subset is refused by name with its line:col, before anything renders.
+TEST(ChatTemplateRefusal, NamesTheConstruct) {
+  EXPECT_EQ(error_of("ok\n{% include 'other.jinja' %}"), "chat template: unsupported tag 'include' at 2:4");
+  EXPECT_EQ(error_of("{% extends 'base' %}"), "chat template: unsupported tag 'extends' at 1:4");
+  EXPECT_EQ(error_of("{% import 'm' as m %}"), "chat template: unsupported tag 'import' at 1:4");
+  EXPECT_EQ(error_of("{% call foo() %}x{% endcall %}"), "chat template: unsupported tag 'call' at 1:4");
+  EXPECT_EQ(error_of("{% raw %}{{ x }}{% endraw %}"), "chat template: unsupported tag 'raw' at 1:4");
+  EXPECT_EQ(error_of("{% filter upper %}x{% endfilter %}"), "chat template: unsupported tag 'filter' at 1:4");
+  // Unknown filters and tests are refused even in a branch that would not run (jinja2 refuses them
+  // when compiling).
+  EXPECT_EQ(error_of("{% if false %}{{ x | pprint }}{% endif %}"), "chat template: unsupported filter 'pprint' at 1:20");
+  EXPECT_EQ(error_of("{{ x is escaped }}"), "chat template: unsupported test 'escaped' at 1:6");
+  EXPECT_EQ(error_of("{% for x in y recursive %}{% endfor %}"), "chat template: unsupported loop modifier 'recursive' at 1:15");
+  EXPECT_EQ(error_of("{{ f(*args) }}"), "chat template: unsupported argument unpacking '*' at 1:6");
+  EXPECT_EQ(error_of("{{ 'caf\\N{LATIN SMALL LETTER E WITH ACUTE}' }}"),
+            "chat template: unsupported \\N{...} escape in string literal at 1:4");
+  // Case mapping of non-ASCII text is refused rather than done differently from Python.
+  EXPECT_EQ(error_of("{{ 'É'.lower() }}"), "chat template: lower() of non-ASCII text is not supported");
+}
+
+TEST(ChatTemplateRefusal, SyntaxErrorsNameThePlace) {
+  EXPECT_EQ(error_of("{% if x %}unclosed"),
+            "chat template: missing end tag: expected one of 'elif', 'else', 'endif' before the end of the template; at 1:19");
+  EXPECT_EQ(error_of("{{ x "), "chat template: unterminated '{{' tag at 1:6");
+  EXPECT_EQ(error_of("{{ 'abc }}"), "chat template: unterminated string literal at 1:4");
+  EXPECT_EQ(error_of("{# no end"), "chat template: unterminated comment at 1:1");
+  EXPECT_EQ(error_of("{{ x ? y }}"), "chat template: unexpected character '?' at 1:6");
+  EXPECT_EQ(error_of("{% endfor %}"), "chat template: unexpected tag 'endfor' at 1:4");
+}
+
+TEST(ChatTemplateRefusal, HostileTemplatesFailInsteadOfHanging) {
+  EXPECT_NE(error_of("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nesting deeper than 200 levels"),
+            std::string::npos);
+  std::string ifs;
+  for (int k = 0; k < 5000; ++k) ifs += "{% if true %}";
+  EXPECT_NE(error_of(ifs).find("nesting deeper than 200 levels"), std::string::npos);
+  EXPECT_NE(error_of("{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}")
+                .find("steps"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("macro recursion deeper than 200"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}")
+                .find("exceeds 64 MiB"),
+            std::string::npos);
+  EXPECT_EQ(error_of("{{ range(1000000) | length }}"),
+            "chat template: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+}
+
+TEST(ChatTemplateApi, ChatMessagesAndSpecialTokens) {
+  // Zephyr's template (tests/data/chat_templates/zephyr-7b-beta.jinja) through the ChatMessage API;
+  // expected text from python3-jinja2 (goldens.json, "system + user" with add_generation_prompt).
+  const ordered g = ordered::parse(read_text(kDir + "goldens.json"));
+  std::string want;
+  for (const auto& c : g["cases"])
+    if (c["template"] == "zephyr-7b-beta" && c["conversation"] == 1 && c["add_generation_prompt"] == true)
+      want = c["output"];
+  ASSERT_FALSE(want.empty());
+  const ordo::ChatTemplate t(read_text(kDir + "zephyr-7b-beta.jinja"), {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
+  EXPECT_EQ(ordo::apply_chat_template(t, {{"system", "You are a helpful assistant."}, {"user", "Hello"}}, true), want);
+  EXPECT_EQ(t.special_token("eos_token"), "</s>");
+  EXPECT_EQ(t.special_token("pad_token"), "");
+  EXPECT_THROW(t.apply_json("{\"not\": \"a list\"}", true), ordo::Error);
+  EXPECT_THROW(t.apply_json("[", true), ordo::Error);
+  EXPECT_THROW(t.apply_json("[]", true, "[1]"), ordo::Error);
+}
+
 }  // namespace

@@ -15,6 +15,8 @@ import jinja2
 from jinja2.ext import Extension, loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from constructs import CASES as CONSTRUCT_CASES
+
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "chat_templates")
 
 
@@ -179,6 +181,24 @@ def main():
     with open(os.path.join(HERE, "goldens.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=0)
         f.write("\n")
+    constructs = []
+    for source, variables in CONSTRUCT_CASES:
+        case = {"template": source, "vars": variables}
+        try:
+            case["output"] = compile_template(source).render(**variables)
+        except jinja2.exceptions.TemplateError as e:
+            if type(e) is jinja2.exceptions.TemplateError:
+                case["raises"] = str(e)
+            else:
+                case["error"] = type(e).__name__ + ": " + str(e)
+        except Exception as e:
+            case["error"] = type(e).__name__ + ": " + str(e)
+        constructs.append(case)
+    with open(os.path.join(HERE, "constructs.json"), "w", encoding="utf-8") as f:
+        json.dump({"generator": "tools/chat/make_goldens.py (cases: tools/chat/constructs.py)",
+                   "jinja2": jinja2.__version__, "cases": constructs}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(len(constructs), "construct cases,", sum("output" in c for c in constructs), "with output")
     counts = {}
     for c in cases:
         k = "output" if "output" in c else "raises" if "raises" in c else "error"

@@ -40,6 +40,8 @@ class ChatTemplate {
   // The same with messages as a JSON array of message objects (tool calls, content lists, ...).
   std::string apply_json(const std::string& messages_json, bool add_generation_prompt,
                          const std::string& extra_vars_json = "") const;
+  // Renders with exactly the variables of vars_json (a JSON object), nothing added.
+  std::string render_json(const std::string& vars_json) const;
 
  private:
   struct Impl;

@@ -217,7 +217,7 @@ Value items_of(const Value& d) {
   List out;
   if (d.is_undefined()) return Value::make_list();
   if (!d.is_dict() || d.dict->is_namespace) fail("items() of a " + type_name(d) + " value");
-  for (const auto& kv : d.dict->items) out.push_back(Value::make_list({Value::string(kv.first), kv.second}));
+  for (const auto& kv : d.dict->items) out.push_back(Value::make_tuple({Value::string(kv.first), kv.second}));
   return Value::make_list(std::move(out));
 }
 

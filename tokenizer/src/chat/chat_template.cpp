@@ -86,6 +86,14 @@ std::string ChatTemplate::apply_json(const std::string& messages_json, bool add_
   return render(impl_->body, impl_->special, chat::from_json(j), add_generation_prompt, extra_vars_json);
 }
 
+std::string ChatTemplate::render_json(const std::string& vars_json) const {
+  const auto j = parse_json(vars_json, "variables");
+  if (!j.is_object()) throw Error("chat template: variables must be a JSON object");
+  std::vector<std::pair<std::string, chat::Value>> vars;
+  for (auto it = j.begin(); it != j.end(); ++it) vars.emplace_back(it.key(), chat::from_json(it.value()));
+  return chat::render(impl_->body, vars);
+}
+
 std::string apply_chat_template(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt, const std::string& extra_vars_json) {
   return tmpl.apply(messages, add_generation_prompt, extra_vars_json);

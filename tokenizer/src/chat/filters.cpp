@@ -309,7 +309,7 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     const Value* method = a.get(1, "method");
     const double m = std::pow(10.0, static_cast<double>(prec));
     const std::string how = method ? to_str(*method) : "common";
-    double r = how == "ceil" ? std::ceil(v * m) / m : how == "floor" ? std::floor(v * m) / m : std::round(v * m) / m;
+    double r = how == "ceil" ? std::ceil(v * m) / m : how == "floor" ? std::floor(v * m) / m : std::nearbyint(v * m) / m;  // Python round: half to even
     return Value::number(r);
   }
   if (name == "e" || name == "escape") {

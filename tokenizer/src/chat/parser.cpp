@@ -50,6 +50,7 @@ class Parser {
 
   // Statements up to a block tag named in `ends` (left unconsumed, after its BlockBegin).
   Body parse_body(const std::set<std::string>& ends) {
+    Depth guard(*this);
     Body body;
     for (;;) {
       const Token& t = peek();
@@ -108,6 +109,7 @@ class Parser {
       expect_block_end();
       return n;
     }
+    if (tag.rfind("end", 0) == 0 || tag == "elif" || tag == "else") error(t, "unexpected tag");
     fail("unsupported tag '" + tag + "' at " + std::to_string(t.line) + ":" + std::to_string(t.col));
   }
 
@@ -227,7 +229,18 @@ class Parser {
     return n;
   }
 
+  // Nesting is bounded so a hostile template cannot exhaust the stack.
+  struct Depth {
+    explicit Depth(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxNesting) p_.error(p_.peek(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels at");
+    }
+    ~Depth() { --p_.depth_; }
+    Parser& p_;
+  };
+  static constexpr int kMaxNesting = 200;
+
   NodeP parse_expr() {
+    Depth guard(*this);
     const Token& t = peek();
     NodeP e = parse_or();
     while (is_name("if")) {
@@ -349,6 +362,7 @@ class Parser {
   }
 
   NodeP parse_unary(bool with_filter) {
+    Depth guard(*this);
     const Token& t = peek();
     NodeP n;
     if (is_op("-") || is_op("+")) {
@@ -551,6 +565,7 @@ class Parser {
 
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

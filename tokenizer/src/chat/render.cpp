@@ -23,6 +23,9 @@ struct Frame {
 enum class Flow { Normal, Break, Continue };
 
 constexpr int kMaxDepth = 200;  // macro recursion
+// Bounds on one render, so a hostile template fails instead of hanging or filling memory.
+constexpr uint64_t kMaxSteps = 20'000'000;
+constexpr size_t kMaxOutput = size_t{64} << 20;
 
 class Renderer {
  public:
@@ -46,7 +49,17 @@ class Renderer {
     return Flow::Normal;
   }
 
+  void tick() {
+    if (++steps_ > kMaxSteps) fail("rendering takes more than " + std::to_string(kMaxSteps) + " steps");
+  }
+
+  static void check_size(const std::string& out) {
+    if (out.size() > kMaxOutput) fail("rendered text exceeds " + std::to_string(kMaxOutput >> 20) + " MiB");
+  }
+
   Flow exec_one(const Node& n, Frame& f, std::string& out) {
+    tick();
+    check_size(out);
     switch (n.k) {
       case Node::K::Text: out += n.s; return Flow::Normal;
       case Node::K::Print: {
@@ -120,8 +133,8 @@ class Renderer {
       return Flow::Normal;
     }
     const int64_t len = static_cast<int64_t>(items.size());
-    Frame inner{{}, &f};
     for (int64_t k = 0; k < len; ++k) {
+      Frame inner{{}, &f};  // jinja2: names set in the body start afresh each iteration
       auto loop = std::make_shared<Dict>();
       loop->set("index0", Value::integer(k));
       loop->set("index", Value::integer(k + 1));
@@ -183,8 +196,12 @@ class Renderer {
     if (l.is_undefined()) undefined_error(l);
     if (r.is_undefined()) undefined_error(r);
     if (op == "+") {
-      if (l.is_string() && r.is_string()) return Value::string(l.s + r.s);
+      if (l.is_string() && r.is_string()) {
+        if (l.s.size() + r.s.size() > kMaxOutput) fail("string exceeds " + std::to_string(kMaxOutput >> 20) + " MiB at " + n.where());
+        return Value::string(l.s + r.s);
+      }
       if (l.is_list() && r.is_list()) {
+        if (l.list->size() + r.list->size() > (size_t{1} << 20)) fail("list exceeds 2^20 items at " + n.where());
         List out = *l.list;
         out.insert(out.end(), r.list->begin(), r.list->end());
         return Value::make_list(std::move(out));
@@ -193,7 +210,7 @@ class Renderer {
     if (op == "*" && (l.is_string() || r.is_string()) && (l.kind == Value::Kind::Int || r.kind == Value::Kind::Int)) {
       const std::string& s = l.is_string() ? l.s : r.s;
       const int64_t times = l.is_string() ? r.i : l.i;
-      if (times > 100000 || static_cast<double>(times) * static_cast<double>(s.size()) > 1e8)
+      if (times > 100000 || static_cast<double>(times) * static_cast<double>(s.size()) > static_cast<double>(kMaxOutput))
         fail("string repetition too large at " + n.where());
       std::string out;
       for (int64_t k = 0; k < times; ++k) out += s;
@@ -266,6 +283,7 @@ class Renderer {
   }
 
   Value eval(const Node& n, Frame& f) {
+    tick();
     switch (n.k) {
       case Node::K::Literal: return n.lit;
       case Node::K::Name: {
@@ -277,7 +295,7 @@ class Renderer {
       case Node::K::TupleLit: {
         List items;
         for (const NodeP& x : n.args) items.push_back(eval(*x, f));
-        return Value::make_list(std::move(items));
+        return n.k == Node::K::TupleLit ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
       }
       case Node::K::DictLit: {
         auto d = std::make_shared<Dict>();
@@ -333,7 +351,11 @@ class Renderer {
       case Node::K::Not: return Value::boolean(!truthy(eval(*n.a, f)));
       case Node::K::Binary: {
         const Value l = eval(*n.a, f), r = eval(*n.b, f);
-        if (n.s == "~") return Value::string(to_str(l) + to_str(r));
+        if (n.s == "~") {
+          Value v = Value::string(to_str(l) + to_str(r));
+          check_size(v.s);
+          return v;
+        }
         return arith(n.s, l, r, n);
       }
       case Node::K::Compare: {
@@ -363,6 +385,7 @@ class Renderer {
   std::unordered_map<std::string, Value> globals_;
   Frame root_;
   int depth_ = 0;
+  uint64_t steps_ = 0;
 };
 
 void check_node(const Node& n) {

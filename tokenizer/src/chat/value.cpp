@@ -71,6 +71,11 @@ Value Value::make_list(List x) {
   v.list = std::make_shared<List>(std::move(x));
   return v;
 }
+Value Value::make_tuple(List x) {
+  Value v = make_list(std::move(x));
+  v.tuple = true;
+  return v;
+}
 Value Value::make_dict(std::shared_ptr<Dict> d) {
   Value v;
   v.kind = Kind::Dict;
@@ -218,8 +223,9 @@ std::string to_repr(const Value& v) {
   switch (v.kind) {
     case Value::Kind::String: return repr_string(v.s);
     case Value::Kind::List: {
-      std::string out = "[";
+      std::string out = v.tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) out += (k ? ", " : "") + to_repr((*v.list)[k]);
+      if (v.tuple) return out + (v.list->size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::Dict: {
@@ -249,7 +255,7 @@ bool equal(const Value& a, const Value& b) {
     case Value::Kind::None: return true;
     case Value::Kind::String: return a.s == b.s;
     case Value::Kind::List:
-      if (a.list->size() != b.list->size()) return false;
+      if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equal((*a.list)[k], (*b.list)[k])) return false;
       return true;
@@ -277,7 +283,7 @@ int compare(const Value& a, const Value& b) {
     return x < y ? -1 : x > y ? 1 : 0;
   }
   if (a.is_string() && b.is_string()) return a.s < b.s ? -1 : a.s > b.s ? 1 : 0;  // UTF-8 byte order = code point order
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
     for (size_t k = 0; k < a.list->size() && k < b.list->size(); ++k) {
       if (equal((*a.list)[k], (*b.list)[k])) continue;
       return compare((*a.list)[k], (*b.list)[k]);

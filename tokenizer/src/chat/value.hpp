@@ -36,6 +36,7 @@ struct Value {
   std::shared_ptr<List> list;
   std::shared_ptr<Dict> dict;
   std::shared_ptr<Function> fn;
+  bool tuple = false;  // a List that is a Python tuple (prints as (a, b))
 
   static Value undefined(std::string what = {});
   static Value none();
@@ -44,6 +45,7 @@ struct Value {
   static Value number(double v);
   static Value string(std::string v);
   static Value make_list(List v = {});
+  static Value make_tuple(List v);
   static Value make_dict(std::shared_ptr<Dict> d = nullptr);
   static Value function(std::string name, Function f);
 
