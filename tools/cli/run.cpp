@@ -22,6 +22,8 @@ struct RunCommand : Command {
   int top_k = 40;
   int64_t seed = -1;
   bool print_ids = false, no_cache = false, no_special = false, quiet = false;
+  bool chat = false;   // --chat: the prompt is a user turn of the model's chat template
+  std::string system;  // --system: with --chat, a system turn before it
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("run", "Generate text from a prompt");
@@ -52,6 +54,9 @@ struct RunCommand : Command {
     c->add_flag("--no-cache", no_cache, "Recompute the whole sequence each step (reference mode)");
     c->add_flag("--no-special", no_special, "Do not add BOS/special tokens to the prompt");
     c->add_flag("-q,--quiet", quiet, "No timing line on stderr");
+    auto* ch = c->add_flag("--chat", chat, "Apply the model's chat template: -p is a user turn; prints the reply");
+    c->add_option("--system", system, "With --chat: a system message before the prompt")->needs(ch);
+    ch->excludes(i)->excludes(f);
     return c;
   }
 
@@ -78,7 +83,12 @@ struct RunCommand : Command {
     const TextGenerateParams p = params();
     if (!file.empty()) return run_file(m, p);
     GenerateResult g;
-    if (!ids_text.empty()) {
+    if (chat) {
+      std::vector<ChatMessage> messages;
+      if (!system.empty()) messages.push_back({"system", system});
+      messages.push_back({"user", prompt});
+      chat_turn(m, messages, p, &g);
+    } else if (!ids_text.empty()) {
       const std::vector<int32_t> ids = parse_ids(ids_text);
       g = m.generate_ids(ids, p);
       if (m.has_tokenizer()) std::cout << m.decode(g.ids) << "\n";
