@@ -6,6 +6,9 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
+
+#include <stdlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -171,6 +174,69 @@ TEST(ChatTemplateApi, ChatMessagesAndSpecialTokens) {
   EXPECT_THROW(t.apply_json("{\"not\": \"a list\"}", true), ordo::Error);
   EXPECT_THROW(t.apply_json("[", true), ordo::Error);
   EXPECT_THROW(t.apply_json("[]", true, "[1]"), ordo::Error);
+}
+
+}  // namespace
+
+namespace {
+
+std::string temp_dir(const std::string& tag) {
+  std::string t = testing::TempDir() + "ordo-chat-" + tag + "-XXXXXX";
+  if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+  return t;
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::string load_error(const std::string& dir) {
+  try {
+    ordo::load_chat_template(dir);
+  } catch (const ordo::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Where transformers finds a template: chat_template.jinja, tokenizer_config.json (a string or
+// named templates, "default" used), chat_template.json; special tokens as strings or AddedToken
+// objects, missing ones from special_tokens_map.json.
+TEST(ChatTemplateLoader, FindsTemplatesAndSpecialTokens) {
+  const std::string d = temp_dir("load");
+  EXPECT_FALSE(ordo::load_chat_template(d).has_value());
+  write(d + "/tokenizer_config.json",
+        R"({"bos_token": {"__type": "AddedToken", "content": "<B>", "lstrip": false}, "eos_token": "<E>",
+            "chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "{{ bos_token }}D{{ eos_token }}{{ pad_token }}"}]})");
+  write(d + "/special_tokens_map.json", R"({"eos_token": "<ignored>", "pad_token": {"content": "<P>"}})");
+  auto t = ordo::load_chat_template(d);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->apply({}, true), "<B>D<E><P>");
+  EXPECT_EQ(t->special_token("bos_token"), "<B>");
+  write(d + "/chat_template.json", R"({"chat_template": "from chat_template.json"})");
+  EXPECT_EQ(ordo::load_chat_template(d)->apply({}, true), "<B>D<E><P>");  // tokenizer_config.json first
+  write(d + "/chat_template.jinja", "from .jinja {{ messages | length }}\n");
+  EXPECT_EQ(ordo::load_chat_template(d)->apply({{"user", "x"}}, true), "from .jinja 1");
+
+  const std::string e = temp_dir("load-json");
+  write(e + "/tokenizer_config.json", R"({"eos_token": "</s>"})");
+  write(e + "/chat_template.json", R"({"chat_template": "{{ eos_token }}!"})");
+  EXPECT_EQ(ordo::load_chat_template(e)->apply({}, false), "</s>!");
+}
+
+TEST(ChatTemplateLoader, MalformedFieldsAreNamed) {
+  const std::string d = temp_dir("bad");
+  write(d + "/tokenizer_config.json", R"({"chat_template": 5})");
+  EXPECT_EQ(load_error(d), "chat template: " + d +
+                               "/tokenizer_config.json: field 'chat_template' must be a string or a list of named templates");
+  write(d + "/tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "x"}]})");
+  EXPECT_EQ(load_error(d), "chat template: " + d +
+                               "/tokenizer_config.json: field 'chat_template' has named templates but none named 'default'");
+  write(d + "/tokenizer_config.json", R"({"eos_token": 7, "chat_template": "x"})");
+  EXPECT_EQ(load_error(d), "chat template: " + d +
+                               "/tokenizer_config.json: field 'eos_token' must be a string or an object with a 'content' string");
+  write(d + "/tokenizer_config.json", R"({"chat_template": "{% if %}"})");
+  EXPECT_EQ(load_error(d), d + "/tokenizer_config.json: chat template: unexpected token at 1:7");
+  write(d + "/tokenizer_config.json", "{not json");
+  EXPECT_NE(load_error(d).find("tokenizer_config.json is not valid JSON"), std::string::npos);
 }
 
 }  // namespace

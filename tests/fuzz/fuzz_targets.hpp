@@ -23,7 +23,7 @@ struct TargetInfo {
 };
 
 // Every target, by name: safetensors, config, sentencepiece, wordpiece, bpe_files, tokenizer_json,
-// tokenizer_config, roundtrip, cli_args.
+// tokenizer_config, roundtrip, cli_args, chat_template.
 const std::vector<TargetInfo>& targets();
 Target find_target(const std::string& name);  // nullptr if unknown
 
