@@ -47,6 +47,7 @@ CASES = [
     ("{{ \"dq\" }} {{ 'it\\'s' }} {{ 'tab\\tnl\\nuni\\u00e9\\x41' }} {{ 'adj' 'acent' }} {{ 'back\\\\slash' }} {{ '\\d' }}", {}),
     ("{{ [1, 'a', none, true, 1.5, [2], {'k': 'v'}] }} {{ {'a': 1, 'b': 'x'} }} {{ ('t', 1) }} {{ \"it's\" ~ ['it\\'s', 'q\"'] }}", {}),
     ("{{ none }} {{ true }} {{ False }} {{ undefined_var }}|{{ x.missing }}|{{ x['missing'] }}", {"x": {}}),
+    ("{{ {'a': {'b': 1}} }} {% set d = {'k': {'n': [2]}} %}{{ d.k.n[0] }}{{ ({'x': 1}).x }}", {}),
     # subscripts and slices
     ("{{ messages[0].role }} {{ messages[-1]['content'] }} {{ messages[1:3] | length }} {{ (messages[::-1] | first).content }} {{ 'hello'[1:4] }} {{ 'hello'[::-1] }} {{ 'hello'[-2:] }} {{ [1,2,3,4,5][::2] }} {{ [1,2,3][5:] }} {{ [1,2,3][-5:2] }}", {"messages": M}),
     ("{{ messages[9] is defined }} {{ d.a.b }} {{ d['a']['b'] }}", {"messages": M, "d": {"a": {"b": "deep"}}}),

@@ -1,5 +1,5 @@
-// Chat-template builtins: jinja2's filters and tests, Python str/dict methods as the sandbox
-// allows them, and the globals HF's apply_chat_template adds (raise_exception, strftime_now).
+// Chat-template attribute, item and slice access as jinja2's sandbox does it, with the Python
+// str and dict methods templates call (strip, split, startswith, items, get, ...).
 #include <algorithm>
 #include <cmath>
 #include <ctime>

@@ -97,12 +97,13 @@ class Lexer {
   // Tokens of one {{ }} or {% %} tag starting at p; returns the position after its end delimiter.
   size_t inside(size_t p, char close) {
     const bool block = close == '%';
+    int open = 0;  // brackets open: as in jinja2, `}}` inside {...} does not end the tag
     for (;;) {
       skip_ws(p);
       if (p >= src_.size()) error(p, std::string("unterminated '{") + (block ? "%" : "{") + "' tag");
       const char c = src_[p];
       const bool mod = (c == '-' || c == '+') && p + 2 < src_.size() + 0 && src_[p + 1] == close && src_[p + 2] == '}';
-      if (mod || (c == close && p + 1 < src_.size() && src_[p + 1] == '}')) {
+      if (open == 0 && (mod || (c == close && p + 1 < src_.size() && src_[p + 1] == '}'))) {
         out_.push_back(make(block ? Token::K::BlockEnd : Token::K::VarEnd, "", p));
         size_t after = p + (mod ? 3 : 2);
         if (mod && c == '-') skip_ws(after);
@@ -146,6 +147,8 @@ class Lexer {
           const size_t n = std::strlen(op);
           if (src_.compare(p, n, op) == 0) {
             out_.push_back(make(Token::K::Op, op, p));
+            if (n == 1 && (*op == '(' || *op == '[' || *op == '{')) ++open;
+            if (n == 1 && (*op == ')' || *op == ']' || *op == '}') && open > 0) --open;
             p += n;
             found = true;
             break;

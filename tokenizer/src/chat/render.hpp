@@ -17,7 +17,7 @@ std::string render(const Body& body, const std::vector<std::pair<std::string, Va
 // when it compiles a template, so a template never half-renders).
 void check_names(const Body& body);
 
-// ---- builtins (builtins.cpp) ------------------------------------------------------------------
+// ---- builtins (filters.cpp: filters, tests, globals; builtins.cpp: access and methods) ---------
 bool has_filter(const std::string& name);
 bool has_test(const std::string& name);
 Value apply_filter(const std::string& name, const Value& in, Args& args, const std::string& where);
