@@ -7,6 +7,10 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+#include <atomic>
+#include <algorithm>
+#include <cctype>
 
 #include <stdlib.h>
 
@@ -237,6 +241,42 @@ TEST(ChatTemplateLoader, MalformedFieldsAreNamed) {
   EXPECT_EQ(load_error(d), d + "/tokenizer_config.json: chat template: unexpected token at 1:7");
   write(d + "/tokenizer_config.json", "{not json");
   EXPECT_NE(load_error(d).find("tokenizer_config.json is not valid JSON"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// strftime_now (transformers: datetime.now().strftime(fmt)) as Llama 3.2's template calls it when
+// no date_string is given: today's date in the C locale, e.g. "26 Jul 2024".
+TEST(ChatTemplateApi, StrftimeNowGivesTodaysDate) {
+  const std::string got = ordo::ChatTemplate("{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%Y') | int > 2000 }}").render_json("{}");
+  ASSERT_EQ(got.size(), std::string("26 Jul 2024|True").size()) << got;
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(got[0])) && std::isdigit(static_cast<unsigned char>(got[1])));
+  EXPECT_EQ(got.substr(11), "|True");
+  static const std::vector<std::string> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                               "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  EXPECT_NE(std::find(months.begin(), months.end(), got.substr(3, 3)), months.end()) << got;
+  // Llama 3.2 without date_string: its header carries that date.
+  const ordo::ChatTemplate llama(read_text(kDir + "llama-3.2-11b-vision-instruct.jinja"), {{"bos_token", "<|begin_of_text|>"}});
+  const std::string prompt = llama.apply({{"user", "Hi"}}, true);
+  EXPECT_NE(prompt.find("Today Date: " + got.substr(0, 11) + "\n"), std::string::npos) << prompt;
+}
+
+// One parsed template rendered from many threads at once gives the same text as alone.
+TEST(ChatTemplateApi, SharedAcrossThreads) {
+  const ordo::ChatTemplate t(read_text(kDir + "qwen2.5-7b-instruct.jinja"), {{"eos_token", "<|im_end|>"}});
+  const std::vector<ordo::ChatMessage> conv{{"system", "S"}, {"user", "Hello"}, {"assistant", "Hi"}, {"user", "Bye"}};
+  const std::string want = t.apply(conv, true);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i)
+        if (t.apply(conv, true) != want) ++bad;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 }  // namespace
