@@ -132,6 +132,8 @@ TEST(ChatTemplateRefusal, NamesTheConstruct) {
             "chat template: unsupported \\N{...} escape in string literal at 1:4");
   // Case mapping of non-ASCII text is refused rather than done differently from Python.
   EXPECT_EQ(error_of("{{ 'É'.lower() }}"), "chat template: lower() of non-ASCII text is not supported");
+  EXPECT_EQ(error_of("{{ 'one two' | wordcount }}"), "chat template: unsupported filter 'wordcount' at 1:14");
+  EXPECT_EQ(error_of("{{ 'a\\rb' | indent }}"), "chat template: indent of text with line breaks other than \\n is not supported");
 }
 
 TEST(ChatTemplateRefusal, SyntaxErrorsNameThePlace) {

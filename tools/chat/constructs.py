@@ -64,7 +64,10 @@ CASES = [
     ("{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }} {{ messages | rejectattr('role', 'eq', 'user') | list | length }} {{ messages | selectattr('role') | list | length }} {{ [0, 1, 2] | select | list }} {{ [1, 2, 3, 4] | select('odd') | list }} {{ [1, 2, 3] | reject('even') | list }}", {"messages": M}),
     ("{{ ['a', 'b'] | map('upper') | list }} {{ [3, 1, 2] | sort }} {{ [3, 1, 2] | sort(reverse=true) }} {{ [1, 2, 1] | unique | list }} {{ [1, 2] | reverse | list }} {{ 'abc' | reverse }} {{ [1, 2, 3] | sum }} {{ [1, 5, 2] | max }} {{ [4, 2] | min }} {{ -3 | abs }}", {}),
     ("{{ {'b': 1, 'a': 2} | dictsort }} {{ {'b': 1, 'a': 2} | items | list }} {{ 'l1\\nl2\\n\\nl3' | indent(2) }}|{{ 'l1\\nl2' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(3, blank=true) }}", {}),
-    ("{{ 2.567 | round(2) }} {{ 2.5 | round }} {{ 2.1 | round(0, 'ceil') }} {{ '<a href=\"x\">&\\'' | e }} {{ 'one two  three' | wordcount }}", {}),
+    ("{{ 2.567 | round(2) }} {{ 2.5 | round }} {{ 2.1 | round(0, 'ceil') }} {{ '<a href=\"x\">&\\'' | e }}", {}),
+    ("{{ ['b', 'A', 'a', 'C'] | sort }} {{ ['b', 'A', 'a'] | sort(case_sensitive=true) }} {{ [{'n': 'b', 'i': 1}, {'n': 'B', 'i': 2}, {'n': 'a', 'i': 3}] | sort(attribute='n', reverse=true) | map(attribute='i') | list }} {{ ['a', 'A', 'b'] | unique | list }} {{ ['a', 'B'] | max }} {{ ['a', 'B'] | min(case_sensitive=true) }}", {}),
+    ("{{ {'b': 1, 'A': 2} | dictsort }} {{ {'b': 1, 'A': 2} | dictsort(true) }} {{ {'x': 2, 'y': 1} | dictsort(by='value') }} {{ {'x': 2, 'y': 1} | dictsort(reverse=true) }}", {}),
+    ("[{{ 'a\n \nb' | indent(2) }}][{{ '3.7' | int }}][{{ '-2.9' | int }}][{{ ' 12 ' | int }}][{{ '1e3' | float }}][{{ ' a b  c  '.split(none, 1) }}][{{ 'a b'.split(' ', 0) }}]", {}),
     # tojson (transformers' version)
     ("{{ d | tojson }}", {"d": {"name": "f", "args": {"x": 1, "y": [1.5, True, None]}, "uni": "é😀\n\"q\"", "empty": {}, "el": []}}),
     ("{{ d | tojson(indent=4) }}", {"d": {"name": "f", "args": {"x": 1, "y": [1.5, True, None]}, "uni": "é😀\n", "empty": {}, "el": []}}),

@@ -108,7 +108,7 @@ Value split(const std::string& s, const Value* sep, int64_t maxsplit) {
     skip();
     while (i < s.size()) {
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
-        out.push_back(Value::string(tokenizer_detail::py_rstrip(s.substr(i))));
+        out.push_back(Value::string(s.substr(i)));  // the rest, trailing whitespace kept
         return Value::make_list(std::move(out));
       }
       size_t j = i;

@@ -18,7 +18,7 @@ const std::set<std::string>& filter_names() {
                                        "d", "join", "first", "last", "tojson", "string", "int", "float", "list",
                                        "replace", "items", "selectattr", "rejectattr", "map", "select", "reject",
                                        "safe", "abs", "reverse", "unique", "sort", "dictsort", "indent", "round",
-                                       "sum", "min", "max", "e", "escape", "wordcount", "batch"};
+                                       "sum", "min", "max", "e", "escape"};
   return n;
 }
 
@@ -34,6 +34,19 @@ std::string lower_ascii(const std::string& s) {
   std::string o = s;
   for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return o;
+}
+
+// jinja2's ignore_case: strings compare lowercased (sort, unique, min, max, dictsort default to it).
+Value fold(const Value& v, bool case_sensitive) {
+  if (case_sensitive || !v.is_string()) return v;
+  for (char c : v.s)
+    if (static_cast<unsigned char>(c) >= 0x80) fail("case-insensitive comparison of non-ASCII text is not supported");
+  return Value::string(lower_ascii(v.s));
+}
+
+bool flag(const Args& a, size_t n, const std::string& name) {
+  const Value* v = a.get(n, name);
+  return v && truthy(*v);
 }
 
 Value call_method(const Value& obj, const std::string& name) {
@@ -88,6 +101,9 @@ Value indent(const std::string& s, const Value* width, bool first, bool blank) {
   std::string pad = "    ";
   if (width && width->is_string()) pad = width->s;
   else if (width && width->kind == Value::Kind::Int) pad = std::string(static_cast<size_t>(std::max<int64_t>(0, width->i)), ' ');
+  // str.splitlines() also breaks at \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
+  for (const char* sep : {"\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9"})
+    if (s.find(sep) != std::string::npos) fail("indent of text with line breaks other than \\n is not supported");
   std::string text = s;
   std::string out;
   size_t pos = 0;
@@ -95,7 +111,7 @@ Value indent(const std::string& s, const Value* width, bool first, bool blank) {
   while (true) {
     const size_t nl = text.find('\n', pos);
     const std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    const bool add = first_line ? first : (blank || !tokenizer_detail::py_strip(line).empty());
+    const bool add = first_line ? first : (blank || !line.empty());
     out += (add && !(first_line && !first) ? pad : "") + line;
     if (nl == std::string::npos) break;
     out += '\n';
@@ -194,8 +210,13 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
         size_t used = 0;
         const std::string s = tokenizer_detail::py_strip(in.s);
         if (name == "int") {
-          const int64_t v = std::stoll(s, &used, 10);
-          if (used == s.size()) return Value::integer(v);
+          try {
+            const int64_t v = std::stoll(s, &used, 10);
+            if (used == s.size()) return Value::integer(v);
+          } catch (const std::exception&) {
+          }
+          const double d = std::stod(s, &used);  // jinja2: int(float(value)) when int(value) fails
+          if (used == s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(static_cast<int64_t>(d));
         } else {
           const double v = std::stod(s, &used);
           if (used == s.size()) return Value::number(v);
@@ -253,29 +274,40 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     return Value::make_list(std::move(items));
   }
   if (name == "unique") {
-    List out;
+    const bool cs = flag(a, 0, "case_sensitive");
+    if (a.get(1, "attribute")) fail("unique(attribute=...) is not supported at " + where);
+    List out, keys;
     for (const Value& v : iterate(in)) {
+      const Value k = fold(v, cs);
       bool seen = false;
-      for (const Value& o : out) seen = seen || equal(o, v);
-      if (!seen) out.push_back(v);
+      for (const Value& o : keys) seen = seen || equal(o, k);
+      if (!seen) {
+        out.push_back(v);
+        keys.push_back(k);
+      }
     }
     return Value::make_list(std::move(out));
   }
   if (name == "sort") {
     List items = iterate(in);
-    const Value* rev = a.get(0, "reverse");
+    const bool rev = flag(a, 0, "reverse"), cs = flag(a, 1, "case_sensitive");
     const Value* attr = a.get(2, "attribute");
     std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-      const Value xa = attr ? attr_path(x, to_str(*attr)) : x, ya = attr ? attr_path(y, to_str(*attr)) : y;
-      return compare(xa, ya) < 0;
+      const Value xa = fold(attr ? attr_path(x, to_str(*attr)) : x, cs), ya = fold(attr ? attr_path(y, to_str(*attr)) : y, cs);
+      return rev ? compare(ya, xa) < 0 : compare(xa, ya) < 0;
     });
-    if (rev && truthy(*rev)) std::reverse(items.begin(), items.end());
     return Value::make_list(std::move(items));
   }
   if (name == "dictsort") {
-    List items = *apply_filter("items", in, a, where).list;
-    std::stable_sort(items.begin(), items.end(), [](const Value& x, const Value& y) {
-      return lower_ascii((*x.list)[0].s) < lower_ascii((*y.list)[0].s);
+    const bool cs = flag(a, 0, "case_sensitive"), rev = flag(a, 2, "reverse");
+    const Value* by = a.get(1, "by");
+    const size_t k = by && to_str(*by) == "value" ? 1 : 0;
+    if (by && to_str(*by) != "key" && to_str(*by) != "value") fail("dictsort: by must be 'key' or 'value' at " + where);
+    Args none;
+    List items = *apply_filter("items", in, none, where).list;
+    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      const Value xk = fold((*x.list)[k], cs), yk = fold((*y.list)[k], cs);
+      return rev ? compare(yk, xk) < 0 : compare(xk, yk) < 0;
     });
     return Value::make_list(std::move(items));
   }
@@ -287,6 +319,7 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
   if (name == "sum" || name == "min" || name == "max") {
     const List items = iterate(in);
     if (name == "sum") {
+      if (a.get(0, "attribute") || a.get(1, "start")) fail("sum(attribute=..., start=...) is not supported at " + where);
       Value acc = Value::integer(0);
       for (const Value& v : items) {
         if (!v.is_number()) fail("sum of a non-number at " + where);
@@ -296,9 +329,11 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
       return acc;
     }
     if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+    const bool cs = flag(a, 0, "case_sensitive");
+    if (a.get(1, "attribute")) fail(name + "(attribute=...) is not supported at " + where);
     Value best = items[0];
     for (const Value& v : items) {
-      const int c = compare(v, best);
+      const int c = compare(fold(v, cs), fold(best, cs));
       if (name == "min" ? c < 0 : c > 0) best = v;
     }
     return best;
@@ -326,7 +361,6 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     }
     return Value::string(out);
   }
-  if (name == "wordcount") return Value::integer(static_cast<int64_t>(call_method(Value::string(to_str(in)), "split").list->size()));
   fail("unsupported filter '" + name + "' at " + where);
 }
 
