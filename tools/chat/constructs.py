@@ -46,6 +46,7 @@ CASES = [
     ("{{ 'yes' if x else 'no' }} {{ 'yes' if y else 'no' }} [{{ 'only' if false }}]", {"x": [0]}),
     ("{{ \"dq\" }} {{ 'it\\'s' }} {{ 'tab\\tnl\\nuni\\u00e9\\x41' }} {{ 'adj' 'acent' }} {{ 'back\\\\slash' }} {{ '\\d' }}", {}),
     ("{{ [1, 'a', none, true, 1.5, [2], {'k': 'v'}] }} {{ {'a': 1, 'b': 'x'} }} {{ ('t', 1) }} {{ \"it's\" ~ ['it\\'s', 'q\"'] }}", {}),
+    ("{{ ['tab\t', 'nbsp\u00a0', 'shy\u00ad', 'zwsp\u200b', 'ls\u2028', 'bom\ufeff', 'pua\ue000', 'emoji😀', 'é', 'del\x7f', 'c1\x85', 'astral\U000e0001'] }}", {}),
     ("{{ none }} {{ true }} {{ False }} {{ undefined_var }}|{{ x.missing }}|{{ x['missing'] }}", {"x": {}}),
     ("{{ {'a': {'b': 1}} }} {% set d = {'k': {'n': [2]}} %}{{ d.k.n[0] }}{{ ({'x': 1}).x }}", {}),
     # subscripts and slices

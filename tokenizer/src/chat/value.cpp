@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../hf/hf.hpp"
 #include "../internal.hpp"
 #include "ordo/tensor.hpp"
 
@@ -176,6 +177,15 @@ std::string format_float(double d) {
   return neg ? "-" + out : out;
 }
 
+// str.isprintable() is false for Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs other than the space.
+static bool py_printable(char32_t cp) {
+  if (cp == ' ') return true;
+  if (cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+      cp == 0x205F || cp == 0x3000)
+    return false;
+  return !tokenizer_detail::hf::is_other(cp);
+}
+
 static std::string repr_string(const std::string& s) {
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
@@ -193,9 +203,10 @@ static std::string repr_string(const std::string& s) {
       out += "\\r";
     } else if (cp == '\t') {
       out += "\\t";
-    } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", static_cast<unsigned>(cp));
+    } else if (!py_printable(cp)) {
+      char b[16];
+      const unsigned u = static_cast<unsigned>(cp);
+      std::snprintf(b, sizeof b, u < 0x100 ? "\\x%02x" : u < 0x10000 ? "\\u%04x" : "\\U%08x", u);
       out += b;
     } else {
       append_utf8(out, cp);
