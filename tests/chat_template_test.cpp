@@ -132,6 +132,11 @@ TEST(ChatTemplateRefusal, NamesTheConstruct) {
             "chat template: unsupported \\N{...} escape in string literal at 1:4");
   // Case mapping of non-ASCII text is refused rather than done differently from Python.
   EXPECT_EQ(error_of("{{ 'É'.lower() }}"), "chat template: lower() of non-ASCII text is not supported");
+  // Python's integers are unbounded; ordo's int64 refuses to wrap.
+  for (const char* big : {"{{ 2 ** 64 }}", "{{ 9223372036854775807 + 1 }}", "{{ -(-9223372036854775807 - 1) }}",
+                          "{{ 3037000500 * 3037000500 }}", "{{ (-9223372036854775807 - 1) // -1 }}",
+                          "{{ (-9223372036854775807 - 1) | abs }}", "{{ [9223372036854775807, 1] | sum }}"})
+    EXPECT_EQ(error_of(big), "chat template: integer result beyond 64 bits is not supported") << big;
   EXPECT_EQ(error_of("{{ 'one two' | wordcount }}"), "chat template: unsupported filter 'wordcount' at 1:14");
   EXPECT_EQ(error_of("{{ 'a\\rb' | indent }}"), "chat template: indent of text with line breaks other than \\n is not supported");
 }

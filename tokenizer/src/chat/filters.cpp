@@ -264,7 +264,10 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
   }
   if (name == "abs") {
     if (in.kind == Value::Kind::Float) return Value::number(std::fabs(in.f));
-    if (in.is_number()) return Value::integer(std::llabs(in.kind == Value::Kind::Bool ? in.b : in.i));
+    if (in.is_number()) {
+      const int64_t x = in.kind == Value::Kind::Bool ? in.b : in.i;
+      return Value::integer(checked_int(x == INT64_MIN, x < 0 ? -x : x));
+    }
     fail("bad operand type for abs(): '" + type_name(in) + "' at " + where);
   }
   if (name == "reverse") {
@@ -324,7 +327,7 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
       for (const Value& v : items) {
         if (!v.is_number()) fail("sum of a non-number at " + where);
         acc = acc.kind == Value::Kind::Float || v.kind == Value::Kind::Float ? Value::number(acc.as_double() + v.as_double())
-                                                                             : Value::integer(acc.i + (v.kind == Value::Kind::Bool ? v.b : v.i));
+                                                                             : Value::integer(add_int(acc.i, v.kind == Value::Kind::Bool ? v.b : v.i));
       }
       return acc;
     }
@@ -444,9 +447,10 @@ void add_globals(std::unordered_map<std::string, Value>& g) {
     }
     if (step == 0) fail("range() arg 3 must not be zero");
     List out;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+    for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
       if (out.size() >= 100000) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
       out.push_back(Value::integer(k));
+      if (__builtin_add_overflow(k, step, &k)) break;
     }
     return Value::make_list(std::move(out));
   });

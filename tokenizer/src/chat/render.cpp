@@ -221,9 +221,10 @@ class Renderer {
     const bool ints = l.kind != Value::Kind::Float && r.kind != Value::Kind::Float;
     const int64_t li = l.kind == Value::Kind::Bool ? l.b : l.i, ri = r.kind == Value::Kind::Bool ? r.b : r.i;
     const double ld = l.as_double(), rd = r.as_double();
-    if (op == "+") return ints ? Value::integer(li + ri) : Value::number(ld + rd);
-    if (op == "-") return ints ? Value::integer(li - ri) : Value::number(ld - rd);
-    if (op == "*") return ints ? Value::integer(li * ri) : Value::number(ld * rd);
+    if (op == "+") return ints ? Value::integer(add_int(li, ri)) : Value::number(ld + rd);
+    if (op == "-") return ints ? Value::integer(sub_int(li, ri)) : Value::number(ld - rd);
+    if (op == "*") return ints ? Value::integer(mul_int(li, ri)) : Value::number(ld * rd);
+    if (ints && li == INT64_MIN && ri == -1) checked_int(true, 0);
     if ((op == "/" || op == "//" || op == "%") && rd == 0) fail("division by zero at " + n.where());
     if (op == "/") return Value::number(ld / rd);
     if (op == "//") {
@@ -242,8 +243,11 @@ class Renderer {
     }
     if (op == "**") {
       if (ints && ri >= 0) {
-        int64_t out = 1;
-        for (int64_t k = 0; k < ri && k < 64; ++k) out *= li;
+        if (li == 0) return Value::integer(ri == 0 ? 1 : 0);
+        if (li == 1) return Value::integer(1);
+        if (li == -1) return Value::integer(ri % 2 ? -1 : 1);
+        int64_t out = 1;  // |li| >= 2: overflows within 63 steps
+        for (int64_t k = 0; k < ri; ++k) out = mul_int(out, li);
         return Value::integer(out);
       }
       return Value::number(std::pow(ld, rd));
@@ -346,7 +350,8 @@ class Renderer {
         if (!v.is_number()) fail("bad operand type for unary " + std::string(n.k == Node::K::Neg ? "-" : "+") + ": '" + type_name(v) + "' at " + n.where());
         if (n.k == Node::K::Pos) return v.kind == Value::Kind::Bool ? Value::integer(v.b) : v;
         if (v.kind == Value::Kind::Float) return Value::number(-v.f);
-        return Value::integer(-(v.kind == Value::Kind::Bool ? v.b : v.i));
+        const int64_t x = v.kind == Value::Kind::Bool ? v.b : v.i;
+        return Value::integer(checked_int(x == INT64_MIN, -x));
       }
       case Node::K::Not: return Value::boolean(!truthy(eval(*n.a, f)));
       case Node::K::Binary: {

@@ -109,6 +109,27 @@ const Value* Args::get(size_t n, const std::string& name) const {
 
 void fail(const std::string& message) { throw Error("chat template: " + message); }
 
+int64_t checked_int(bool overflowed, int64_t v) {
+  if (overflowed) fail("integer result beyond 64 bits is not supported");
+  return v;
+}
+
+int64_t add_int(int64_t a, int64_t b) {
+  int64_t r = 0;
+  const bool o = __builtin_add_overflow(a, b, &r);
+  return checked_int(o, r);
+}
+int64_t sub_int(int64_t a, int64_t b) {
+  int64_t r = 0;
+  const bool o = __builtin_sub_overflow(a, b, &r);
+  return checked_int(o, r);
+}
+int64_t mul_int(int64_t a, int64_t b) {
+  int64_t r = 0;
+  const bool o = __builtin_mul_overflow(a, b, &r);
+  return checked_int(o, r);
+}
+
 std::string type_name(const Value& v) {
   switch (v.kind) {
     case Value::Kind::Undefined: return "Undefined";

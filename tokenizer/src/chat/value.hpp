@@ -66,6 +66,11 @@ struct Args {
 };
 
 [[noreturn]] void fail(const std::string& message);  // throws ordo::Error("chat template: ...")
+// Python integers do not overflow; ordo's are int64 and refuse to (an Error, never a wrapped value).
+int64_t checked_int(bool overflowed, int64_t v);
+int64_t add_int(int64_t a, int64_t b);
+int64_t sub_int(int64_t a, int64_t b);
+int64_t mul_int(int64_t a, int64_t b);
 
 // Python's type name as jinja2 prints it in messages ("str", "dict object", ...).
 std::string type_name(const Value& v);
