@@ -253,7 +253,12 @@ NodeP ExprParser::parse_postfix(NodeP n) {
       if (peek().k == TK::Int) {  // foo.0 is foo[0]
         a->k = Node::K::Item;
         auto idx = node(Node::K::Literal, peek());
-        idx->lit = Value::integer(std::stoll(next().s));
+        try {
+          idx->lit = Value::integer(std::stoll(peek().s));
+        } catch (const std::exception&) {
+          error(peek(), "number out of range");
+        }
+        next();
         a->b = idx;
       } else {
         a->s = expect_name();

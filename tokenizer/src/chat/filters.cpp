@@ -64,7 +64,7 @@ Value attr_path(const Value& v, const std::string& path) {
     const size_t dot = path.find('.', pos);
     const std::string part = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
     if (cur.is_undefined()) undefined_error(cur);
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+    const bool digits = !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), ::isdigit);
     cur = digits ? get_item(cur, Value::integer(std::stoll(part))) : get_item(cur, Value::string(part));
     if (dot == std::string::npos) break;
     pos = dot + 1;
