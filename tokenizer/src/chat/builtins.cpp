@@ -88,6 +88,7 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     const size_t at = count >= 0 && done >= count ? std::string::npos : s.find(from, pos);
     if (at == std::string::npos) break;
     out += s.substr(pos, at - pos) + to;
+    check_text(out.size());
     pos = at + from.size();
     ++done;
   }
@@ -185,6 +186,7 @@ Value string_method(const std::string& self, const std::string& name) {
       for (const Value& v : iterate(*it)) {
         if (!v.is_string()) fail("sequence item: expected str instance, " + type_name(v) + " found");
         out += (first ? "" : self) + v.s;
+        check_text(out.size());
         first = false;
       }
       return Value::string(out);

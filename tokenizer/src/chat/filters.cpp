@@ -100,7 +100,10 @@ List select(const Value& in, Args& a, bool by_attr, bool keep, const std::string
 Value indent(const std::string& s, const Value* width, bool first, bool blank) {
   std::string pad = "    ";
   if (width && width->is_string()) pad = width->s;
-  else if (width && width->kind == Value::Kind::Int) pad = std::string(static_cast<size_t>(std::max<int64_t>(0, width->i)), ' ');
+  else if (width && width->kind == Value::Kind::Int) {
+    if (width->i > 4096) fail("indent width above 4096 is not supported");
+    pad = std::string(static_cast<size_t>(std::max<int64_t>(0, width->i)), ' ');
+  }
   // str.splitlines() also breaks at \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
   for (const char* sep : {"\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9"})
     if (s.find(sep) != std::string::npos) fail("indent of text with line breaks other than \\n is not supported");
@@ -113,6 +116,7 @@ Value indent(const std::string& s, const Value* width, bool first, bool blank) {
     const std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
     const bool add = first_line ? first : (blank || !line.empty());
     out += (add && !(first_line && !first) ? pad : "") + line;
+    check_text(out.size());
     if (nl == std::string::npos) break;
     out += '\n';
     pos = nl + 1;
@@ -173,6 +177,7 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     bool first = true;
     for (const Value& v : iterate(in)) {
       out += (first ? "" : sep ? to_str(*sep) : "") + to_str(attr ? attr_path(v, to_str(*attr)) : v);
+      check_text(out.size());
       first = false;
     }
     return Value::string(out);

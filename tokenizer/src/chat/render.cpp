@@ -25,7 +25,7 @@ enum class Flow { Normal, Break, Continue };
 constexpr int kMaxDepth = 200;  // macro recursion
 // Bounds on one render, so a hostile template fails instead of hanging or filling memory.
 constexpr uint64_t kMaxSteps = 20'000'000;
-constexpr size_t kMaxOutput = size_t{64} << 20;
+constexpr size_t kMaxOutput = kMaxText;
 
 class Renderer {
  public:
@@ -210,7 +210,7 @@ class Renderer {
     if (op == "*" && (l.is_string() || r.is_string()) && (l.kind == Value::Kind::Int || r.kind == Value::Kind::Int)) {
       const std::string& s = l.is_string() ? l.s : r.s;
       const int64_t times = l.is_string() ? r.i : l.i;
-      if (times > 100000 || static_cast<double>(times) * static_cast<double>(s.size()) > static_cast<double>(kMaxOutput))
+      if (static_cast<double>(times) * static_cast<double>(s.size()) > static_cast<double>(kMaxOutput))
         fail("string repetition too large at " + n.where());
       std::string out;
       for (int64_t k = 0; k < times; ++k) out += s;
@@ -410,6 +410,7 @@ void check_names(const Body& body) {
 }
 
 std::string render(const Body& body, const std::vector<std::pair<std::string, Value>>& vars) {
+  reset_churn();
   return Renderer(vars).run(body);
 }
 

@@ -17,6 +17,27 @@ namespace ordo::chat {
 using tokenizer_detail::append_utf8;
 using tokenizer_detail::next_cp;
 
+namespace {
+thread_local size_t churn = 0;
+
+size_t weight(const List& items) {
+  size_t w = items.size() * sizeof(Value);
+  for (const Value& v : items) w += v.s.size();
+  return w;
+}
+}  // namespace
+
+void check_text(size_t bytes) {
+  if (bytes > kMaxText) fail("text longer than " + std::to_string(kMaxText >> 20) + " MiB");
+}
+
+void charge(size_t bytes) {
+  churn += bytes;
+  if (churn > kMaxChurn) fail("rendering allocates more than " + std::to_string(kMaxChurn >> 20) + " MiB");
+}
+
+void reset_churn() { churn = 0; }
+
 const Value* Dict::find(const std::string& key) const {
   for (const auto& kv : items)
     if (kv.first == key) return &kv.second;
@@ -61,12 +82,14 @@ Value Value::number(double x) {
   return v;
 }
 Value Value::string(std::string x) {
+  charge(x.size());
   Value v;
   v.kind = Kind::String;
   v.s = std::move(x);
   return v;
 }
 Value Value::make_list(List x) {
+  charge(weight(x));
   Value v;
   v.kind = Kind::List;
   v.list = std::make_shared<List>(std::move(x));
@@ -108,6 +131,7 @@ const Value* Args::get(size_t n, const std::string& name) const {
 }
 
 void fail(const std::string& message) { throw Error("chat template: " + message); }
+
 
 int64_t checked_int(bool overflowed, int64_t v) {
   if (overflowed) fail("integer result beyond 64 bits is not supported");
@@ -447,7 +471,7 @@ Value from_json(const nlohmann::ordered_json& j) {
 List iterate(const Value& v) {
   switch (v.kind) {
     case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return *v.list;
+    case Value::Kind::List: charge(weight(*v.list)); return *v.list;
     case Value::Kind::Dict: {
       if (v.dict->is_namespace) fail("'Namespace' object is not iterable");
       List keys;

@@ -66,6 +66,14 @@ struct Args {
 };
 
 [[noreturn]] void fail(const std::string& message);  // throws ordo::Error("chat template: ...")
+
+// Bounds on one render (a hostile template fails instead of exhausting memory): no text longer
+// than kMaxText, and at most kMaxChurn bytes of strings and list items created in all.
+constexpr size_t kMaxText = size_t{64} << 20;
+constexpr size_t kMaxChurn = size_t{1} << 30;
+void check_text(size_t bytes);  // Error if bytes > kMaxText
+void charge(size_t bytes);      // counts towards kMaxChurn (per thread, since the last reset)
+void reset_churn();
 // Python integers do not overflow; ordo's are int64 and refuse to (an Error, never a wrapped value).
 int64_t checked_int(bool overflowed, int64_t v);
 int64_t add_int(int64_t a, int64_t b);
