@@ -161,7 +161,7 @@ TEST(ChatTemplateRefusal, HostileTemplatesFailInsteadOfHanging) {
   EXPECT_TRUE(loops.find("steps") != std::string::npos || loops.find("allocates more than") != std::string::npos) << loops;
   EXPECT_NE(error_of("{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(1000) %}"
                      "{% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}")
-                .find("rendering takes more than 20000000 steps"),
+                .find("rendering takes more than 5000000 steps"),
             std::string::npos);
   EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("macro recursion deeper than 200"),
             std::string::npos);

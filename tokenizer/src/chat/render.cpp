@@ -24,7 +24,7 @@ enum class Flow { Normal, Break, Continue };
 
 constexpr int kMaxDepth = 200;  // macro recursion
 // Bounds on one render, so a hostile template fails instead of hanging or filling memory.
-constexpr uint64_t kMaxSteps = 20'000'000;
+constexpr uint64_t kMaxSteps = 5'000'000;
 constexpr size_t kMaxOutput = kMaxText;
 
 class Renderer {
