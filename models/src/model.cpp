@@ -22,6 +22,8 @@ struct Model::Impl {
   std::unique_ptr<Transformer> engine;
   std::unique_ptr<Tokenizer> tokenizer;
   GenerationConfig generation;
+  std::shared_ptr<const ChatTemplate> chat;  // the directory's chat template, if any
+  std::string chat_error;                    // why it could not be read (reported when chat is used)
 };
 
 namespace {
@@ -124,6 +126,11 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
     if (s.eos_id >= 0) to.eos_id = s.eos_id;
     impl->tokenizer = load_tokenizer(dir, to);
     check_tokenizer_fits(*impl->tokenizer, impl->engine->spec(), dir);
+    try {
+      if (auto t = load_chat_template(dir)) impl->chat = std::make_shared<const ChatTemplate>(std::move(*t));
+    } catch (const Error& e) {
+      impl->chat_error = e.what();
+    }
   }
   return Model(std::move(impl));
 }
@@ -154,6 +161,15 @@ TextGenerateParams Model::generation_params(const GenerationConfig& overrides,
 const Tokenizer& Model::tokenizer() const {
   if (!impl_->tokenizer) throw Error(impl_->dir + ": no tokenizer loaded (pass token ids instead of text)");
   return *impl_->tokenizer;
+}
+
+bool Model::has_chat_template() const { return impl_->chat != nullptr; }
+
+const ChatTemplate& Model::chat_template() const {
+  if (impl_->chat) return *impl_->chat;
+  if (!impl_->chat_error.empty()) throw Error(impl_->chat_error);
+  throw Error(impl_->dir + "/tokenizer_config.json: no \"chat_template\" (and no chat_template.jinja): this model "
+              "has no chat template; prompt it with plain text (ordo run -p)");
 }
 
 std::vector<int32_t> Model::encode(const std::string& text, bool add_special) const {

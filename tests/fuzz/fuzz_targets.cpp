@@ -342,6 +342,23 @@ int fuzz_cli_args(const uint8_t* data, size_t size) {
 
 }  // namespace
 
+// A chat template (the input) parsed and rendered over a fixed conversation with tools and the
+// usual special tokens: any template must render or end in an ordo::Error, within the renderer's
+// bounds on nesting, steps and output.
+int fuzz_chat_template(const uint8_t* data, size_t size) {
+  const std::string source(reinterpret_cast<const char*>(data), size);
+  expect_ordo_errors([&] {
+    const ChatTemplate t(source, {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
+    const std::string messages =
+        R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi {{ x }} \u00e9"},)"
+        R"( {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1.5}}}]},)"
+        R"( {"role": "tool", "content": "22"}, {"role": "user", "content": [{"type": "text", "text": "parts"}]}])";
+    t.apply_json(messages, true, R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})");
+    t.apply(std::vector<ChatMessage>{}, false);
+  });
+  return 0;
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> all = {
       {"safetensors", fuzz_safetensors},       {"config", fuzz_config},
@@ -349,7 +366,8 @@ const std::vector<TargetInfo>& targets() {
       {"bpe_files", fuzz_bpe_files},           {"tokenizer_json", fuzz_tokenizer_json},
       {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
       {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
-      {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens}};
+      {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens},
+      {"chat_template", fuzz_chat_template}};
   return all;
 }
 

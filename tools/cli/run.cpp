@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "generation_args.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -17,20 +18,10 @@ struct RunCommand : Command {
   ModelArgs model;
   std::string prompt, ids_text, file;
   int batch = 16;
-  std::vector<std::string> stops;
-  std::vector<int32_t> stop_ids;
-  int n = 128;
-  float temp = 0.8f, top_p = 0.95f, repeat_penalty = 1.0f;
-  int top_k = 40;
-  int num_beams = 1, num_return = 1;
-  double length_penalty = 1.0;
-  std::string early_stopping;
-  int64_t seed = -1;
-  // The settings flags, to tell a flag given from its default.
-  CLI::Option *n_opt = nullptr, *temp_opt = nullptr, *top_k_opt = nullptr, *top_p_opt = nullptr,
-              *penalty_opt = nullptr, *beams_opt = nullptr, *lp_opt = nullptr, *es_opt = nullptr,
-              *return_opt = nullptr;
+  GenerationArgs gen;
   bool print_ids = false, no_cache = false, no_special = false, quiet = false;
+  bool chat = false;   // --chat: the prompt is a user turn of the model's chat template
+  std::string system;  // --system: with --chat, a system turn before it
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("run", "Generate text from a prompt");
@@ -45,57 +36,21 @@ struct RunCommand : Command {
     p->excludes(i);
     f->excludes(p)->excludes(i);
     c->add_option("--batch", batch, "With -f: sequences in flight at once (each beam is one)")->capture_default_str();
-    // Settings left unset come from the model's generation_config.json (max_new_tokens or
-    // max_length, do_sample, temperature, top_k, top_p, repetition_penalty, num_beams, ...), else
-    // from the defaults shown; stderr says which were used and where each came from.
-    const std::string from_config = " (default: generation_config.json's, else ";
-    n_opt = c->add_option("-n,--max-tokens", n, "Tokens to generate" + from_config + "128)")
-                ->check(CLI::NonNegativeNumber);
-    temp_opt = c->add_option("--temp", temp,
-                             "Temperature; 0: greedy, > 0: sampling (default: generation_config.json's "
-                             "do_sample/temperature/num_beams, else sampling at 0.8)")
-                   ->check(CLI::NonNegativeNumber);
-    top_k_opt = c->add_option("--top-k", top_k, "Top-k, 0: off" + from_config + "40)")->check(CLI::NonNegativeNumber);
-    top_p_opt =
-        c->add_option("--top-p", top_p, "Top-p nucleus, 1: off" + from_config + "0.95)")->check(CLI::Range(0.0f, 1.0f));
-    penalty_opt = c->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty, 1: off" + from_config + "1)");
-    beams_opt = c->add_option("--num-beams", num_beams, "Beam search with N beams, 1: off" + from_config + "1)")
-                    ->check(CLI::PositiveNumber);
-    lp_opt = c->add_option("--length-penalty", length_penalty,
-                           "Beam search: hypotheses score sum logprob / length^X" + from_config + "1)");
-    es_opt = c->add_option("--early-stopping", early_stopping,
-                           "Beam search, as Hugging Face: true (or no value): stop once num_beams hypotheses are "
-                           "done; never: only when none can improve; false: a heuristic" + from_config + "false)")
-                 ->expected(0, 1)
-                 ->type_name("[true|false|never]");
-    return_opt = c->add_option("--num-return-sequences", num_return,
-                               "Beam search: print the K best hypotheses" + from_config + "1)")
-                     ->check(CLI::PositiveNumber);
-    c->add_option("--seed", seed, "Sampling seed (default: random)");
-    c->add_option("--stop", stops, "Stop string (repeatable); the text ends before it");
-    c->add_option("--stop-id", stop_ids,
-                  "Stop token id (repeatable, or comma-separated), besides the model's EOS ids; its text is not "
-                  "printed")
-        ->delimiter(',');
+    gen.add(c, true);
     c->add_flag("--print-ids", print_ids, "Print the generated token ids (one line; beam search: one per returned hypothesis) after the text");
     c->add_flag("--no-cache", no_cache, "Recompute the whole sequence each step (reference mode)");
     c->add_flag("--no-special", no_special, "Do not add BOS/special tokens to the prompt");
     c->add_flag("-q,--quiet", quiet, "No timing line on stderr");
+    auto* ch = c->add_flag("--chat", chat, "Apply the model's chat template: -p is a user turn; prints the reply");
+    c->add_option("--system", system, "With --chat: a system message before the prompt")->needs(ch);
+    ch->excludes(i)->excludes(f);
     return c;
   }
 
   void validate() const override {
     model.validate();
     if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
-    check_flag_range("--temp", temp, 0, 1e30);
-    check_flag_range("--top-p", top_p, 1e-30, 1);
-    check_flag_range("--repeat-penalty", repeat_penalty, 1e-30, 1e30);
-    check_flag_range("--length-penalty", length_penalty, -1e30, 1e30);
-    if (*es_opt && !early_stopping.empty() && early_stopping != "true" && early_stopping != "false" &&
-        early_stopping != "never")
-      throw Error("--early-stopping must be true, false or never, got '" + early_stopping + "'");
-    for (int32_t id : stop_ids)
-      if (id < 0) throw Error("--stop-id must be a token id >= 0, got " + std::to_string(id));
+    gen.validate();
     if (!ids_text.empty()) {
       try {
         if (parse_ids(ids_text).empty()) throw Error("no token ids");
@@ -114,7 +69,12 @@ struct RunCommand : Command {
     if (!file.empty()) return run_file(m, p);
     GenerateResult g;
     const std::string shown_prompt = m.spec().graph == GraphKind::Decoder ? prompt : std::string();
-    if (!ids_text.empty()) {
+    if (chat) {
+      std::vector<ChatMessage> messages;
+      if (!system.empty()) messages.push_back({"system", system});
+      messages.push_back({"user", prompt});
+      chat_turn(m, messages, p, &g);
+    } else if (!ids_text.empty()) {
       const std::vector<int32_t> ids = parse_ids(ids_text);
       g = m.generate_ids(ids, p);
       if (m.has_tokenizer()) std::cout << m.decode(g.ids) << "\n";
@@ -152,34 +112,8 @@ struct RunCommand : Command {
   // The flags given, over the model's generation_config.json, over the defaults; stderr (unless
   // -q) names each setting used and its source.
   TextGenerateParams params(const Model& m) const {
-    GenerationConfig flags;
-    if (*n_opt) flags.max_new_tokens = n;
-    if (*temp_opt) flags.temperature = temp;
-    if (*top_k_opt) flags.top_k = top_k;
-    if (*top_p_opt) flags.top_p = top_p;
-    if (*penalty_opt) flags.repetition_penalty = repeat_penalty;
-    if (*beams_opt) flags.num_beams = num_beams;
-    if (*lp_opt) flags.length_penalty = length_penalty;
-    if (*es_opt)
-      flags.early_stopping = early_stopping == "never"   ? EarlyStopping::Never
-                             : early_stopping == "false" ? EarlyStopping::Heuristic
-                                                         : EarlyStopping::OnFull;
-    if (*return_opt) flags.num_return_sequences = num_return;
-    std::vector<GenerationSetting> used;
-    TextGenerateParams p = m.generation_params(flags, &used);
-    if (!quiet) {
-      std::cerr << "[settings:";
-      for (size_t i = 0; i < used.size(); ++i)
-        std::cerr << (i ? ", " : " ") << used[i].name << " " << used[i].value << " (" << used[i].source << ")";
-      std::cerr << "]\n";
-    }
-    if (!stop_ids.empty()) {
-      p.stop_ids = m.spec().eos_ids;
-      p.stop_ids.insert(p.stop_ids.end(), stop_ids.begin(), stop_ids.end());
-    }
-    p.sampling.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+    TextGenerateParams p = gen.params(m, quiet);
     p.use_cache = !no_cache;
-    p.stop_strings = stops;
     p.add_special = !no_special;
     return p;
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ordo/chat_template.hpp"
 #include "ordo/generate.hpp"
 #include "ordo/ops.hpp"
 #include "ordo/position.hpp"
@@ -150,6 +151,19 @@ class Model {
 
   std::vector<int32_t> encode(const std::string& text, bool add_special = true) const;
   std::string decode(const std::vector<int32_t>& ids) const;
+
+  // Chat (models/src/model_chat.cpp): the directory's chat template (ordo/chat_template.hpp);
+  // chat_template() throws an Error naming tokenizer_config.json if there is none.
+  bool has_chat_template() const;
+  const ChatTemplate& chat_template() const;
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // The rendered conversation as ids, encoded without added specials as transformers does (the
+  // template writes BOS itself where the model wants one).
+  std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // Ids that end an assistant turn: the EOS ids (config.json, generation_config.json, the
+  // tokenizer) and the end-of-turn special tokens the vocabulary has (<|eot_id|>, <|im_end|>,
+  // <end_of_turn>, <|end|>, ...).
+  std::vector<int32_t> chat_stop_ids() const;
 
   // Decoder-only: logits [T, vocab] of every position, hidden states (embedding, each layer, final)
   // when asked. Encoder-only: hidden states of the encoder, last one = output; logits [T, vocab]
