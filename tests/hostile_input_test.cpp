@@ -18,35 +18,17 @@
 #include "ordo/safetensors.hpp"
 #include "ordo/tokenizer.hpp"
 #include "support/cli.hpp"
+#include "support/errors.hpp"
 #include "support/golden.hpp"
 
 namespace fs = std::filesystem;
 using ordo::Error;
 
+using ordo::test::error_of;
+using ordo::test::expect_has;
+using ordo::test::write_bytes;
+
 namespace {
-
-void write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// The message of the ordo::Error f throws; a test failure for no exception or another type.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "foreign exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
-void expect_has(const std::string& message, std::initializer_list<std::string> needles) {
-  for (const auto& n : needles) EXPECT_NE(message.find(n), std::string::npos) << "'" << n << "' not in: " << message;
-}
 
 std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -71,7 +53,7 @@ class HostileDir : public testing::Test {
     std::string s = read("config.json");
     const size_t at = s.find(from);
     ASSERT_NE(at, std::string::npos) << from;
-    write(path("config.json"), s.replace(at, from.size(), to));
+    write_bytes(path("config.json"), s.replace(at, from.size(), to));
   }
   std::string load_error() const {
     return error_of([&] {
@@ -101,7 +83,7 @@ std::string tokenizer_json(const std::string& vocab, const std::string& merges, 
 
 TEST_F(HostileDir, WordPieceDecodeOfInvalidUtf8VocabularyStaysInBounds) {
   // Cut-off multi-byte sequences at the end of a token: the whitespace strip of decode walked past them.
-  write(path("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\xF0\x9F\nab \xE2\n\xC3\n");
+  write_bytes(path("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\xF0\x9F\nab \xE2\n\xC3\n");
   const auto tok = ordo::load_wordpiece(path("vocab.txt"));
   EXPECT_EQ(tok->decode({5}), "\xF0\x9F");
   EXPECT_EQ(tok->decode({6}), "ab \xE2");
@@ -111,7 +93,7 @@ TEST_F(HostileDir, WordPieceDecodeOfInvalidUtf8VocabularyStaysInBounds) {
 
 TEST_F(HostileDir, AddedTokenIdMinusOneInTokenizerConfigIsNamed) {
   copy_from(kTokData + "/bert", {"vocab.txt"});
-  write(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"-1": {"content": "[X]", "special": true}}})");
+  write_bytes(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"-1": {"content": "[X]", "special": true}}})");
   expect_has(error_of([&] { ordo::load_tokenizer(dir_); }),
              {"tokenizer_config.json", "added_tokens_decoder key '-1'", "is not a token id"});
   fs::remove(path("vocab.txt"));
@@ -121,35 +103,35 @@ TEST_F(HostileDir, AddedTokenIdMinusOneInTokenizerConfigIsNamed) {
 
 TEST_F(HostileDir, AddedTokenIdBeyondTheVocabularyIsNamed) {
   copy_from(kTokData + "/bert", {"vocab.txt"});
-  write(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"2147483647": {"content": "[X]"}}})");
+  write_bytes(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"2147483647": {"content": "[X]"}}})");
   expect_has(error_of([&] { ordo::load_tokenizer(dir_); }),
              {"wordpiece tokenizer", "added token '[X]'", "token id 2147483647 is out of range", "must be below"});
-  write(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"99999999999": {"content": "[X]"}}})");
+  write_bytes(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"99999999999": {"content": "[X]"}}})");
   expect_has(error_of([&] { ordo::load_tokenizer(dir_); }), {"key '99999999999'", "is not a token id"});
 }
 
 TEST_F(HostileDir, TokenizerJsonIdsOutOfRangeAreNamed) {
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 100000000})", "[]"));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 100000000})", "[]"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: model.vocab: token 'b' has id 100000000", "out of range: 0 <= id < 2^24"});
-  write(path("tokenizer.json"),
+  write_bytes(path("tokenizer.json"),
         tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": -1, "content": "<x>"}])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: added_tokens[0].id: must be an integer with 0 <= id < 2^24, got -1"});
-  write(path("tokenizer.json"),
+  write_bytes(path("tokenizer.json"),
         tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": 2147483647, "content": "<x>"}])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: added_tokens[0].id", "0 <= id < 2^24, got 2147483647"});
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 4294967296})", "[]"));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 4294967296})", "[]"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"model.vocab: token 'a' has id 4294967296", "out of range"});
 }
 
 TEST_F(HostileDir, MergesNamingUnknownTokensAreRefused) {
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 1, "ab": 2})", R"(["a b", "x y"])"));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 1, "ab": 2})", R"(["a b", "x y"])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: model.merges: merge 'x y' uses a token that is not in the vocabulary"});
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 1})", R"(["a b"])"));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0, "b": 1})", R"(["a b"])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"merge 'a b' makes 'ab', which is not in the vocabulary"});
 }
@@ -158,7 +140,7 @@ TEST_F(HostileDir, EncodeCannotEmitIdsDecodeRejects) {
   // A template whose special token id is not in the vocabulary: encode would emit an id decode refuses.
   const std::string post = R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}},
       {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"id": "<s>", "ids": [999], "tokens": ["<s>"]}}})";
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 0})", "[]", post));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0})", "[]", post));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: the post-processor's special token '<s>' is token id 999", "not in the vocabulary"});
   // An EOS id from the options (config.json's eos_token_id) that the WordPiece vocabulary lacks.
@@ -169,11 +151,11 @@ TEST_F(HostileDir, EncodeCannotEmitIdsDecodeRejects) {
 }
 
 TEST_F(HostileDir, DeeplyNestedJsonIsRefusedBeforeParsing) {
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 0})", "[]", R"(, "normalizer": )" + nested(200000)));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0})", "[]", R"(, "normalizer": )" + nested(200000)));
   expect_has(error_of([&] { ordo::load_tokenizer(dir_); }),
              {"tokenizer.json", "JSON nests arrays/objects more than 128 levels deep"});
   // Brackets inside strings do not count.
-  write(path("tokenizer.json"), tokenizer_json(R"({"a": 0, ")" + std::string(300, '[') + R"(": 1})", "[]"));
+  write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0, ")" + std::string(300, '[') + R"(": 1})", "[]"));
   EXPECT_EQ(ordo::load_tokenizer(dir_)->vocab_size(), 2);
 }
 
@@ -208,7 +190,7 @@ TEST_F(HostileDir, EpsilonsMustBePositiveAndFinite) {
     const std::string before = read("config.json");
     edit_config("\"rms_norm_eps\": 1e-05", std::string("\"rms_norm_eps\": ") + bad);
     expect_has(load_error(), {"config.json: field 'rms_norm_eps' must be a finite number > 0"});
-    write(path("config.json"), before);
+    write_bytes(path("config.json"), before);
   }
 }
 
@@ -233,7 +215,7 @@ TEST_F(HostileDir, OutOfRangeFieldsAreNamed) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.to.substr(0, 60));
-    write(path("config.json"), good);
+    write_bytes(path("config.json"), good);
     edit_config(c.from, c.to);
     expect_has(load_error(), {c.message});
   }
@@ -243,7 +225,7 @@ TEST_F(HostileDir, SafetensorsHeaderNumbersAndNestingAreNamed) {
   auto file = [&](const std::string& header) {
     std::string len(8, '\0');
     for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-    write(path("x.safetensors"), len + header);
+    write_bytes(path("x.safetensors"), len + header);
   };
   file(R"({"w": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})");
   expect_has(error_of([&] { ordo::SafeTensors::open(path("x.safetensors")); }),

@@ -11,12 +11,17 @@
 #include "ordo/ordo.hpp"
 #include "ordo/weights.hpp"
 #include "support/cli.hpp"
+#include "support/errors.hpp"
 #include "support/golden.hpp"
 
 namespace fs = std::filesystem;
 using ordo::Error;
 using ordo::Weights;
 using namespace std::string_literals;
+
+using ordo::test::error_of;
+using ordo::test::expect_has;
+using ordo::test::write_bytes;
 
 namespace {
 
@@ -26,30 +31,6 @@ std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
-void write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// The message of the ordo::Error f throws; a test failure for no exception or another type.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "foreign exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
-void expect_has(const std::string& message, std::initializer_list<std::string> needles) {
-  for (const auto& n : needles)
-    EXPECT_NE(message.find(n), std::string::npos) << "'" << n << "' not in: " << message;
-}
-
 // ---- byte builders -------------------------------------------------------------------------------
 
 void put16(std::string& s, uint32_t v) { s.append({char(v & 255), char((v >> 8) & 255)}); }
@@ -170,7 +151,7 @@ class HostileWeights : public testing::Test {
       if (s.data.empty()) s.data = floats({0, 1, 2, 3, 4, 5});
       e.push_back(s);
     }
-    write(path("pytorch_model.bin"), make_zip(e).bytes);
+    write_bytes(path("pytorch_model.bin"), make_zip(e).bytes);
     return path("pytorch_model.bin");
   }
   std::string open_error(const std::string& file) {
@@ -267,13 +248,13 @@ TEST_F(HostileWeights, StorageMissingOrTooSmallIsNamed) {
 TEST_F(HostileWeights, BrokenZipIsNamed) {
   const std::string good = slurp(checkpoint("gpt2-bin/pytorch_model.bin"));
   const std::string f = path("pytorch_model.bin");
-  write(f, good.substr(0, good.size() / 2));
+  write_bytes(f, good.substr(0, good.size() / 2));
   expect_has(open_error(f), {"pytorch_model.bin: no end-of-central-directory record"});
-  write(f, good.substr(0, good.size() - 10));
+  write_bytes(f, good.substr(0, good.size() - 10));
   expect_has(open_error(f), {"pytorch_model.bin: no end-of-central-directory record"});
-  write(f, "PK");
+  write_bytes(f, "PK");
   expect_has(open_error(f), {"too short for a zip archive"});
-  write(f, std::string("\x80\x02\x8a\x0a", 4) + std::string(64, '\0'));
+  write_bytes(f, std::string("\x80\x02\x8a\x0a", 4) + std::string(64, '\0'));
   expect_has(open_error(f), {"legacy (torch < 1.6) checkpoint"});
 
   const std::vector<ZipEntrySpec> entries = {{"archive/data.pkl", state_dict({PT{"w"}})},
@@ -281,63 +262,63 @@ TEST_F(HostileWeights, BrokenZipIsNamed) {
   Zip z = make_zip(entries);
   std::string b = z.bytes;
   set32(b, z.eocd + 16, 0x7ffffff0);  // central directory offset past the end
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"central directory [2147483632", "lies outside the file"});
   b = z.bytes;
   set32(b, z.eocd + 12, 0xffff);  // central directory size past the end
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"lies outside the file"});
   b = z.bytes;
   set32(b, z.central[1] + 20, 1000), set32(b, z.central[1] + 24, 1000);  // entry size past its data
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"entry 'archive/data/0': data", "runs past"});
   b = z.bytes;
   set32(b, z.central[1] + 20, 12);  // stored, but compressed size != size
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"stored entry 'archive/data/0' has compressed size 12 but size 24"});
   b = z.bytes;
   set32(b, z.central[1] + 42, z.local[0]);  // points at another entry's local header
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"entry 'archive/data/0': its local header names another entry"});
   b = z.bytes;
   set32(b, z.central[1] + 42, 0x7fffff00);  // outside the file
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"entry 'archive/data/0': local header offset 2147483392 does not point"});
   b = z.bytes;
   b[z.eocd + 10] = char(200);  // more entries than the directory can hold
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"cannot hold the 200 entries"});
 
   // ZIP64 records (torch's writer past 4 GiB): read, and checked like the rest.
   z = make_zip(entries, true);
-  write(f, z.bytes);
+  write_bytes(f, z.bytes);
   const Weights w64 = Weights::open_file(f);
   const float* w = w64.get("w").f32();
   EXPECT_EQ(std::vector<float>(w, w + 6), (std::vector<float>{0, 1, 2, 3, 4, 5}));
   b = z.bytes;
   set32(b, z.zip64_locator + 8, 0x40);  // locator pointing into the data
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"ZIP64 end-of-central-directory offset 64 does not point at a ZIP64 record"});
   b = z.bytes;
   b.erase(z.zip64_locator, 20);  // the EOCD says ZIP64, no locator
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"says ZIP64 but there is no ZIP64 locator"});
   b = z.bytes;
   set32(b, z.central[1] + 30, 0);  // sizes of all ones without the extra field that replaces them
-  write(f, b);
+  write_bytes(f, b);
   expect_has(open_error(f), {"entry 'archive/data/0'"});
 
   std::vector<ZipEntrySpec> compressed = entries;
   compressed[1].method = 8;
-  write(f, make_zip(compressed).bytes);
+  write_bytes(f, make_zip(compressed).bytes);
   expect_has(open_error(f), {"entry 'archive/data/0' is compressed (method 8)"});
-  write(f, make_zip({entries[1]}).bytes);
+  write_bytes(f, make_zip({entries[1]}).bytes);
   expect_has(open_error(f), {"no '<archive>/data.pkl' entry"});
-  write(f, make_zip({entries[0], entries[1], entries[0]}).bytes);
+  write_bytes(f, make_zip({entries[0], entries[1], entries[0]}).bytes);
   expect_has(open_error(f), {"entry 'archive/data.pkl' appears twice"});
   std::vector<ZipEntrySpec> big_endian = entries;
   big_endian.push_back({"archive/byteorder", "big"});
-  write(f, make_zip(big_endian).bytes);
+  write_bytes(f, make_zip(big_endian).bytes);
   expect_has(open_error(f), {"archive/byteorder says 'big'"});
 }
 
@@ -411,7 +392,7 @@ class HostileIndex : public HostileWeights {
     const size_t at = s.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     if (at != std::string::npos) s.replace(at, from.size(), to);
-    write(path("model.safetensors.index.json"), s);
+    write_bytes(path("model.safetensors.index.json"), s);
     return error_of([&] { Weights::open_dir(dir_); });
   }
   std::string index_;
@@ -452,7 +433,7 @@ TEST_F(HostileIndex, IndexDisagreeingWithShardsIsNamed) {
 
 TEST_F(HostileIndex, MalformedIndexIsNamed) {
   auto with = [&](const std::string& text) {
-    write(path("model.safetensors.index.json"), text);
+    write_bytes(path("model.safetensors.index.json"), text);
     return error_of([&] { Weights::open_dir(dir_); });
   };
   expect_has(with("{\"weight_map\": [1]}"),
