@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -181,6 +182,25 @@ TEST(WeightMemory, LoadedModelKeepsNoSecondCopy) {
 }
 
 }  // namespace
+
+// Shards and PyTorch files are held once too: after load no page of any of their files is
+// resident (a .bin's tensors borrow its zip mapping as safetensors' do).
+TEST(WeightMemory, ShardsAndPytorchFilesKeepNoPagesResident) {
+  for (const char* name : {"llama-safetensors-sharded", "llama-bin-sharded-bf16", "gpt2-bin", "t5-bin-f16"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = ordo::test::data_path(std::string("checkpoints/") + name);
+    const Model m = load(dir, std::nullopt);
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string ext = e.path().extension().string();
+      if (ext != ".safetensors" && ext != ".bin") continue;
+      ++files;
+      const long kb = resident_kb_of_mapping(e.path().string());  // -1: no longer mapped at all
+      EXPECT_LE(kb, 0) << e.path() << " still has " << kb << " kB resident after load";
+    }
+    EXPECT_GE(files, 1);
+  }
+}
 
 // Every fixture family, its weights rounded to BF16 and stored BF16 and F32: the BF16 file (linear
 // and head weights kept as stored, fused projections split in BF16, converted at load) gives the
