@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# One-sequence decode speed through the Python module against the ordo CLI, on a random-weight
+# Llama model of `ordo bench --synthetic 110m`'s shape (dim 768, 12 layers, 12 heads, ffn 2048,
+# vocab 32000, tied head) written to disk once, since the CLI and Python both load directories.
+#   PYTHONPATH=build/python /usr/bin/python3 tools/bench_python.py [--tokens 128] [--runs 5]
+# Both sides run greedy decoding from the same ids with the same threads and report the engine's
+# own decode time (GenerateResult::decode_seconds: the CLI's stderr tok/s line, Generation.decode_seconds)
+# plus, for Python, the wall time of the whole generate() call.
+import argparse
+import json
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_model(d, dim=768, layers=12, heads=12, ffn=2048, vocab=32000, seed=1):
+    if (d / "model.safetensors").exists():
+        return
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+
+    def lin(out, inp):
+        b = 1 / np.sqrt(inp)
+        return rng.uniform(-b, b, size=(out, inp)).astype(np.float32)
+
+    tensors = {"model.embed_tokens.weight": lin(vocab, dim), "model.norm.weight": np.ones(dim, np.float32)}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        for n in "qkvo":
+            tensors[p + f"self_attn.{n}_proj.weight"] = lin(dim, dim)
+        tensors[p + "mlp.gate_proj.weight"] = lin(ffn, dim)
+        tensors[p + "mlp.up_proj.weight"] = lin(ffn, dim)
+        tensors[p + "mlp.down_proj.weight"] = lin(dim, ffn)
+        tensors[p + "input_layernorm.weight"] = np.ones(dim, np.float32)
+        tensors[p + "post_attention_layernorm.weight"] = np.ones(dim, np.float32)
+    header, off = {"__metadata__": {"format": "pt"}}, 0
+    for k, v in tensors.items():
+        header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + v.nbytes]}
+        off += v.nbytes
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(d / "model.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for v in tensors.values():
+            f.write(v.tobytes())
+    (d / "config.json").write_text(json.dumps({
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": dim,
+        "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": heads,
+        "intermediate_size": ffn, "vocab_size": vocab, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "max_position_embeddings": 2048, "tie_word_embeddings": True, "hidden_act": "silu",
+        "bos_token_id": 1, "eos_token_id": -1}))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="/tmp/ordo-bench-110m")
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--prompt", type=int, default=16, help="prompt tokens")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=0)
+    args = ap.parse_args()
+    sys.path.insert(0, str(Path(args.build) / "python"))
+    import ordo
+
+    d = Path(args.dir)
+    write_model(d)
+    ids = [1] + [(7 * i + 100) % 32000 for i in range(args.prompt - 1)]
+    cli = [str(Path(args.build) / "bin" / "ordo"), "run", "-m", str(d), "--ids", ",".join(map(str, ids)),
+           "-n", str(args.tokens), "--temp", "0", "--threads", str(args.threads)]
+    m = ordo.Model(str(d), tokenizer=False, threads=args.threads)
+    m.generate(ids, max_new_tokens=8)  # warm-up
+    cli_tps, py_tps, py_wall = [], [], []
+    for _ in range(args.runs):  # interleaved, so drifting load hits both alike
+        err = subprocess.run(cli, capture_output=True, text=True, check=True).stderr
+        cli_tps.append(float(re.search(r"generated \d+ tokens, ([0-9.e+]+) tok/s", err).group(1)))
+        t0 = time.perf_counter()
+        g = m.generate(ids, max_new_tokens=args.tokens)
+        wall = time.perf_counter() - t0
+        assert len(g.ids) == args.tokens
+        py_tps.append((len(g.ids) - 1) / g.decode_seconds)
+        py_wall.append(len(g.ids) / wall)
+    c, p = statistics.median(cli_tps), statistics.median(py_tps)
+    print(f"model {d} (110m shape), prompt {len(ids)} tokens, {args.tokens} new, {args.runs} runs, "
+          f"threads {args.threads or os.cpu_count()}")
+    print(f"CLI    decode: median {c:.2f} tok/s  (runs: {', '.join(f'{x:.2f}' for x in cli_tps)})")
+    print(f"Python decode: median {p:.2f} tok/s  (runs: {', '.join(f'{x:.2f}' for x in py_tps)})")
+    print(f"Python generate() wall, prefill included: median {statistics.median(py_wall):.2f} tok/s")
+    print(f"Python / CLI decode: {p / c:.4f}")
+
+
+if __name__ == "__main__":
+    main()
