@@ -41,7 +41,7 @@ def golden(name):
     """(golden.json as a dict with each case's "greedy" parsed, golden tensors)."""
     d = json.loads((FIXTURES / name / "golden.json").read_text())
     for c in d.get("cases", []):
-        for k in ("input_ids", "greedy"):
+        for k in ("input_ids", "decoder_input_ids", "greedy"):
             if isinstance(c.get(k), str):
                 c[k] = ast.literal_eval(c[k])
     return d, read_safetensors(FIXTURES / name / "golden.safetensors")

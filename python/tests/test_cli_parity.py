@@ -74,6 +74,25 @@ def test_fixture_logits_equal_cli_and_hf(cli, tmp_path):
                 assert m.generate(ids, max_new_tokens=gr["max_new_tokens"]).ids == gr["output_ids"]
 
 
+def test_encoder_decoder_forward_and_generate_match_hf(cli, tmp_path):
+    d, g = golden("t5")
+    case = d["cases"][0]
+    m = ordo.Model(str(FIXTURES / "t5"), tokenizer=False)
+    out = m.forward(case["input_ids"], decoder_ids=case["decoder_input_ids"], hidden_states=True)
+    got = np.asarray(out.logits)
+    ref = g[case["name"] + ".logits"]
+    assert np.max(np.abs(got - ref)) <= 1e-4 * max(1.0, np.max(np.abs(ref)))
+    enc = [k for k in g if k.startswith(case["name"] + ".encoder_hidden_states.")]
+    assert len(out.encoder_hidden_states) == len(enc)
+    dump = tmp_path / "t5.npy"
+    run_cli(cli, "forward", "-m", str(FIXTURES / "t5"), "--ids", ",".join(map(str, case["input_ids"])),
+            "--decoder-ids", ",".join(map(str, case["decoder_input_ids"])), "-o", str(dump))
+    assert np.array_equal(got, np.load(dump))
+    gr = case["greedy"]
+    ids = m.generate(case["input_ids"], max_new_tokens=gr["max_new_tokens"]).ids
+    assert ids == gr["output_ids"]
+
+
 def test_stories_logits_match_hf_golden(stories):
     d, g = golden("stories260K")
     case = next(c for c in d["cases"] if c["name"] == "once_upon")
