@@ -79,7 +79,7 @@ def main():
            "-n", str(args.tokens), "--temp", "0", "--threads", str(args.threads)]
     m = ordo.Model(str(d), tokenizer=False, threads=args.threads)
     m.generate(ids, max_new_tokens=8)  # warm-up
-    cli_tps, py_tps, py_wall = [], [], []
+    cli_tps, py_tps, py_wall, ratios = [], [], [], []
     for _ in range(args.runs):  # interleaved, so drifting load hits both alike
         err = subprocess.run(cli, capture_output=True, text=True, check=True).stderr
         cli_tps.append(float(re.search(r"generated \d+ tokens, ([0-9.e+]+) tok/s", err).group(1)))
@@ -89,13 +89,15 @@ def main():
         assert len(g.ids) == args.tokens
         py_tps.append((len(g.ids) - 1) / g.decode_seconds)
         py_wall.append(len(g.ids) / wall)
+        ratios.append(py_tps[-1] / cli_tps[-1])
     c, p = statistics.median(cli_tps), statistics.median(py_tps)
     print(f"model {d} (110m shape), prompt {len(ids)} tokens, {args.tokens} new, {args.runs} runs, "
           f"threads {args.threads or os.cpu_count()}")
     print(f"CLI    decode: median {c:.2f} tok/s  (runs: {', '.join(f'{x:.2f}' for x in cli_tps)})")
     print(f"Python decode: median {p:.2f} tok/s  (runs: {', '.join(f'{x:.2f}' for x in py_tps)})")
     print(f"Python generate() wall, prefill included: median {statistics.median(py_wall):.2f} tok/s")
-    print(f"Python / CLI decode: {p / c:.4f}")
+    print(f"Python / CLI decode: ratio of medians {p / c:.4f}; median of paired ratios "
+          f"{statistics.median(ratios):.4f} (runs: {', '.join(f'{x:.3f}' for x in ratios)})")
 
 
 if __name__ == "__main__":

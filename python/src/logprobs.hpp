@@ -10,7 +10,7 @@
 namespace ordo::py {
 
 struct TokenLogprobs {
-  std::vector<double> chosen;                                 // log p(id_i) at step i, natural log
+  std::vector<double> chosen;                                // log p(id_i) at step i, natural log
   std::vector<std::vector<std::pair<int32_t, double>>> top;  // the k likeliest ids of step i, best first
 };
 // From GenerateResult::step_logits (the raw logits of each step, before penalties, temperature or

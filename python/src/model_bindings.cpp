@@ -3,8 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <random>
 #include <shared_mutex>
+#include <sstream>
 
 #include "bindings.hpp"
 #include "common.hpp"
@@ -36,7 +38,8 @@ ModelOptions model_options(const std::vector<std::pair<std::string, std::string>
     for (const auto& [name, value] : flags) {
       std::string py = name;
       std::replace(py.begin(), py.end(), '-', '_');
-      for (size_t at; (at = msg.find("--" + name)) != std::string::npos;) msg.replace(at, name.size() + 2, py);
+      for (size_t at; (at = msg.find("--" + name)) != std::string::npos;)
+        msg.replace(at, name.size() + 2, py);
     }
     return msg;
   };
@@ -62,9 +65,10 @@ std::string flag_value(const T& v) {
   }
 }
 
-ModelPtr load_model(const std::string& path, std::optional<std::string> dtype, std::optional<std::string> kv_dtype,
-                    std::optional<std::string> position, std::optional<std::string> scaling,
-                    std::optional<double> factor, std::optional<int64_t> original_max, std::optional<int> threads,
+ModelPtr load_model(const std::string& path, std::optional<std::string> dtype,
+                    std::optional<std::string> kv_dtype, std::optional<std::string> position,
+                    std::optional<std::string> scaling, std::optional<double> factor,
+                    std::optional<int64_t> original_max, std::optional<int> threads,
                     std::optional<std::string> backend, std::optional<int64_t> max_context,
                     std::optional<std::pair<int64_t, int64_t>> self_extend, std::optional<int64_t> sinks,
                     std::optional<int64_t> window, bool tokenizer) {
@@ -81,7 +85,9 @@ ModelPtr load_model(const std::string& path, std::optional<std::string> dtype, s
   add("threads", threads);
   add("backend", backend);
   add("max-context", max_context);
-  if (self_extend) flags.emplace_back("self-extend", std::to_string(self_extend->first) + "," + std::to_string(self_extend->second));
+  if (self_extend)
+    flags.emplace_back("self-extend",
+                       std::to_string(self_extend->first) + "," + std::to_string(self_extend->second));
   add("sinks", sinks);
   add("window", window);
   ModelOptions o = model_options(flags);
@@ -132,7 +138,9 @@ Prompt to_prompt(const pyb::handle& o, const SharedModel& sm, const std::string&
   Prompt p;
   if (pyb::isinstance<pyb::str>(o) || pyb::isinstance<pyb::bytes>(o)) {
     p.text = o.cast<std::string>();
-    if (!sm.m.has_tokenizer()) throw ArgumentError(what + ": text needs a tokenizer; this model was loaded without one: give token ids");
+    if (!sm.m.has_tokenizer())
+      throw ArgumentError(what +
+                          ": text needs a tokenizer; this model was loaded without one: give token ids");
     return p;
   }
   try {
@@ -145,7 +153,8 @@ Prompt to_prompt(const pyb::handle& o, const SharedModel& sm, const std::string&
   return p;
 }
 
-std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, const std::string& what, bool* single) {
+std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, const std::string& what,
+                               bool* single) {
   *single = pyb::isinstance<pyb::str>(o) || pyb::isinstance<pyb::bytes>(o);
   if (!*single && pyb::isinstance<pyb::sequence>(o)) {
     pyb::sequence s = o.cast<pyb::sequence>();
@@ -156,7 +165,8 @@ std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, cons
     out.push_back(to_prompt(o, sm, what));
     return out;
   }
-  if (!pyb::isinstance<pyb::iterable>(o)) throw ArgumentError(what + ": expected a list of texts or of token-id lists");
+  if (!pyb::isinstance<pyb::iterable>(o))
+    throw ArgumentError(what + ": expected a list of texts or of token-id lists");
   size_t i = 0;
   for (pyb::handle item : o) out.push_back(to_prompt(item, sm, what + "[" + std::to_string(i++) + "]"));
   if (out.empty()) throw ArgumentError(what + ": empty list");
@@ -172,7 +182,8 @@ GenArgs gen_args(int max_new_tokens, double temperature, int top_k, double top_p
                  std::optional<int64_t> seed, const pyb::object& stop, int logprobs, bool add_special) {
   GenArgs g;
   auto range = [](const char* name, double v, double lo, double hi, const char* says) {
-    if (!(v >= lo && v <= hi)) throw ArgumentError(std::string(name) + " must be " + says + ", got " + std::to_string(v));
+    if (!(v >= lo && v <= hi))
+      throw ArgumentError(std::string(name) + " must be " + says + ", got " + std::to_string(v));
   };
   range("max_new_tokens", max_new_tokens, 0, 1 << 30, ">= 0");
   range("temperature", temperature, 0, 1e30, ">= 0");
@@ -241,20 +252,23 @@ Generation make_generation(const SharedModel& sm, std::string text, const Genera
 
 // Generated ids as text following the prompt (a decoder's prompt is the context, so a word's
 // leading space is kept), as TextStreamer streams it.
-std::string continuation_text(const Model& m, const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids) {
-  StreamDecoder dec(m.tokenizer(), m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : prompt);
+std::string continuation_text(const Model& m, const std::vector<int32_t>& prompt,
+                              const std::vector<int32_t>& ids) {
+  StreamDecoder dec(m.tokenizer(),
+                    m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : prompt);
   std::string text;
   for (int32_t id : ids)
     if (id != m.spec().eos_id) text += dec.push(id);
   return text + dec.flush();
 }
 
-std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Prompt>& prompts, const GenArgs& a,
-                                     int max_batch) {
+std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Prompt>& prompts,
+                                     const GenArgs& a, int max_batch) {
   const bool keep = a.logprobs > 0;
   const bool text = !prompts[0].ids;
   for (const Prompt& p : prompts)
-    if (static_cast<bool>(p.ids) == text) throw ArgumentError("prompts: give all texts or all token-id lists, not both");
+    if (static_cast<bool>(p.ids) == text)
+      throw ArgumentError("prompts: give all texts or all token-id lists, not both");
   if (!text && !a.params.stop_strings.empty())
     throw ArgumentError("stop: stop strings need text prompts (these are token ids)");
   std::vector<Generation> out;
@@ -270,8 +284,9 @@ std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Pr
     for (const Prompt& p : prompts) ids.push_back(*p.ids);
     std::vector<GenerateResult> res = sm.m.generate_ids_batch(ids, a.params, max_batch, nullptr, keep);
     for (size_t i = 0; i < res.size(); ++i)
-      out.push_back(make_generation(sm, sm.m.has_tokenizer() ? continuation_text(sm.m, ids[i], res[i].ids) : std::string(),
-                                    res[i], a, keep));
+      out.push_back(make_generation(
+          sm, sm.m.has_tokenizer() ? continuation_text(sm.m, ids[i], res[i].ids) : std::string(), res[i], a,
+          keep));
   }
   return out;
 }
@@ -279,8 +294,8 @@ std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Pr
 struct Score {
   std::vector<int32_t> ids;
   std::optional<std::vector<double>> token_logprobs;  // decoders: log p(ids[t] | ids[<t]), t >= 1
-  double logprob = 0;                                  // their sum (masked-LM encoders: the PLL)
-  std::string method;                                  // "logprob" or "pll"
+  double logprob = 0;                                 // their sum (masked-LM encoders: the PLL)
+  std::string method;                                 // "logprob" or "pll"
 };
 
 struct PerplexityOut {
@@ -289,10 +304,10 @@ struct PerplexityOut {
 
 // ---- Binding ------------------------------------------------------------------------------------
 
-#define ORDO_GEN_KWARGS                                                                                            \
-  pyb::arg("max_new_tokens") = 64, pyb::arg("temperature") = 0.0, pyb::arg("top_k") = 0, pyb::arg("top_p") = 1.0, \
-      pyb::arg("repeat_penalty") = 1.0, pyb::arg("seed") = pyb::none(), pyb::arg("stop") = pyb::none(),            \
-      pyb::arg("logprobs") = 0, pyb::arg("add_special") = true
+#define ORDO_GEN_KWARGS                                                                      \
+  pyb::arg("max_new_tokens") = 64, pyb::arg("temperature") = 0.0, pyb::arg("top_k") = 0,     \
+  pyb::arg("top_p") = 1.0, pyb::arg("repeat_penalty") = 1.0, pyb::arg("seed") = pyb::none(), \
+  pyb::arg("stop") = pyb::none(), pyb::arg("logprobs") = 0, pyb::arg("add_special") = true
 
 }  // namespace
 
@@ -300,14 +315,16 @@ void bind_model(pyb::module_& mod) {
   pyb::class_<Generation>(mod, "Generation", "One prompt's generated text, ids, log-probs and finish reason.")
       .def_property_readonly("text", [](const Generation& g) { return utf8_text(g.text); })
       .def_readonly("ids", &Generation::ids)
-      .def_readonly("logprobs", &Generation::logprobs, "log p of each generated token (None unless logprobs=k > 0)")
+      .def_readonly("logprobs", &Generation::logprobs,
+                    "log p of each generated token (None unless logprobs=k > 0)")
       .def_readonly("top_logprobs", &Generation::top_logprobs, "the k likeliest (id, log p) of each step")
       .def_readonly("finish_reason", &Generation::finish_reason)
       .def_readonly("prompt_tokens", &Generation::prompt_tokens)
       .def_readonly("prefill_seconds", &Generation::prefill_seconds)
       .def_readonly("decode_seconds", &Generation::decode_seconds)
       .def("__repr__", [](const Generation& g) {
-        return "<ordo.Generation " + std::to_string(g.ids.size()) + " tokens, finish_reason=" + g.finish_reason + ">";
+        return "<ordo.Generation " + std::to_string(g.ids.size()) +
+               " tokens, finish_reason=" + g.finish_reason + ">";
       });
 
   pyb::class_<Score>(mod, "Score", "Log-probabilities of one given input.")
@@ -315,7 +332,8 @@ void bind_model(pyb::module_& mod) {
       .def_readonly("token_logprobs", &Score::token_logprobs)
       .def_readonly("logprob", &Score::logprob)
       .def_readonly("method", &Score::method)
-      .def("__repr__", [](const Score& s) { return "<ordo.Score " + s.method + " " + std::to_string(s.logprob) + ">"; });
+      .def("__repr__",
+           [](const Score& s) { return "<ordo.Score " + s.method + " " + std::to_string(s.logprob) + ">"; });
 
   pyb::class_<PerplexityOut>(mod, "Perplexity", "What `ordo ppl` reports for one context length.")
       .def_property_readonly("ppl", [](const PerplexityOut& p) { return p.r.ppl(); })
@@ -323,7 +341,8 @@ void bind_model(pyb::module_& mod) {
       .def_property_readonly("tokens", [](const PerplexityOut& p) { return p.r.tokens; })
       .def_property_readonly("windows", [](const PerplexityOut& p) { return p.r.windows; })
       .def_property_readonly("ctx", [](const PerplexityOut& p) { return p.r.ctx; })
-      .def("__repr__", [](const PerplexityOut& p) { return "<ordo.Perplexity " + std::to_string(p.r.ppl()) + ">"; });
+      .def("__repr__",
+           [](const PerplexityOut& p) { return "<ordo.Perplexity " + std::to_string(p.r.ppl()) + ">"; });
 
   pyb::class_<TextStreamer, std::shared_ptr<TextStreamer>>(mod, "_Streamer")
       .def("next",
@@ -341,18 +360,20 @@ void bind_model(pyb::module_& mod) {
 
   pyb::class_<SharedModel, ModelPtr>(mod, "_Model")
       .def(pyb::init(&load_model), pyb::arg("path"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
-           pyb::arg("kv_dtype") = pyb::none(), pyb::arg("position") = pyb::none(), pyb::arg("scaling") = pyb::none(),
-           pyb::arg("factor") = pyb::none(), pyb::arg("original_max") = pyb::none(), pyb::arg("threads") = pyb::none(),
+           pyb::arg("kv_dtype") = pyb::none(), pyb::arg("position") = pyb::none(),
+           pyb::arg("scaling") = pyb::none(), pyb::arg("factor") = pyb::none(),
+           pyb::arg("original_max") = pyb::none(), pyb::arg("threads") = pyb::none(),
            pyb::arg("backend") = pyb::none(), pyb::arg("max_context") = pyb::none(),
-           pyb::arg("self_extend") = pyb::none(), pyb::arg("sinks") = pyb::none(), pyb::arg("window") = pyb::none(),
-           pyb::arg("tokenizer") = true)
+           pyb::arg("self_extend") = pyb::none(), pyb::arg("sinks") = pyb::none(),
+           pyb::arg("window") = pyb::none(), pyb::arg("tokenizer") = true)
       .def_property_readonly("info", &info)
-      .def_property_readonly("tokenizer",
-                             [](const SharedModel& sm) -> pyb::object {
-                               if (!sm.m.has_tokenizer()) return pyb::none();
-                               return pyb::cast(&sm.m.tokenizer(), pyb::return_value_policy::reference);
-                             },
-                             pyb::keep_alive<0, 1>())
+      .def_property_readonly(
+          "tokenizer",
+          [](const SharedModel& sm) -> pyb::object {
+            if (!sm.m.has_tokenizer()) return pyb::none();
+            return pyb::cast(&sm.m.tokenizer(), pyb::return_value_policy::reference);
+          },
+          pyb::keep_alive<0, 1>())
       .def(
           "tokenize",
           [](const SharedModel& sm, const std::string& text, bool add_special) {
@@ -383,7 +404,8 @@ void bind_model(pyb::module_& mod) {
             const GraphKind g = sm.m.spec().graph;
             if (decoder_ids) check_ids(*decoder_ids, V, "decoder_ids");
             if (g == GraphKind::EncoderDecoder && !decoder_ids)
-              throw ArgumentError("decoder_ids: " + sm.m.spec().architecture + " is an encoder-decoder model: give decoder_ids");
+              throw ArgumentError("decoder_ids: " + sm.m.spec().architecture +
+                                  " is an encoder-decoder model: give decoder_ids");
             if (g != GraphKind::EncoderDecoder && decoder_ids)
               throw ArgumentError("decoder_ids is only for encoder-decoder models");
             ForwardOutput o;
@@ -414,11 +436,13 @@ void bind_model(pyb::module_& mod) {
             }
             return out;
           },
-          pyb::arg("ids"), pyb::kw_only(), pyb::arg("hidden_states") = false, pyb::arg("decoder_ids") = pyb::none())
+          pyb::arg("ids"), pyb::kw_only(), pyb::arg("hidden_states") = false,
+          pyb::arg("decoder_ids") = pyb::none())
       .def(
           "generate",
-          [](const SharedModel& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p, double rp,
-             std::optional<int64_t> seed, const pyb::object& stop, int logprobs, bool add_special) {
+          [](const SharedModel& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p,
+             double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
+             bool add_special) {
             const GenArgs a = gen_args(n, temp, top_k, top_p, rp, seed, stop, logprobs, add_special);
             return run_generate(sm, {to_prompt(prompt, sm, "prompt")}, a, 1)[0];
           },
@@ -428,21 +452,24 @@ void bind_model(pyb::module_& mod) {
           [](const SharedModel& sm, const pyb::object& prompts, int max_batch, int n, double temp, int top_k,
              double top_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
              bool add_special) {
-            if (max_batch < 1) throw ArgumentError("max_batch must be >= 1, got " + std::to_string(max_batch));
+            if (max_batch < 1)
+              throw ArgumentError("max_batch must be >= 1, got " + std::to_string(max_batch));
             const GenArgs a = gen_args(n, temp, top_k, top_p, rp, seed, stop, logprobs, add_special);
             if (pyb::isinstance<pyb::str>(prompts) || pyb::isinstance<pyb::bytes>(prompts))
               throw ArgumentError("prompts: expected a list of prompts, got one text");
             std::vector<Prompt> ps;
             size_t i = 0;
-            for (pyb::handle p : prompts) ps.push_back(to_prompt(p, sm, "prompts[" + std::to_string(i++) + "]"));
+            for (pyb::handle p : prompts)
+              ps.push_back(to_prompt(p, sm, "prompts[" + std::to_string(i++) + "]"));
             if (ps.empty()) return std::vector<Generation>{};
             return run_generate(sm, ps, a, max_batch);
           },
           pyb::arg("prompts"), pyb::kw_only(), pyb::arg("max_batch") = 16, ORDO_GEN_KWARGS)
       .def(
           "_stream",
-          [](const ModelPtr& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p, double rp,
-             std::optional<int64_t> seed, const pyb::object& stop, int logprobs, bool add_special) {
+          [](const ModelPtr& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p,
+             double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
+             bool add_special) {
             const GenArgs a = gen_args(n, temp, top_k, top_p, rp, seed, stop, logprobs, add_special);
             Prompt p = to_prompt(prompt, *sm, "prompt");
             if (p.ids && !a.params.stop_strings.empty())
@@ -475,9 +502,11 @@ void bind_model(pyb::module_& mod) {
                   out.push_back(Score{s.ids, std::nullopt, s.logprob, "pll"});
               } else {
                 if (m.spec().graph != GraphKind::Decoder)
-                  throw Error(m.spec().architecture + " is not a decoder-only model: score needs one (or a masked-LM encoder)");
+                  throw Error(m.spec().architecture +
+                              " is not a decoder-only model: score needs one (or a masked-LM encoder)");
                 for (size_t i = 0; i < ids.size(); ++i) {
-                  if (ids[i].size() < 2) throw ArgumentError("inputs[" + std::to_string(i) + "]: fewer than 2 tokens to score");
+                  if (ids[i].size() < 2)
+                    throw ArgumentError("inputs[" + std::to_string(i) + "]: fewer than 2 tokens to score");
                   ForwardOutput o = m.forward(ids[i]);
                   Score s{ids[i], causal_logprobs(o.logits, ids[i]), 0, "logprob"};
                   for (double v : *s.token_logprobs) s.logprob += v;
@@ -490,22 +519,26 @@ void bind_model(pyb::module_& mod) {
           pyb::arg("inputs"))
       .def(
           "perplexity",
-          [](const SharedModel& sm, const pyb::object& input, std::optional<int64_t> ctx, int64_t stride, int64_t batch) {
+          [](const SharedModel& sm, const pyb::object& input, std::optional<int64_t> ctx, int64_t stride,
+             int64_t batch) {
             Prompt p = to_prompt(input, sm, "text_or_ids");
             PerplexityOut out;
             {
               pyb::gil_scoped_release nogil;
               std::shared_lock<std::shared_mutex> shared(sm.mu);
               const Model& m = sm.m;
-              if (m.spec().graph != GraphKind::Decoder) throw Error(m.spec().architecture + ": perplexity needs a decoder-only model");
+              if (m.spec().graph != GraphKind::Decoder)
+                throw Error(m.spec().architecture + ": perplexity needs a decoder-only model");
               // As `ordo ppl`: the text without the tokenizer's specials.
               const std::vector<int32_t> ids = p.ids ? *p.ids : m.encode(p.text, false);
               const int64_t n = static_cast<int64_t>(ids.size());
               const int64_t c = ctx ? *ctx : n;
               if (c < 2) throw ArgumentError("ctx must be >= 2, got " + std::to_string(c));
               if (c > n)
-                throw ArgumentError("ctx " + std::to_string(c) + " is longer than the input (" + std::to_string(n) + " tokens)");
-              if (stride < 0 || stride > c) throw ArgumentError("stride must be in [0, ctx], got " + std::to_string(stride));
+                throw ArgumentError("ctx " + std::to_string(c) + " is longer than the input (" +
+                                    std::to_string(n) + " tokens)");
+              if (stride < 0 || stride > c)
+                throw ArgumentError("stride must be in [0, ctx], got " + std::to_string(stride));
               if (batch < 1) throw ArgumentError("batch must be >= 1, got " + std::to_string(batch));
               m.engine().check_context(c, "ctx " + std::to_string(c));
               out.r = perplexity(m.engine(), ids, c, stride, nullptr, batch);
@@ -532,9 +565,13 @@ void bind_model(pyb::module_& mod) {
             EmbedOptions o;
             if (pooling) {
               const std::string& p = *pooling;
-              o.pooling = p == "mean" ? Pooling::Mean : p == "cls" ? Pooling::Cls : p == "last" ? Pooling::Last
-                        : p == "pooler" ? Pooling::Pooler
-                                        : throw ArgumentError("pooling must be mean, cls, last or pooler, got '" + p + "'");
+              o.pooling =
+                  p == "mean"   ? Pooling::Mean
+                  : p == "cls"  ? Pooling::Cls
+                  : p == "last" ? Pooling::Last
+                  : p == "pooler"
+                      ? Pooling::Pooler
+                      : throw ArgumentError("pooling must be mean, cls, last or pooler, got '" + p + "'");
             }
             o.normalize = normalize;
             o.batch = batch;
@@ -547,8 +584,8 @@ void bind_model(pyb::module_& mod) {
             }
             return make_array(std::move(t));
           },
-          pyb::arg("texts"), pyb::kw_only(), pyb::arg("pooling") = pyb::none(), pyb::arg("normalize") = pyb::none(),
-          pyb::arg("batch") = 32, pyb::arg("add_special") = true);
+          pyb::arg("texts"), pyb::kw_only(), pyb::arg("pooling") = pyb::none(),
+          pyb::arg("normalize") = pyb::none(), pyb::arg("batch") = 32, pyb::arg("add_special") = true);
 }
 
 }  // namespace ordo::py

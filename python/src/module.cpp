@@ -53,25 +53,28 @@ void bind_array(pyb::module_& m) {
         return pyb::buffer_info(a.t.data, sizeof(float), pyb::format_descriptor<float>::format(),
                                 static_cast<pyb::ssize_t>(shape.size()), shape, strides, /*readonly=*/true);
       })
-      .def_property_readonly("shape", [](const Array& a) {
-        pyb::tuple t(a.t.shape.size());
-        for (size_t i = 0; i < a.t.shape.size(); ++i) t[i] = a.t.shape[i];
-        return t;
-      })
+      .def_property_readonly("shape",
+                             [](const Array& a) {
+                               pyb::tuple t(a.t.shape.size());
+                               for (size_t i = 0; i < a.t.shape.size(); ++i) t[i] = a.t.shape[i];
+                               return t;
+                             })
       .def_property_readonly("dtype", [](const Array&) { return "float32"; })
-      .def_property_readonly("data_ptr", [](const Array& a) { return reinterpret_cast<uintptr_t>(a.t.data); },
-                             "Address of the first element (to check that a view shares it)")
+      .def_property_readonly(
+          "data_ptr", [](const Array& a) { return reinterpret_cast<uintptr_t>(a.t.data); },
+          "Address of the first element (to check that a view shares it)")
       .def("__len__", [](const Array& a) { return a.t.shape.empty() ? 0 : a.t.shape[0]; })
-      .def("tolist", [](const Array& a) {
-        // Nested lists for those without numpy.
-        const float* p = a.t.f32();
-        if (a.t.ndim() == 1) return pyb::cast(std::vector<float>(p, p + a.t.numel()));
-        pyb::list rows;
-        const int64_t cols = a.t.numel() / std::max<int64_t>(1, a.t.shape[0]);
-        for (int64_t r = 0; r < a.t.shape[0]; ++r)
-          rows.append(pyb::cast(std::vector<float>(p + r * cols, p + (r + 1) * cols)));
-        return pyb::object(rows);
-      })
+      .def("tolist",
+           [](const Array& a) {
+             // Nested lists for those without numpy.
+             const float* p = a.t.f32();
+             if (a.t.ndim() == 1) return pyb::cast(std::vector<float>(p, p + a.t.numel()));
+             pyb::list rows;
+             const int64_t cols = a.t.numel() / std::max<int64_t>(1, a.t.shape[0]);
+             for (int64_t r = 0; r < a.t.shape[0]; ++r)
+               rows.append(pyb::cast(std::vector<float>(p + r * cols, p + (r + 1) * cols)));
+             return pyb::object(rows);
+           })
       .def("__repr__", [](const Array& a) { return "<ordo.Array float32 " + a.t.shape_str() + ">"; });
 }
 
@@ -102,7 +105,8 @@ void bind_tokenizer(pyb::module_& m) {
             return pyb::bytes(t.decode(as_ids(t, ids), skip_special));
           },
           pyb::arg("ids"), pyb::kw_only(), pyb::arg("skip_special") = false)
-      .def("id_to_piece", [](const Tokenizer& t, int32_t id) { return utf8_text(t.id_to_piece(as_ids(t, {id})[0])); })
+      .def("id_to_piece",
+           [](const Tokenizer& t, int32_t id) { return utf8_text(t.id_to_piece(as_ids(t, {id})[0])); })
       .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
       .def_property_readonly("bos_id", &Tokenizer::bos_id)
       .def_property_readonly("eos_id", &Tokenizer::eos_id)

@@ -20,9 +20,10 @@ namespace {
 std::unique_lock<std::shared_mutex> exclusive(SharedModel& sm, const char* probe) {
   std::unique_lock<std::shared_mutex> lock(sm.mu, std::try_to_lock);
   if (!lock.owns_lock())
-    throw Error(std::string(probe) +
-                " changes the model's settings while it runs: it needs the model alone, but another call (or an "
-                "open stream) is using it");
+    throw Error(
+        std::string(probe) +
+        " changes the model's settings while it runs: it needs the model alone, but another call (or an "
+        "open stream) is using it");
   return lock;
 }
 
@@ -34,7 +35,8 @@ std::vector<probes::WordPair> to_pairs(const pyb::object& o) {
     probes::WordPair p;
     if (pyb::isinstance<pyb::dict>(h)) {
       pyb::dict d = h.cast<pyb::dict>();
-      if (!d.contains("original") || !d.contains("swapped")) throw ArgumentError(where + ": needs 'original' and 'swapped'");
+      if (!d.contains("original") || !d.contains("swapped"))
+        throw ArgumentError(where + ": needs 'original' and 'swapped'");
       p.original = d["original"].cast<std::string>();
       p.swapped = d["swapped"].cast<std::string>();
     } else {
@@ -99,10 +101,11 @@ pyb::dict permutation(SharedModel& sm, const std::vector<int32_t>& ids, uint64_t
 }
 
 pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::string& method,
-                 const std::vector<int64_t>& multiples, std::optional<int64_t> base, std::optional<int64_t> trained) {
+                 const std::vector<int64_t>& multiples, std::optional<int64_t> base,
+                 std::optional<int64_t> trained) {
   check_ids(ids, sm.m.spec().vocab_size, "ids");
   const PositionConfig& p = sm.m.spec().position;
-  const int64_t tr = trained ? *trained
+  const int64_t tr = trained                                ? *trained
                      : p.scaling.original_max_positions > 0 ? p.scaling.original_max_positions
                                                             : p.max_positions;
   if (tr < 1) throw ArgumentError("trained: the model states no trained length: give trained=");
@@ -112,8 +115,10 @@ pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::st
     if (x.name == method) lm = x, found = true;
   if (!found) {
     std::string known;
-    for (const probes::LengthMethod& x : probes::length_methods(p.scheme)) known += (known.empty() ? "" : ", ") + x.name;
-    throw ArgumentError("method '" + method + "' is not one the " + p.scheme + " scheme runs from a factor: " + known);
+    for (const probes::LengthMethod& x : probes::length_methods(p.scheme))
+      known += (known.empty() ? "" : ", ") + x.name;
+    throw ArgumentError("method '" + method + "' is not one the " + p.scheme +
+                        " scheme runs from a factor: " + known);
   }
   for (int64_t m : multiples)
     if (m < 1) throw ArgumentError("multiples must be >= 1, got " + std::to_string(m));
@@ -147,7 +152,8 @@ pyb::dict attention_by_distance(SharedModel& sm, const std::vector<std::vector<i
     check_ids(windows[i], sm.m.spec().vocab_size, "windows[" + std::to_string(i) + "]");
     longest = std::max<int64_t>(longest, static_cast<int64_t>(windows[i].size()));
   }
-  const std::vector<probes::DistanceBucket> buckets = probes::distance_buckets(max_distance ? *max_distance : longest - 1);
+  const std::vector<probes::DistanceBucket> buckets =
+      probes::distance_buckets(max_distance ? *max_distance : longest - 1);
   probes::AttentionProfile r;
   {
     pyb::gil_scoped_release nogil;
@@ -211,8 +217,8 @@ void bind_probes(pyb::module_& mod) {
   p.def("length", &length, pyb::arg("model"), pyb::arg("ids"), pyb::kw_only(), pyb::arg("method") = "none",
         pyb::arg("multiples") = std::vector<int64_t>{1, 2, 4}, pyb::arg("base") = pyb::none(),
         pyb::arg("trained") = pyb::none());
-  p.def("attention_by_distance", &attention_by_distance, pyb::arg("model"), pyb::arg("windows"), pyb::kw_only(),
-        pyb::arg("max_distance") = pyb::none());
+  p.def("attention_by_distance", &attention_by_distance, pyb::arg("model"), pyb::arg("windows"),
+        pyb::kw_only(), pyb::arg("max_distance") = pyb::none());
   p.def("split_sentences", &probes::split_sentences, pyb::arg("text"));
   p.def(
       "default_pairs",

@@ -6,7 +6,8 @@
 namespace ordo::py {
 
 TextStreamer::TextStreamer(std::shared_ptr<const SharedModel> model, std::string prompt,
-                           std::optional<std::vector<int32_t>> ids, TextGenerateParams params, bool keep_logits)
+                           std::optional<std::vector<int32_t>> ids, TextGenerateParams params,
+                           bool keep_logits)
     : model_(std::move(model)),
       prompt_(std::move(prompt)),
       ids_(std::move(ids)),
@@ -36,7 +37,8 @@ void TextStreamer::run() {
     const Model& m = model_->m;
     if (ids_) {
       // Ids in, text out: the tokenizer's streaming decoder, the prompt as its context.
-      StreamDecoder dec(m.tokenizer(), m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : *ids_);
+      StreamDecoder dec(m.tokenizer(),
+                        m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : *ids_);
       const int32_t eos = m.spec().eos_id;
       result_.generation = m.generate_ids(
           *ids_, params_,
@@ -52,9 +54,9 @@ void TextStreamer::run() {
         if (!rest.empty()) push(rest);
       }
     } else {
-      result_ = std::move(
-          m.generate_batch({prompt_}, params_, 1, [this](size_t, const std::string& piece) { return push(piece); },
-                           keep_logits_)[0]);
+      result_ = std::move(m.generate_batch(
+          {prompt_}, params_, 1, [this](size_t, const std::string& piece) { return push(piece); },
+          keep_logits_)[0]);
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
