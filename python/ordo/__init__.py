@@ -8,10 +8,20 @@ score text and probe how a model uses position.
 
 Every call that computes releases the GIL; one Model may be shared by threads.
 """
-from . import _ordo
-from ._ordo import Array, Error, Generation, Perplexity, Score, Tokenizer, schemes, __version__
-from . import probes
-from .compare import compare
+import os
+
+# As the ordo CLI does (tools/cli/main.cpp): libgomp's default wait policy spins idle threads at every
+# barrier, which on a machine whose cores are busy with other work stalls each parallel region
+# (decode ~30% slower here under load). libgomp reads the policy once, when it is loaded, i.e. on the
+# import below, unless something imported earlier (torch, ...) loaded it already. Set
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT yourself to choose otherwise.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+from . import _ordo  # noqa: E402
+from ._ordo import Array, Error, Generation, Perplexity, Score, Tokenizer, schemes, __version__  # noqa: E402
+from . import probes  # noqa: E402
+from .compare import compare  # noqa: E402
 
 __all__ = ["Model", "Tokenizer", "Array", "Generation", "Score", "Perplexity", "Error", "schemes", "probes",
            "compare", "__version__"]
