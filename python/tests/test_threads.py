@@ -52,3 +52,19 @@ def test_other_thread_progresses_during_generate(stories):
     assert elapsed > 0.05
     # With the GIL held the ticker could not run at all while generating.
     assert during >= 10
+
+
+def test_import_chooses_passive_openmp_wait_unless_user_did():
+    import os
+    import subprocess
+    import sys
+
+    import ordo
+
+    code = "import os, ordo; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = ordo.__path__[0] + "/.."
+    run = lambda e: subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
+                                   check=True).stdout.strip()
+    assert run(env) == "PASSIVE"
+    assert run({**env, "OMP_WAIT_POLICY": "active"}) == "active"
