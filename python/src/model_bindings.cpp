@@ -293,9 +293,11 @@ std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Pr
 
 struct Score {
   std::vector<int32_t> ids;
-  std::optional<std::vector<double>> token_logprobs;  // decoders: log p(ids[t] | ids[<t]), t >= 1
-  double logprob = 0;                                 // their sum (masked-LM encoders: the PLL)
-  std::string method;                                 // "logprob" or "pll"
+  std::vector<double>
+      token_logprobs;              // each scored token's log p (decoders: log p(ids[t] | ids[<t]), t >= 1)
+  std::vector<int64_t> positions;  // the position in ids of each scored token
+  double logprob = 0;              // their sum (masked-LM encoders: the PLL)
+  std::string method;              // "logprob" or "pll"
 };
 
 struct PerplexityOut {
@@ -330,6 +332,7 @@ void bind_model(pyb::module_& mod) {
   pyb::class_<Score>(mod, "Score", "Log-probabilities of one given input.")
       .def_readonly("ids", &Score::ids)
       .def_readonly("token_logprobs", &Score::token_logprobs)
+      .def_readonly("positions", &Score::positions)
       .def_readonly("logprob", &Score::logprob)
       .def_readonly("method", &Score::method)
       .def("__repr__",
@@ -496,10 +499,16 @@ void bind_model(pyb::module_& mod) {
               if (probes::is_masked_lm(m)) {
                 std::vector<std::string> texts;
                 std::vector<const std::string*> tp;
-                for (const Prompt& p : ps) texts.push_back(p.ids ? m.decode(*p.ids) : p.text);
+                for (const Prompt& p : ps) {
+                  if (p.ids)
+                    throw ArgumentError(
+                        "inputs: a masked-LM encoder scores text (the tokenizer places its specials): give "
+                        "str");
+                  texts.push_back(p.text);
+                }
                 for (const std::string& t : texts) tp.push_back(&t);
                 for (probes::TextScore& s : probes::pseudo_log_likelihoods(m, tp))
-                  out.push_back(Score{s.ids, std::nullopt, s.logprob, "pll"});
+                  out.push_back(Score{s.ids, s.terms, s.positions, s.logprob, "pll"});
               } else {
                 if (m.spec().graph != GraphKind::Decoder)
                   throw Error(m.spec().architecture +
@@ -508,8 +517,9 @@ void bind_model(pyb::module_& mod) {
                   if (ids[i].size() < 2)
                     throw ArgumentError("inputs[" + std::to_string(i) + "]: fewer than 2 tokens to score");
                   ForwardOutput o = m.forward(ids[i]);
-                  Score s{ids[i], causal_logprobs(o.logits, ids[i]), 0, "logprob"};
-                  for (double v : *s.token_logprobs) s.logprob += v;
+                  Score s{ids[i], causal_logprobs(o.logits, ids[i]), {}, 0, "logprob"};
+                  for (size_t t = 1; t < ids[i].size(); ++t) s.positions.push_back(static_cast<int64_t>(t));
+                  for (double v : s.token_logprobs) s.logprob += v;
                   out.push_back(std::move(s));
                 }
               }

@@ -56,6 +56,14 @@ def test_probe_functions_on_stories(stories):
     mlm = ordo.Model(str(ZOO / "mlm" / "rope-s1"), threads=1)
     s = mlm.score("The cat sat on the mat.")
     assert s.method == "pll" and s.logprob < 0
+    # One term per non-special token: every position but [CLS]/BOS and [SEP]/EOS the tokenizer adds.
+    plain = mlm.tokenize("The cat sat on the mat.", add_special=False)
+    assert len(s.token_logprobs) == len(s.positions) == len(plain)
+    assert [s.ids[p] for p in s.positions] == plain
+    assert abs(sum(s.token_logprobs) - s.logprob) < 1e-9 * abs(s.logprob)
+    # The PLL is what word_order scores a masked LM by: its pair scores are these sums.
+    wo = ordo.probes.word_order(mlm, [("The cat sat on the mat.", "The mat sat on the cat.")])
+    assert wo["method"] == "pll" and wo["pairs"][0]["score_original"] == s.logprob
 
 
 def test_word_order_example_writes_figure(tmp_path):
