@@ -108,7 +108,8 @@ pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::st
   const int64_t tr = trained                                ? *trained
                      : p.scaling.original_max_positions > 0 ? p.scaling.original_max_positions
                                                             : p.max_positions;
-  if (tr < 1) throw ArgumentError("trained: the model states no trained length: give trained=");
+  if (tr < 1) throw ArgumentError("trained must be >= 1 (the model states no trained length: give trained=)");
+  if (base && *base < 1) throw ArgumentError("base must be >= 1, got " + std::to_string(*base));
   probes::LengthMethod lm;
   bool found = false;
   for (const probes::LengthMethod& x : probes::length_methods(p.scheme))
@@ -147,6 +148,8 @@ pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::st
 pyb::dict attention_by_distance(SharedModel& sm, const std::vector<std::vector<int32_t>>& windows,
                                 std::optional<int64_t> max_distance) {
   if (windows.empty()) throw ArgumentError("windows: no window");
+  if (max_distance && *max_distance < 0)
+    throw ArgumentError("max_distance must be >= 0, got " + std::to_string(*max_distance));
   int64_t longest = 0;
   for (size_t i = 0; i < windows.size(); ++i) {
     check_ids(windows[i], sm.m.spec().vocab_size, "windows[" + std::to_string(i) + "]");

@@ -68,6 +68,10 @@ def test_missing_directory_is_ordo_error(tmp_path):
     (lambda m: list(m.stream("x", top_p=2.0)), "top_p"),
     (lambda m: ordo.probes.word_order(m, []), "pairs"),
     (lambda m: ordo.probes.length(m, [1, 2, 3], method="warp"), "method"),
+    (lambda m: ordo.probes.length(m, [1, 2, 3], base=-5), "base"),
+    (lambda m: ordo.probes.length(m, [1, 2, 3], trained=0), "trained"),
+    (lambda m: ordo.probes.attention_by_distance(m, [[1, 2]], max_distance=-1), "max_distance"),
+    (lambda m: ordo.probes.permutation(m, []), "ids"),
 ])
 def test_bad_arguments_raise_value_error(stories, call, name):
     with pytest.raises(ValueError, match=name):
