@@ -98,7 +98,9 @@ TEST_F(BrokenModel, TruncatedWeightsNameFile) {
 
 TEST_F(BrokenModel, MissingWeightsFile) {
   fs::remove(dir_ + "/model.safetensors");
-  expect_load_error({"model.safetensors", "missing"});
+  // What was looked for and what the directory holds.
+  expect_load_error({"no weights: looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin and "
+                     "pytorch_model.bin.index.json", "found config.json, generation_config.json"});
 }
 
 TEST_F(BrokenModel, UnknownScalingTypeNamesIt) {

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <limits>
 
+#include "generate_internal.hpp"
+#include "ordo/beam_search.hpp"
+
 namespace ordo {
 
 Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {
@@ -16,17 +19,44 @@ Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {
   if (p.top_k < 0) throw Error("top_k must be >= 0, got " + std::to_string(p.top_k));
   if (!(p.repetition_penalty > 0 && std::isfinite(p.repetition_penalty)))
     throw Error("repetition_penalty must be a finite number > 0, got " + std::to_string(p.repetition_penalty));
+  if (p.no_repeat_ngram_size < 0)
+    throw Error("no_repeat_ngram_size must be >= 0, got " + std::to_string(p.no_repeat_ngram_size));
 }
 
-int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& history) {
-  if (p_.repetition_penalty != 1.0f) {
+void apply_penalties(float* scores, int64_t V, const std::vector<int32_t>& history, const SamplingParams& p) {
+  if (p.repetition_penalty != 1.0f) {
     std::vector<int32_t> seen(history);
     std::sort(seen.begin(), seen.end());
     seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
     for (int32_t id : seen)
       if (id >= 0 && id < V)
-        logits[id] = logits[id] > 0 ? logits[id] / p_.repetition_penalty : logits[id] * p_.repetition_penalty;
+        scores[id] = scores[id] > 0 ? scores[id] / p.repetition_penalty : scores[id] * p.repetition_penalty;
   }
+  const float ban = -std::numeric_limits<float>::infinity();
+  const size_t L = history.size(), n = p.no_repeat_ngram_size > 0 ? static_cast<size_t>(p.no_repeat_ngram_size) : 0;
+  // As Hugging Face: the last n-1 tokens followed by t must not be an n-gram already seen.
+  if (n > 0 && L + 1 >= n)
+    for (size_t i = 0; i + n <= L; ++i)
+      if (std::equal(history.begin() + static_cast<std::ptrdiff_t>(i),
+                     history.begin() + static_cast<std::ptrdiff_t>(i + n - 1),
+                     history.end() - static_cast<std::ptrdiff_t>(n - 1))) {
+        const int32_t t = history[i + n - 1];
+        if (t >= 0 && t < V) scores[t] = ban;
+      }
+  for (const std::vector<int32_t>& w : p.bad_words_ids) {
+    if (w.empty() || w.back() < 0 || w.back() >= V) continue;
+    const size_t prefix = w.size() - 1;
+    if (prefix <= L && std::equal(w.begin(), w.end() - 1, history.end() - static_cast<std::ptrdiff_t>(prefix)))
+      scores[w.back()] = ban;
+  }
+}
+
+int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& history) {
+  apply_penalties(logits, V, history, p_);
+  return pick(logits, V);
+}
+
+int32_t Sampler::pick(float* logits, int64_t V) {
   if (p_.temperature == 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
 
   cand_.resize(V);
@@ -62,7 +92,20 @@ int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& hi
   return cand_[n - 1].second;
 }
 
-namespace {
+namespace detail {
+
+void apply_length_rules(float* scores, int64_t V, const GenerateParams& p, int64_t prompt, int64_t generated,
+                        int max_new_tokens) {
+  const float ban = -std::numeric_limits<float>::infinity();
+  if (prompt + generated < p.min_length || generated < p.min_new_tokens)
+    for (int32_t id : p.stop_ids)
+      if (id >= 0 && id < V) scores[id] = ban;
+  if (!p.forced_eos_ids.empty() && generated == max_new_tokens - 1) {
+    std::fill(scores, scores + V, ban);
+    for (int32_t id : p.forced_eos_ids)
+      if (id >= 0 && id < V) scores[id] = 0;
+  }
+}
 
 Sequence fresh_sequence(const Transformer& model, int64_t capacity, const Tensor* encoder_out,
                         const std::vector<uint8_t>& encoder_mask) {
@@ -71,7 +114,50 @@ Sequence fresh_sequence(const Transformer& model, int64_t capacity, const Tensor
   return seq;
 }
 
-}  // namespace
+bool needs_refeed(const Transformer& model, const GenerateParams& p, int64_t len) {
+  return !p.use_cache || model.decoder_scheme().rotation_changes(len - 1, len);
+}
+
+RequestPlan plan_request(const Transformer& model, const GenerateRequest& r, size_t i) {
+  if (r.prompt.empty())
+    throw Error("generate: the prompt is empty (a decoder needs at least one token, e.g. BOS)" +
+                (i > 0 ? " (request " + std::to_string(i) + ")" : std::string()));
+  if (r.params.max_new_tokens < 0) throw Error("max_new_tokens must be >= 0");
+  if (r.params.max_length < 0) throw Error("max_length must be >= 0 (0: off)");
+  if (!r.params.prompt_mask.empty() && r.params.prompt_mask.size() != r.prompt.size())
+    throw Error("generate: prompt_mask has " + std::to_string(r.params.prompt_mask.size()) + " entries for " +
+                std::to_string(r.prompt.size()) + " prompt tokens");
+  const int64_t prompt = static_cast<int64_t>(r.prompt.size());
+  RequestPlan plan;
+  plan.max_new_tokens = r.params.max_new_tokens;
+  if (r.params.max_length > 0 && prompt >= r.params.max_length)
+    throw Error("generate: the prompt (" + std::to_string(prompt) + " tokens" +
+                (i > 0 ? ", request " + std::to_string(i) : std::string()) + ") already reaches max_length (" +
+                std::to_string(r.params.max_length) + "): nothing can be generated; give max_new_tokens instead");
+  if (r.params.max_length > 0)
+    plan.max_new_tokens = static_cast<int>(
+        std::max<int64_t>(0, std::min<int64_t>(plan.max_new_tokens, r.params.max_length - prompt)));
+  const int64_t total = prompt + plan.max_new_tokens;
+  int64_t capacity = r.params.capacity > 0 ? r.params.capacity : total + 1;
+  const ContextExtension& ext = model.context_extension();
+  if (ext.streaming()) {
+    // Sinks hold at most K + N keys (the whole prompt while it runs): memory stays constant however
+    // long the generation, so only that is checked against the context limit.
+    const int64_t held = std::max(prompt, ext.cache_size());
+    capacity = std::min(capacity, held);
+    model.check_context(held, "generate: the prompt (" + std::to_string(prompt) + " tokens) or the sink cache (" +
+                                  std::to_string(ext.cache_size()) + " tokens)");
+    if (total >= std::numeric_limits<int32_t>::max())
+      throw Error("generate: the prompt + max_new_tokens must stay below 2^31 positions");
+  } else {
+    model.check_context(total, "generate: the prompt (" + std::to_string(prompt) + " tokens) + max_new_tokens (" +
+                                   std::to_string(plan.max_new_tokens) + ")");
+  }
+  plan.capacity = capacity;
+  return plan;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -87,35 +173,15 @@ struct Live {
   std::vector<int32_t> feed;  // what the next step appends: the prompt, one token, or (re-encode) all
   std::vector<uint8_t> feed_mask;
   bool prefilled = false;
+  int max_new_tokens = 0;  // within max_length
 };
 
 // Validates request i and starts its sequence, its prompt as the first feed.
 Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
-  if (r.prompt.empty())
-    throw Error("generate: the prompt is empty (a decoder needs at least one token, e.g. BOS)" +
-                (i > 0 ? " (request " + std::to_string(i) + ")" : std::string()));
-  if (r.params.max_new_tokens < 0) throw Error("max_new_tokens must be >= 0");
-  if (!r.params.prompt_mask.empty() && r.params.prompt_mask.size() != r.prompt.size())
-    throw Error("generate: prompt_mask has " + std::to_string(r.params.prompt_mask.size()) + " entries for " +
-                std::to_string(r.prompt.size()) + " prompt tokens");
-  const int64_t prompt = static_cast<int64_t>(r.prompt.size()), total = prompt + r.params.max_new_tokens;
-  int64_t capacity = r.params.capacity > 0 ? r.params.capacity : total + 1;
-  const ContextExtension& ext = model.context_extension();
-  if (ext.streaming()) {
-    // Sinks hold at most K + N keys (the whole prompt while it runs): memory stays constant however
-    // long the generation, so only that is checked against the context limit.
-    const int64_t held = std::max(prompt, ext.cache_size());
-    capacity = std::min(capacity, held);
-    model.check_context(held, "generate: the prompt (" + std::to_string(prompt) + " tokens) or the sink cache (" +
-                                  std::to_string(ext.cache_size()) + " tokens)");
-    if (total >= std::numeric_limits<int32_t>::max())
-      throw Error("generate: the prompt + max_new_tokens must stay below 2^31 positions");
-  } else {
-    model.check_context(total, "generate: the prompt (" + std::to_string(prompt) + " tokens) + max_new_tokens (" +
-                                   std::to_string(r.params.max_new_tokens) + ")");
-  }
-  Live l{i, &r, fresh_sequence(model, capacity, r.encoder_out, r.encoder_mask), Sampler(r.params.sampling), {},
-         r.prompt, r.params.prompt_mask, r.prompt, r.params.prompt_mask};
+  const detail::RequestPlan plan = detail::plan_request(model, r, i);
+  Live l{i, &r, detail::fresh_sequence(model, plan.capacity, r.encoder_out, r.encoder_mask), Sampler(r.params.sampling),
+         {}, r.prompt, r.params.prompt_mask, r.prompt, r.params.prompt_mask};
+  l.max_new_tokens = plan.max_new_tokens;
   l.res.prompt_tokens = static_cast<int64_t>(r.prompt.size());
   return l;
 }
@@ -125,13 +191,17 @@ Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
 bool advance(const Transformer& model, Live& l, float* logits, const BatchTokenCallback& on_token, bool keep_logits) {
   const GenerateParams& p = l.req->params;
   const int64_t V = model.spec().vocab_size;
-  if (p.max_new_tokens == 0) return false;
+  if (l.max_new_tokens == 0) return false;
   if (keep_logits) {
     Tensor row = Tensor::zeros({V});
     std::memcpy(row.f32(), logits, static_cast<size_t>(V) * sizeof(float));
     l.res.step_logits.push_back(std::move(row));
   }
-  const int32_t id = l.sampler.sample(logits, V, l.history);
+  // Hugging Face's order: penalties and bans, then the length rules, then the pick.
+  apply_penalties(logits, V, l.history, p.sampling);
+  detail::apply_length_rules(logits, V, p, static_cast<int64_t>(l.req->prompt.size()),
+                             static_cast<int64_t>(l.res.ids.size()), l.max_new_tokens);
+  const int32_t id = l.sampler.pick(logits, V);
   l.res.ids.push_back(id);
   l.history.push_back(id);
   if (!l.history_mask.empty()) l.history_mask.push_back(1);
@@ -141,12 +211,11 @@ bool advance(const Transformer& model, Live& l, float* logits, const BatchTokenC
     l.res.stopped_by_eos = true;
     return false;
   }
-  if (static_cast<int>(l.res.ids.size()) == p.max_new_tokens) return false;
-  const int64_t len = static_cast<int64_t>(l.history.size());
-  if (!p.use_cache || model.decoder_scheme().rotation_changes(len - 1, len)) {
+  if (static_cast<int>(l.res.ids.size()) == l.max_new_tokens) return false;
+  if (detail::needs_refeed(model, p, static_cast<int64_t>(l.history.size()))) {
     // Recompute every key with the rotation in force for the new length (LongRoPE's
     // short→long switch, or the uncached reference mode).
-    l.seq = fresh_sequence(model, l.seq.self.capacity, l.req->encoder_out, l.req->encoder_mask);
+    l.seq = detail::fresh_sequence(model, l.seq.self.capacity, l.req->encoder_out, l.req->encoder_mask);
     l.feed = l.history;
     l.feed_mask = l.history_mask;
   } else {
@@ -162,6 +231,24 @@ std::vector<GenerateResult> generate_batch(const Transformer& model, const std::
                                            int max_batch, const BatchTokenCallback& on_token, bool keep_logits) {
   using clock = std::chrono::steady_clock;
   if (max_batch < 1) throw Error("generate_batch: max_batch must be >= 1, got " + std::to_string(max_batch));
+  std::vector<size_t> beam, plain;
+  for (size_t i = 0; i < requests.size(); ++i) (requests[i].params.beams.num_beams > 1 ? beam : plain).push_back(i);
+  if (!beam.empty()) {
+    // Beam-search requests run through beam_search_batch, the others below; each part's callbacks
+    // and results keep the requests' own indices.
+    std::vector<GenerateResult> results(requests.size());
+    for (const std::vector<size_t>* part : {&beam, &plain}) {
+      if (part->empty()) continue;
+      std::vector<GenerateRequest> sub;
+      for (size_t i : *part) sub.push_back(requests[i]);
+      BatchTokenCallback cb;
+      if (on_token) cb = [&](size_t k, int32_t id) { return on_token((*part)[k], id); };
+      std::vector<GenerateResult> got = part == &beam ? beam_search_batch(model, sub, max_batch, cb)
+                                                      : generate_batch(model, sub, max_batch, cb, keep_logits);
+      for (size_t k = 0; k < part->size(); ++k) results[(*part)[k]] = std::move(got[k]);
+    }
+    return results;
+  }
   std::vector<GenerateResult> results(requests.size());
   std::vector<Live> live;
   std::vector<DecodeRequest> step;

@@ -81,6 +81,9 @@ void quantize_row(const float* x, int64_t K, int8_t* q, float* scale) {
 Linear convert_linear(const Linear& l, DType to) {
   if (!l.present() || l.weight.dtype == to) return l;
   const Tensor& w = l.weight;
+  if (w.empty())
+    throw Error("convert_linear: the " + std::string(dtype_name(w.dtype)) + " " + w.shape_str() +
+                " weight's values were released when it was packed (convert before packing)");
   if (w.ndim() != 2) throw Error("convert_linear: weight must be 2-D, got " + w.shape_str());
   if (w.dtype == DType::I8 && (l.scales.empty() || l.scales.numel() != w.dim(0)))
     throw Error("convert_linear: I8 weight " + w.shape_str() + " without matching scales");
@@ -123,8 +126,10 @@ int64_t linear_bytes(const Linear& l) {
 
 }  // namespace
 
-void convert_weights(ModelSpec& spec, DType to) {
-  std::map<const void*, Linear> done;  // original weight data → converted layer (shared weights)
+void convert_weights(ModelSpec& spec, DType to, const WeightDone& on_done) {
+  // Original weight data → converted layer (shared weights). A source is compared by address only
+  // while it is alive: all sources exist before the loop, so a freed one's address is never another's.
+  std::map<const void*, Linear> done;
   spec.for_each_linear([&](Linear& l) {
     if (!l.present() || l.weight.dtype == to) return;
     auto it = done.find(l.weight.data);
@@ -134,13 +139,27 @@ void convert_weights(ModelSpec& spec, DType to) {
       l.bias = bias;
       return;
     }
-    const void* key = l.weight.data;
+    const Tensor source = l.weight;
     l = convert_linear(l, to);
-    done.emplace(key, l);
-  });
+    done.emplace(source.data, l);
+    if (on_done) on_done(source);
+  });  // `source` went out of scope with each call: a source only this spec held is freed already
 }
 
-int64_t pack_panels(ModelSpec& spec) {
+namespace {
+
+// Frees a packed weight's values when nothing but this Linear refers to their storage (the panels
+// are the engine's copy). Shape and dtype stay: they describe the layer (view_linear checks them).
+void release_if_sole_owner(Linear& l) {
+  if (l.panels && l.weight.owner && l.weight.owner.use_count() == 1) {
+    l.weight.owner.reset();
+    l.weight.data = nullptr;
+  }
+}
+
+}  // namespace
+
+int64_t pack_panels(ModelSpec& spec, const WeightDone& on_done) {
   std::map<std::tuple<const void*, int64_t, int64_t, DType>, std::shared_ptr<const PanelWeight>> done;
   int64_t bytes = 0;
   spec.for_each_linear([&](Linear& l) {
@@ -154,6 +173,8 @@ int64_t pack_panels(ModelSpec& spec) {
     }
     if (pack_panels(l)) bytes += static_cast<int64_t>(l.weight.nbytes());
     done.emplace(key, l.panels);
+    if (on_done) on_done(l.weight);
+    release_if_sole_owner(l);
   });
   return bytes;
 }

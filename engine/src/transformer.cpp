@@ -140,7 +140,14 @@ int64_t ModelSpec::parameter_count() const {
     n += t.numel();
   };
   auto add_lin = [&](const Linear& l) {
-    add(l.weight);
+    if (l.weight.empty() && l.panels) {  // values released after packing: the panels stand for them
+      if (std::find(seen.begin(), seen.end(), l.panels.get()) == seen.end()) {
+        seen.push_back(l.panels.get());
+        n += l.weight.numel();
+      }
+    } else {
+      add(l.weight);
+    }
     add(l.bias);
   };
   auto add_norm = [&](const Norm& m) {
@@ -173,7 +180,7 @@ Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec
                 std::to_string(spec_.n_kv_heads) + ")");
   // The logits block is [T, vocab_size] and the head writes every element of it.
   const Tensor& head = spec_.lm_head.weight;
-  if (!head.empty() && (head.ndim() != 2 || head.dim(0) != spec_.vocab_size || head.dim(1) != spec_.d_model))
+  if (spec_.lm_head.present() && (head.ndim() != 2 || head.dim(0) != spec_.vocab_size || head.dim(1) != spec_.d_model))
     throw Error("model spec: lm_head weight is " + head.shape_str() + ", expected [vocab_size " +
                 std::to_string(spec_.vocab_size) + ", d_model " + std::to_string(spec_.d_model) + "]");
   pack_panels(spec_);
@@ -339,6 +346,37 @@ bool Sequence::has_evicted() const {
   for (int64_t i = 0; i < self.length; ++i)
     if (self.valid[static_cast<size_t>(i)] && self.positions[static_cast<size_t>(i)] != expected++) return true;
   return false;
+}
+
+void Sequence::copy_from(const Sequence& other) {
+  if (this == &other) return;
+  KVCache& c = self;
+  const KVCache& o = other.self;
+  if (o.length > c.capacity)
+    throw Error("Sequence::copy_from: " + std::to_string(o.length) + " cached tokens do not fit in " +
+                std::to_string(c.capacity) + " slots");
+  std::vector<Tensor*> to = slot_tensors(c);
+  const std::vector<Tensor*> from = slot_tensors(const_cast<KVCache&>(o));
+  if (to.size() != from.size()) throw Error("Sequence::copy_from: the sequences' caches differ in layout");
+  for (size_t i = 0; i < to.size(); ++i) {
+    const Tensor& s = *from[i];
+    if (s.dtype != to[i]->dtype || s.shape[0] != to[i]->shape[0])
+      throw Error("Sequence::copy_from: the sequences' caches differ in layout");
+    const int64_t heads = s.shape[0], row = s.numel() / (heads * o.capacity);  // elements per slot
+    const size_t es = dtype_size(s.dtype) * static_cast<size_t>(row);
+    auto dst = static_cast<char*>(to[i]->data);
+    auto src = static_cast<const char*>(s.data);
+    for (int64_t h = 0; h < heads; ++h)
+      std::memcpy(dst + h * c.capacity * es, src + h * o.capacity * es, static_cast<size_t>(o.length) * es);
+  }
+  c.length = o.length;
+  c.positions = o.positions;
+  c.valid = o.valid;
+  cross = other.cross;
+  next_position = other.next_position;
+  tokens = other.tokens;
+  token_valid = other.token_valid;
+  extension = other.extension;
 }
 
 // Grows a cache (keeping its contents) so that `needed` slots fit.

@@ -6,12 +6,10 @@
 
 namespace ordo {
 
-FamilyContext::FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation)
+FamilyContext::FamilyContext(JsonConfig config, Weights weights, JsonConfig generation)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      generation_(std::move(generation)) {
-  keep_stored_ = config_.has("ordo_quantization");
-}
+      generation_(std::move(generation)) {}
 
 static std::string shape_of(const std::vector<int64_t>& s) {
   Tensor t;
@@ -22,7 +20,7 @@ static std::string shape_of(const std::vector<int64_t>& s) {
 Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& shape) const {
   const Tensor& t = weights_.get(name);
   if (!shape.empty() && t.shape != shape)
-    throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+    throw Error(weights_.file_of(name) + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                 shape_of(shape) + " from config.json");
   // F32 borrowed from the mapping when 4-byte aligned (the usual case); copied otherwise.
   if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) return t;
@@ -32,7 +30,7 @@ Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& s
     return c;
   }
   if (t.dtype == DType::I8)
-    throw Error(weights_.path() + ": tensor '" + name + "' is I8; expected a float type");
+    throw Error(weights_.file_of(name) + ": tensor '" + name + "' is I8; expected a float type");
   return t.to_f32();
 }
 
@@ -49,13 +47,13 @@ Tensor FamilyContext::linear_weight(const std::string& name, int64_t out, int64_
 Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, int64_t in,
                                          Tensor* scales) const {
   const Tensor& t = weights_.get(name);
-  if (t.dtype == DType::F32 || (!keep_stored_ && t.dtype != DType::I8)) return get(name, {out, in});
+  if (t.dtype == DType::F32) return get(name, {out, in});
   if (t.shape != std::vector<int64_t>{out, in})
-    throw Error(weights_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+    throw Error(weights_.file_of(name) + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                 shape_of({out, in}) + " from config.json");
   if (t.dtype == DType::I8) {
     if (!has(name + ".scales"))
-      throw Error(weights_.path() + ": I8 tensor '" + name + "' has no '" + name +
+      throw Error(weights_.file_of(name) + ": I8 tensor '" + name + "' has no '" + name +
                   ".scales' (per-row F32 scales)");
     *scales = get(name + ".scales", {out});
     return t;  // int8: no alignment needed
@@ -134,6 +132,11 @@ bool FamilyContext::ties_lm_head(bool tied_by_default) const {
 Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name,
                                      bool tied_by_default) const {
   if (ties_lm_head(tied_by_default)) return s.tok_embed;
+  const DType stored = weights_.get(name).dtype;
+  if (stored == DType::F16 || stored == DType::BF16) {  // as stored, like linear(): converted once, at load
+    Tensor no_scales;
+    return linear_weight_impl(name, s.vocab_size, s.d_model, &no_scales);
+  }
   return get(name, {s.vocab_size, s.d_model});
 }
 
@@ -174,10 +177,10 @@ void FamilyContext::read_special_ids(ModelSpec& s, int32_t bos, int32_t eos, int
   s.pad_id = token_id("pad_token_id", pad);
 }
 
-// Copies rows [begin, end) of a weight (or elements of a bias) into a new tensor.
+// Copies rows [begin, end) of a weight (or elements of a bias) into a new tensor of its dtype.
 static Tensor slice_rows(const Tensor& w, int64_t begin, int64_t end) {
   Tensor v = w.rows(begin, end);
-  Tensor out = Tensor::zeros(v.shape);
+  Tensor out = Tensor::zeros(v.shape, v.dtype);
   std::memcpy(out.data, v.data, v.nbytes());
   return out;
 }
@@ -194,15 +197,16 @@ static void split_per_head_qkv(const Tensor& w, int64_t heads, int64_t hd, Tenso
   const int64_t cols = w.ndim() == 2 ? w.dim(1) : 1;
   std::vector<int64_t> shape = {heads * hd};
   if (w.ndim() == 2) shape.push_back(cols);
-  *q = Tensor::zeros(shape);
-  *k = Tensor::zeros(shape);
-  *v = Tensor::zeros(shape);
-  const size_t row_bytes = cols * sizeof(float);
+  *q = Tensor::zeros(shape, w.dtype);
+  *k = Tensor::zeros(shape, w.dtype);
+  *v = Tensor::zeros(shape, w.dtype);
+  const size_t row_bytes = cols * dtype_size(w.dtype);
+  const auto* base = static_cast<const char*>(w.data);
   for (int64_t h = 0; h < heads; ++h)
     for (int part = 0; part < 3; ++part) {
       Tensor* dst = part == 0 ? q : part == 1 ? k : v;
-      const float* src = w.f32() + ((h * 3 + part) * hd) * cols;
-      std::memcpy(dst->f32() + h * hd * cols, src, hd * row_bytes);
+      std::memcpy(static_cast<char*>(dst->data) + h * hd * row_bytes, base + (h * 3 + part) * hd * row_bytes,
+                  hd * row_bytes);
     }
 }
 

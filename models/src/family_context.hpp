@@ -1,4 +1,4 @@
-// What a family file sees: the model directory's config.json and weights, with helpers that fetch
+// What a family file sees: the model directory's config.json and weights (whatever files hold them), with helpers that fetch
 // tensors by Hugging Face name (converted to the engine's layout) and fail with the file and
 // tensor named. One file per family under families/ turns these into a ModelSpec.
 #pragma once
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "json_config.hpp"
-#include "ordo/safetensors.hpp"
+#include "ordo/weights.hpp"
 #include "ordo/spec.hpp"
 
 namespace ordo {
@@ -20,10 +20,10 @@ Activation activation_from_name(const std::string& name, const std::string& wher
 
 class FamilyContext {
  public:
-  FamilyContext(JsonConfig config, SafeTensors weights, JsonConfig generation);
+  FamilyContext(JsonConfig config, Weights weights, JsonConfig generation);
 
   const JsonConfig& config() const { return config_; }
-  const SafeTensors& weights() const { return weights_; }
+  const Weights& weights() const { return weights_; }
 
   bool has(const std::string& name) const { return weights_.has(name); }
   // The tensor as F32 (borrowed from the mapping when stored F32, converted otherwise), checked
@@ -32,9 +32,10 @@ class FamilyContext {
   // Empty tensor when absent.
   Tensor get_optional(const std::string& name, const std::vector<int64_t>& shape = {}) const;
   // nn.Linear "<prefix>.weight" [out, in] and "<prefix>.bias" [out] (bias optional unless required).
-  // The weight keeps its stored dtype when it is I8 (with "<prefix>.weight.scales" F32 [out], as
-  // `ordo quantize` writes it) or when it is F16/BF16 in a directory written by `ordo quantize`;
-  // otherwise it is F32 as from get(). Every weight name fetched here is recorded (linear_names()).
+  // The weight keeps its stored dtype: F32 as from get(), F16/BF16 borrowed from the mapping (copied
+  // when not 2-byte aligned; the loader converts it to the dtype the model runs in, so no F32 copy
+  // of the whole model is ever made), I8 with "<prefix>.weight.scales" F32 [out] as `ordo quantize`
+  // writes it. Every weight name fetched here is recorded (linear_names()).
   Linear linear(const std::string& prefix, int64_t out, int64_t in, bool bias_required = false) const;
   Linear linear_no_bias(const std::string& prefix, int64_t out, int64_t in) const;
   // linear() with its bias required when `bias`, linear_no_bias() otherwise (config-switched biases).
@@ -67,7 +68,8 @@ class FamilyContext {
   // overwrites any stored head with the embedding, so a stored one is not read.
   bool ties_lm_head(bool tied_by_default) const;
   // The LM head weight by that rule: the token embedding when tied, else the stored tensor `name`
-  // [vocab, d_model] (an Error naming the file and tensor when the checkpoint has none).
+  // [vocab, d_model] (an Error naming the file and tensor when the checkpoint has none), F16/BF16
+  // kept as stored like linear()'s weights.
   Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
 
   // The activation named by config field `key` (default `def`); see activation_from_name.
@@ -80,16 +82,15 @@ class FamilyContext {
 
  private:
   JsonConfig config_;
-  SafeTensors weights_;
+  Weights weights_;
   JsonConfig generation_;
-  bool keep_stored_ = false;  // config.json has "ordo_quantization": keep F16/BF16 linears as stored
   mutable std::vector<std::pair<std::string, const void*>> linear_names_;
   Tensor linear_weight(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
   Tensor linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
 };
 
 // A fused [3·d, in] projection laid out [q | k | v] (GPT-2, MPT) split into a's q, k and v (each
-// bias too when the fused one has a bias).
+// bias too when the fused one has a bias), each part in the fused weight's dtype.
 void split_qkv(const Linear& qkv, int64_t d, AttentionWeights& a);
 // The same for a [heads·3·hd, in] projection laid out per head as [q | k | v] (GPT-NeoX, BLOOM).
 void split_qkv_per_head(const Linear& qkv, int64_t heads, int64_t hd, AttentionWeights& a);

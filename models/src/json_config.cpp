@@ -44,19 +44,74 @@ JsonConfig::JsonConfig(nlohmann::json value, std::string origin) : json_(std::mo
   if (!json_.is_object()) fail("expected a JSON object, got " + describe_value(json_));
 }
 
+namespace {
+
+// nlohmann's DOM builder behind SAX events, telling on_key each object key with its depth. The
+// library's callback parser (parse(first, last, cb)) scans the whole parent container at the end of
+// every nested object or array to drop a discarded value, which made a header of n tensors cost
+// O(n^2); this keeps the plain parser's linear DOM build. Errors are the plain parser's, rethrown
+// with their concrete type (parse_error, out_of_range) by json_sax_dom_parser.
+class KeyReportingSax {
+ public:
+  KeyReportingSax(nlohmann::json& root, const JsonKeyCallback& on_key, std::string& last_key)
+      : dom_(root, true), on_key_(on_key), last_key_(last_key) {}
+  using number_integer_t = nlohmann::json::number_integer_t;
+  using number_unsigned_t = nlohmann::json::number_unsigned_t;
+  using number_float_t = nlohmann::json::number_float_t;
+  using string_t = nlohmann::json::string_t;
+  using binary_t = nlohmann::json::binary_t;
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) { return dom_.number_float(v, s); }
+  bool string(string_t& v) { return dom_.string(v); }
+  bool binary(binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    ++depth_;
+    return dom_.start_object(n);
+  }
+  bool key(string_t& k) {
+    last_key_ = k;
+    if (on_key_) on_key_(depth_, k);
+    return dom_.key(k);
+  }
+  bool end_object() {
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    ++depth_;
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+    return dom_.parse_error(pos, token, ex);
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
+  const JsonKeyCallback& on_key_;
+  std::string& last_key_;
+  int depth_ = 0;  // open objects and arrays: 1 for the top-level object's keys
+};
+
+}  // namespace
+
 nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin,
                                    const std::string& failure, const JsonKeyCallback& on_key) {
   check_json_limits(text, size, origin);
   std::string key;  // the last key read: a value that fails to convert (1e400) belongs to it
   try {
-    return nlohmann::json::parse(text, text + size, [&](int depth, nlohmann::json::parse_event_t event,
-                                                       nlohmann::json& parsed) {
-      if (event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
-        key = parsed.get<std::string>();
-        if (on_key) on_key(depth, key);
-      }
-      return true;
-    });
+    nlohmann::json result;
+    KeyReportingSax sax(result, on_key, key);
+    nlohmann::json::sax_parse(text, text + size, &sax);
+    return result;
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(origin + ": " + failure + " " + describe_json_parse_error(e, text, size));
   } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large for a double

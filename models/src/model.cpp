@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "generation_config.hpp"
+#include "mapped_pages.hpp"
 #include "model_dir.hpp"
 #include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
@@ -19,6 +21,9 @@ struct Model::Impl {
   std::string dir, family;
   std::unique_ptr<Transformer> engine;
   std::unique_ptr<Tokenizer> tokenizer;
+  GenerationConfig generation;
+  std::shared_ptr<const ChatTemplate> chat;  // the directory's chat template, if any
+  std::string chat_error;                    // why it could not be read (reported when chat is used)
 };
 
 namespace {
@@ -82,10 +87,28 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   Loaded l = load_dir(dir);
   impl->family = l.family;
   ModelSpec spec = std::move(l.spec);
-  // A directory written by `ordo quantize` may hold weights a family reshaped (kept F32 in the
-  // file): convert those too, so the model matches loading the original with that dtype.
-  const std::optional<DType> dtype = opts.dtype ? opts.dtype : l.stored_dtype;
-  if (dtype) convert_weights(spec, *dtype);
+  GenerationFiles gen = read_generation_files(dir);
+  impl->generation = std::move(gen.config);
+  // Every EOS id of the list whose first the family took (a family that chose another keeps its own).
+  if (spec.eos_ids.empty() && spec.eos_id >= 0)
+    spec.eos_ids = !gen.eos_ids.empty() && gen.eos_ids[0] == spec.eos_id ? gen.eos_ids : std::vector<int32_t>{spec.eos_id};
+  // The model is held once, in the dtype it runs in. The family left F16/BF16 linear weights as
+  // stored (borrowed from the file): each is converted on its own, its converted copy packed into
+  // panels and then freed (pack_panels), and the file pages every source was read from are let go
+  // at once (building the spec read the embeddings and norms; converting or packing a weight reads
+  // it), so at no point is the file resident beside the copy or an F32 copy of the whole model made.
+  MappedPages file_pages;
+  file_pages.add(*l.weights);
+  file_pages.release_all();
+  const WeightDone release = [&](const Tensor& source) { file_pages.release(source); };
+  // Unless asked otherwise, F32, as every op computes. A directory written by `ordo quantize` may
+  // hold weights a family reshaped (kept F32 in the file): convert those too, so the model matches
+  // loading the original with that dtype.
+  const DType dtype = opts.dtype ? *opts.dtype : l.stored_dtype ? *l.stored_dtype : DType::F32;
+  convert_weights(spec, dtype, release);
+  pack_panels(spec, release);
+  file_pages.release_all();  // what packing read again of a page two weights share
+  l = Loaded{};  // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_kv_dtype(opts.kv_dtype);
   impl->engine->set_context_limit(opts.context_limit);
@@ -103,6 +126,11 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
     if (s.eos_id >= 0) to.eos_id = s.eos_id;
     impl->tokenizer = load_tokenizer(dir, to);
     check_tokenizer_fits(*impl->tokenizer, impl->engine->spec(), dir);
+    try {
+      if (auto t = load_chat_template(dir)) impl->chat = std::make_shared<const ChatTemplate>(std::move(*t));
+    } catch (const Error& e) {
+      impl->chat_error = e.what();
+    }
   }
   return Model(std::move(impl));
 }
@@ -113,10 +141,35 @@ const ModelSpec& Model::spec() const { return impl_->engine->spec(); }
 const Transformer& Model::engine() const { return *impl_->engine; }
 Transformer& Model::engine() { return *impl_->engine; }
 bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+const GenerationConfig& Model::generation_config() const { return impl_->generation; }
+
+TextGenerateParams Model::generation_params(const GenerationConfig& overrides,
+                                            std::vector<GenerationSetting>* used) const {
+  return guarded(impl_->dir, "generation_params", [&] {
+    TextGenerateParams p = resolve_generation(overrides, impl_->generation, used);
+    const std::vector<int32_t>& eos = spec().eos_ids;
+    auto& bad = p.sampling.bad_words_ids;
+    bad.erase(std::remove_if(bad.begin(), bad.end(),
+                             [&](const std::vector<int32_t>& w) {
+                               return w.size() == 1 && std::find(eos.begin(), eos.end(), w[0]) != eos.end();
+                             }),
+              bad.end());
+    return p;
+  });
+}
 
 const Tokenizer& Model::tokenizer() const {
   if (!impl_->tokenizer) throw Error(impl_->dir + ": no tokenizer loaded (pass token ids instead of text)");
   return *impl_->tokenizer;
+}
+
+bool Model::has_chat_template() const { return impl_->chat != nullptr; }
+
+const ChatTemplate& Model::chat_template() const {
+  if (impl_->chat) return *impl_->chat;
+  if (!impl_->chat_error.empty()) throw Error(impl_->chat_error);
+  throw Error(impl_->dir + "/tokenizer_config.json: no \"chat_template\" (and no chat_template.jinja): this model "
+              "has no chat template; prompt it with plain text (ordo run -p)");
 }
 
 std::vector<int32_t> Model::encode(const std::string& text, bool add_special) const {
@@ -136,7 +189,7 @@ ForwardOutput Model::forward_impl(const std::vector<int32_t>& ids, bool want_hid
   if (e.spec().graph == GraphKind::Encoder) {
     ForwardOutput out;
     Tensor h = e.encode(ids, {}, {}, want_hidden ? &out.hidden : nullptr);
-    if (!e.spec().lm_head.weight.empty()) out.logits = e.logits(h.f32(), h.dim(0));  // masked-LM encoders
+    if (e.spec().lm_head.present()) out.logits = e.logits(h.f32(), h.dim(0));  // masked-LM encoders
     if (!want_hidden) out.hidden.push_back(h);
     return out;
   }
@@ -172,14 +225,15 @@ namespace {
 // that could still turn into a stop string is held back from on_text.
 class TextStream {
  public:
-  TextStream(const Tokenizer& tok, std::vector<int32_t> context, const TextGenerateParams& params, int32_t eos,
-             std::function<bool(const std::string&)> on_text)
-      : stream_(tok, std::move(context)), params_(params), eos_(eos), on_text_(std::move(on_text)) {}
+  // stop_ids: ids that end the generation, whose text is not shown (the EOS ids, the caller's).
+  TextStream(const Tokenizer& tok, std::vector<int32_t> context, const TextGenerateParams& params,
+             std::vector<int32_t> stop_ids, std::function<bool(const std::string&)> on_text)
+      : stream_(tok, std::move(context)), params_(params), stop_ids_(std::move(stop_ids)), on_text_(std::move(on_text)) {}
 
   // Takes one generated id; false: stop generating.
   bool push(int32_t id) {
     const size_t before = text.size();
-    if (id != eos_) text += stream_.push(id);
+    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) text += stream_.push(id);
     for (const std::string& s : params_.stop_strings) {
       // Only a match ending in the new piece can be new: search from where it could start.
       const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
@@ -225,7 +279,7 @@ class TextStream {
 
   StreamDecoder stream_;
   const TextGenerateParams& params_;
-  int32_t eos_;
+  std::vector<int32_t> stop_ids_;
   std::function<bool(const std::string&)> on_text_;
   size_t shown_ = 0;  // bytes of text already passed to on_text
   bool stopped_ = false;
@@ -264,11 +318,11 @@ std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std
   const Transformer& e = *impl_->engine;
   if (e.spec().graph == GraphKind::Encoder)
     throw Error(e.spec().architecture + " is an encoder-only model" +
-                (e.spec().lm_head.weight.empty() ? "" : " (bidirectional masked-LM: score text with it, e.g. PLL)") +
+                (!e.spec().lm_head.present() ? "" : " (bidirectional masked-LM: score text with it, e.g. PLL)") +
                 ": it cannot generate");
   if (max_batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(max_batch));
   GenerateParams p = params;
-  if (p.stop_ids.empty() && e.spec().eos_id >= 0) p.stop_ids.push_back(e.spec().eos_id);
+  if (p.stop_ids.empty()) p.stop_ids = e.spec().eos_ids;
   std::vector<GenerateRequest> reqs(prompts.size());
   std::vector<Tensor> enc;
   std::vector<double> encode_seconds(prompts.size(), 0.0);
@@ -305,14 +359,15 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
                                                    bool keep_logits) const {
   const Tokenizer& tok = tokenizer();
   const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
+  const std::vector<int32_t> stops = params.stop_ids.empty() ? spec().eos_ids : params.stop_ids;
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::unique_ptr<TextStream>> streams;
   for (size_t i = 0; i < prompts.size(); ++i) {
     ids.push_back(tok.encode(prompts[i], params.add_special));
     std::function<bool(const std::string&)> cb;
     if (on_text) cb = [&on_text, i](const std::string& piece) { return on_text(i, piece); };
-    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(), params,
-                                                   spec().eos_id, std::move(cb)));
+    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(), params, stops,
+                                                   std::move(cb)));
   }
   std::vector<GenerateResult> gen =
       generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); },
@@ -322,6 +377,18 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
     streams[i]->finish();
     out[i].text = std::move(streams[i]->text);
     out[i].generation = std::move(gen[i]);
+    // Beam search: every returned hypothesis as text (the best one streamed above).
+    for (size_t k = 0; k < out[i].generation.sequences.size(); ++k) {
+      if (k == 0) {
+        out[i].texts.push_back(out[i].text);
+        continue;
+      }
+      TextStream t(tok, seq2seq ? std::vector<int32_t>{} : ids[i], params, stops, nullptr);
+      for (int32_t id : out[i].generation.sequences[k].ids)
+        if (!t.push(id)) break;
+      t.finish();
+      out[i].texts.push_back(std::move(t.text));
+    }
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // A model directory read into a ModelSpec: config.json picks the family, whose file builds the spec
-// from model.safetensors.
+// from the directory's weights (ordo/weights.hpp: safetensors or PyTorch, one file or shards).
 #include "model_dir.hpp"
 
 #include <filesystem>
@@ -35,8 +35,6 @@ Loaded load_dir(const std::string& dir) {
       if (model_type == t) fam = &f;
     }
   if (!fam) throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
-  const fs::path weights_path = d / "model.safetensors";
-  if (!fs::exists(weights_path)) throw Error(weights_path.string() + ": missing");
   Loaded out;
   if (config.has("ordo_quantization")) {
     const auto& q = config.raw().at("ordo_quantization");
@@ -44,12 +42,12 @@ Loaded load_dir(const std::string& dir) {
       throw Error(config_path.string() + ": 'ordo_quantization' must be an object with a string 'dtype'");
     out.stored_dtype = parse_weight_dtype(q.at("dtype").get<std::string>());
   }
-  FamilyContext ctx(std::move(config), SafeTensors::open(weights_path.string()),
+  FamilyContext ctx(std::move(config), Weights::open_dir(dir),
                     load_optional_json(d / "generation_config.json"));
   out.spec = fam->build(ctx);
   out.family = fam->name;
   out.linear_names = ctx.linear_names();
-  out.weights = std::make_shared<SafeTensors>(ctx.weights());
+  out.weights = std::make_shared<Weights>(ctx.weights());
   return out;
 }
 

@@ -16,7 +16,7 @@ struct Loaded {
   std::string family;
   std::optional<DType> stored_dtype;  // "ordo_quantization" of a directory written by `ordo quantize`
   std::vector<std::pair<std::string, const void*>> linear_names;  // FamilyContext::linear_names()
-  std::shared_ptr<SafeTensors> weights;
+  std::shared_ptr<Weights> weights;
 };
 
 // Errors name the directory or file and what is missing or unsupported.

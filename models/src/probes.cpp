@@ -161,7 +161,7 @@ std::vector<double> sentence_logprobs(const Model& m, const std::vector<const st
 
 bool is_masked_lm(const Model& m) {
   const ModelSpec& s = m.spec();
-  return s.graph == GraphKind::Encoder && !s.lm_head.weight.empty() && s.mask_id >= 0;
+  return s.graph == GraphKind::Encoder && s.lm_head.present() && s.mask_id >= 0;
 }
 
 namespace {

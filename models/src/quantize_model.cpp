@@ -1,13 +1,16 @@
-// `ordo quantize`: a model directory copied with its linear weights stored in another dtype.
+// `ordo quantize`: a model directory copied with its linear weights stored in another dtype, as one
+// model.safetensors whatever the input held (shards, pytorch_model.bin).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "model_dir.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/safetensors.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,9 +66,12 @@ int quantize_model(const std::string& in_dir, const std::string& out_dir, DType 
     f << config.dump(2) << "\n";
     if (!f) throw Error((out / "config.json").string() + ": write failed");
   }
+  // The input's weight files (shards, index, pytorch_model.bin) are replaced by model.safetensors.
+  std::set<std::string> weight_files = {"model.safetensors", "config.json"};
+  for (const std::string& f : l.weights->files()) weight_files.insert(fs::path(f).filename().string());
   for (const auto& e : fs::directory_iterator(in)) {
     const std::string fname = e.path().filename().string();
-    if (!e.is_regular_file() || fname == "model.safetensors" || fname == "config.json") continue;
+    if (!e.is_regular_file() || weight_files.count(fname)) continue;
     fs::copy_file(e.path(), out / fname, fs::copy_options::overwrite_existing, ec);
     if (ec) throw Error((out / fname).string() + ": cannot copy: " + ec.message());
   }

@@ -269,6 +269,7 @@ SafeTensors SafeTensors::open(const std::string& path) {
     SafeTensors st_out;
     st_out.path_ = path;
     st_out.mapping_ = mapping;
+    st_out.mapped_ = {static_cast<const unsigned char*>(mapping->addr), mapping->size};
     std::vector<Entry> entries;
     entries.reserve(header.size());
     for (auto it = header.begin(); it != header.end(); ++it) {

@@ -54,7 +54,8 @@ struct PositionRestore {
 // Greedy decoding of every item of `g` (up to max_batch at a time); fills the point's counts.
 void run_point(const Model& m, const std::vector<EncodedItem>& enc, const TaskRunOptions& opts, PointItems& g) {
   TaskPoint& pt = g.point;
-  const int32_t eos = m.spec().eos_id;
+  const std::vector<int32_t>& eos = m.spec().eos_ids;
+  auto is_eos = [&](int32_t id) { return std::find(eos.begin(), eos.end(), id) != eos.end(); };
   std::vector<std::vector<int32_t>> prompts;
   std::vector<size_t> limit, produced(g.items.size(), 0);
   for (size_t i : g.items) {
@@ -63,19 +64,21 @@ void run_point(const Model& m, const std::vector<EncodedItem>& enc, const TaskRu
   }
   GenerateParams p;
   p.max_new_tokens = static_cast<int>(*std::max_element(limit.begin(), limit.end()));
-  p.stop_ids = {eos};
+  p.stop_ids = eos;
   size_t done = 0;
   // Each item stops at its own budget, len(target) + 1 tokens, or at end of sequence.
   const std::vector<GenerateResult> res =
       m.generate_ids_batch(prompts, p, opts.max_batch, [&](size_t k, int32_t id) {
-        const bool finished = id == eos || ++produced[k] == limit[k];
+        const bool finished = is_eos(id) || ++produced[k] == limit[k];
         if (finished && opts.progress) opts.progress(pt, ++done);
         return !finished;
       });
   for (size_t k = 0; k < g.items.size(); ++k) {
-    std::vector<int32_t> want = enc[g.items[k]].target;
-    want.push_back(eos);
-    const bool ok = res[k].ids == want;
+    // The target, then any EOS id.
+    const std::vector<int32_t>& want = enc[g.items[k]].target;
+    const std::vector<int32_t>& got = res[k].ids;
+    const bool ok = got.size() == want.size() + 1 && std::equal(want.begin(), want.end(), got.begin()) &&
+                    is_eos(got.back());
     pt.item_correct.push_back(ok ? 1 : 0);
     pt.correct += ok;
   }
@@ -106,7 +109,7 @@ std::vector<TaskItem> parse_task_suite(const std::string& jsonl, const std::stri
 
 std::vector<TaskPoint> synthetic_tasks(Model& m, const std::vector<TaskItem>& suite, const LengthMethod& method,
                                        int64_t trained, const TaskRunOptions& opts) {
-  if (m.spec().eos_id < 0) throw Error(m.dir() + ": the model has no end-of-sequence id to end an answer");
+  if (m.spec().eos_ids.empty()) throw Error(m.dir() + ": the model has no end-of-sequence id to end an answer");
   if (trained < 1) throw Error("synthetic tasks: trained length must be positive, got " + std::to_string(trained));
   std::vector<EncodedItem> enc;
   const int32_t unk = m.tokenizer().unk_id();

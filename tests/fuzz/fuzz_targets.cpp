@@ -12,10 +12,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "../../tokenizer/src/leftmost_longest.hpp"
 #include "common.hpp"  // the CLI's parsing (tools/cli)
 #include "ordo/ordo.hpp"
 #include "ordo/safetensors.hpp"
 #include "ordo/tokenizer.hpp"
+#include "ordo/weights.hpp"
 
 namespace fs = std::filesystem;
 
@@ -109,6 +111,40 @@ std::pair<std::string, std::string> split_nul(const uint8_t* data, size_t size) 
   return {s.substr(0, at), s.substr(at + 1)};
 }
 
+// Added-token matching: the automaton against trying every pattern at every byte. Input: patterns
+// separated by '\n', a 0 byte, then the text.
+int fuzz_added_tokens(const uint8_t* data, size_t size) {
+  const std::string in(reinterpret_cast<const char*>(data), size);
+  const size_t zero = in.find('\0');
+  if (zero == std::string::npos) return 0;
+  std::vector<std::string> patterns;
+  for (size_t b = 0; b <= zero && patterns.size() < 64;) {
+    size_t e = in.find('\n', b);
+    if (e == std::string::npos || e > zero) e = zero;
+    patterns.push_back(in.substr(b, std::min<size_t>(e - b, 64)));
+    b = e + 1;
+  }
+  const std::string text = in.substr(zero + 1, 8192);
+  const tokenizer_detail::LeftmostLongest matcher(patterns);
+  tokenizer_detail::LeftmostLongest::Match got;
+  for (size_t from = 0;;) {
+    size_t begin = 0, len = 0, which = 0;
+    for (size_t i = from; i < text.size() && !len; ++i) {
+      for (size_t p = 0; p < patterns.size(); ++p)
+        if (patterns[p].size() > len && text.compare(i, patterns[p].size(), patterns[p]) == 0)
+          begin = i, len = patterns[p].size(), which = p;
+    }
+    const bool found = matcher.find(text, from, got);
+    if (found != (len > 0)) broken("added_tokens: match found by one matcher only, from byte " + std::to_string(from));
+    if (!found) return 0;
+    if (got.begin != begin || got.end != begin + len || got.pattern != which)
+      broken("added_tokens: match at " + std::to_string(got.begin) + ".." + std::to_string(got.end) + " (pattern " +
+             std::to_string(got.pattern) + "), want " + std::to_string(begin) + ".." + std::to_string(begin + len) +
+             " (pattern " + std::to_string(which) + ")");
+    from = got.end;
+  }
+}
+
 int fuzz_safetensors(const uint8_t* data, size_t size) {
   const std::string path = fresh_dir() + "/model.safetensors";
   write_file(path, data, size);
@@ -118,6 +154,68 @@ int fuzz_safetensors(const uint8_t* data, size_t size) {
       const Tensor& t = st.get(name);
       if (t.numel() > 0 && t.numel() < (1 << 16) && t.dtype != DType::I8) (void)t.to_f32();
     }
+  });
+  return 0;
+}
+
+// A zip of STORED entries, as torch.save writes them (CRCs left zero: ordo does not read them).
+std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string z, cd;
+  auto u16 = [](std::string& s, uint32_t v) { s.append({char(v & 255), char((v >> 8) & 255)}); };
+  auto u32 = [&](std::string& s, uint32_t v) { u16(s, v & 0xffff), u16(s, v >> 16); };
+  for (const auto& [name, data] : entries) {
+    const uint32_t local = static_cast<uint32_t>(z.size());
+    u32(z, 0x04034b50), u16(z, 20), u16(z, 0), u16(z, 0), u16(z, 0), u16(z, 0), u32(z, 0);
+    u32(z, data.size()), u32(z, data.size()), u16(z, name.size()), u16(z, 0);
+    z += name + data;
+    u32(cd, 0x02014b50), u16(cd, 20), u16(cd, 20), u16(cd, 0), u16(cd, 0), u16(cd, 0), u16(cd, 0), u32(cd, 0);
+    u32(cd, data.size()), u32(cd, data.size()), u16(cd, name.size()), u16(cd, 0), u16(cd, 0), u16(cd, 0);
+    u16(cd, 0), u32(cd, 0), u32(cd, local);
+    cd += name;
+  }
+  const uint32_t cd_offset = static_cast<uint32_t>(z.size());
+  z += cd;
+  u32(z, 0x06054b50), u16(z, 0), u16(z, 0), u16(z, entries.size()), u16(z, entries.size());
+  u32(z, cd.size()), u32(z, cd_offset), u16(z, 0);
+  return z;
+}
+
+// Every tensor of a loaded Weights read whole (a view past its storage would be caught by ASan).
+void touch(const Weights& w) {
+  for (const auto& kv : w.tensors())
+    if (kv.second.numel() < (1 << 16) && kv.second.dtype != DType::I8) (void)kv.second.to_f32();
+}
+
+// pytorch_model.bin: input starting "PK" is the file; anything else is the data.pkl of a zip whose
+// storages "0" and "1" hold 64 floats each, so mutations reach the unpickler directly.
+int fuzz_checkpoint(const uint8_t* data, size_t size) {
+  const std::string path = fresh_dir() + "/pytorch_model.bin";
+  if (size >= 2 && data[0] == 'P' && data[1] == 'K') {
+    write_file(path, data, size);
+  } else {
+    const std::string storage(256, '\x01');
+    write_file(path, stored_zip({{"archive/data.pkl", as_text(data, size)},
+                                 {"archive/data/0", storage},
+                                 {"archive/data/1", storage}}));
+  }
+  expect_ordo_errors([&] { touch(Weights::open_file(path)); });
+  return 0;
+}
+
+// model.safetensors.index.json beside the three shards of the sharded llama checkpoint: a load
+// that succeeds must have read only files inside the directory.
+int fuzz_weights_index(const uint8_t* data, size_t size) {
+  const std::string dir = fresh_dir();
+  const std::string source = data_path("checkpoints/llama-safetensors-sharded");
+  for (const char* s : {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                        "model-00003-of-00003.safetensors"})
+    fs::create_symlink(source + "/" + s, dir + "/" + s);
+  write_file(dir + "/model.safetensors.index.json", data, size);
+  expect_ordo_errors([&] {
+    const Weights w = Weights::open_dir(dir);
+    for (const std::string& f : w.files())
+      if (fs::path(f).parent_path() != fs::path(dir)) broken("the index made ordo read " + f);
+    touch(w);
   });
   return 0;
 }
@@ -244,13 +342,32 @@ int fuzz_cli_args(const uint8_t* data, size_t size) {
 
 }  // namespace
 
+// A chat template (the input) parsed and rendered over a fixed conversation with tools and the
+// usual special tokens: any template must render or end in an ordo::Error, within the renderer's
+// bounds on nesting, steps and output.
+int fuzz_chat_template(const uint8_t* data, size_t size) {
+  const std::string source(reinterpret_cast<const char*>(data), size);
+  expect_ordo_errors([&] {
+    const ChatTemplate t(source, {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
+    const std::string messages =
+        R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi {{ x }} \u00e9"},)"
+        R"( {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1.5}}}]},)"
+        R"( {"role": "tool", "content": "22"}, {"role": "user", "content": [{"type": "text", "text": "parts"}]}])";
+    t.apply_json(messages, true, R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})");
+    t.apply(std::vector<ChatMessage>{}, false);
+  });
+  return 0;
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> all = {
       {"safetensors", fuzz_safetensors},       {"config", fuzz_config},
       {"sentencepiece", fuzz_sentencepiece},   {"wordpiece", fuzz_wordpiece},
       {"bpe_files", fuzz_bpe_files},           {"tokenizer_json", fuzz_tokenizer_json},
       {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
-      {"cli_args", fuzz_cli_args}};
+      {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
+      {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens},
+      {"chat_template", fuzz_chat_template}};
   return all;
 }
 

@@ -204,8 +204,8 @@ void AddedTokens::add(const AddedToken& t) {
     by_id_[t.id] = tokens_.size();
     tokens_.push_back(t);
   }
-  max_len_ = std::max(max_len_, t.content.size());
-  first_bytes_.insert(static_cast<unsigned char>(t.content[0]));
+  std::lock_guard<std::mutex> lock(cache_.mu);
+  cache_.matcher.reset();
 }
 
 const AddedToken* AddedTokens::find(const std::string& content) const {
@@ -223,22 +223,23 @@ std::vector<AddedTokens::Chunk> AddedTokens::split(const std::string& text) cons
   if (tokens_.empty()) {
     parts.push_back(text);
   } else {
-    size_t start = 0, i = 0;
-    while (i < text.size()) {
-      size_t best = 0;
-      if (first_bytes_.count(static_cast<unsigned char>(text[i]))) {
-        for (const auto& t : tokens_) {
-          if (t.content.size() > best && text.compare(i, t.content.size(), t.content) == 0) best = t.content.size();
-        }
+    std::shared_ptr<const LeftmostLongest> matcher;
+    {
+      std::lock_guard<std::mutex> lock(cache_.mu);
+      if (!cache_.matcher) {
+        std::vector<std::string> contents;
+        contents.reserve(tokens_.size());
+        for (const auto& t : tokens_) contents.push_back(t.content);
+        cache_.matcher = std::make_shared<const LeftmostLongest>(contents);
       }
-      if (best == 0) {
-        ++i;
-        continue;
-      }
-      if (i > start) parts.push_back(text.substr(start, i - start));
-      parts.push_back(text.substr(i, best));
-      i += best;
-      start = i;
+      matcher = cache_.matcher;
+    }
+    size_t start = 0;
+    LeftmostLongest::Match m;
+    while (start < text.size() && matcher->find(text, start, m)) {
+      if (m.begin > start) parts.push_back(text.substr(start, m.begin - start));
+      parts.push_back(text.substr(m.begin, m.end - m.begin));
+      start = m.end;
     }
     if (start < text.size()) parts.push_back(text.substr(start));
   }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -12,6 +14,7 @@
 
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
+#include "leftmost_longest.hpp"
 
 namespace ordo::tokenizer_detail {
 
@@ -71,8 +74,19 @@ class AddedTokens {
   std::vector<AddedToken> tokens_;
   std::unordered_map<std::string, size_t> by_content_;
   std::unordered_map<int32_t, size_t> by_id_;
-  size_t max_len_ = 0;
-  std::unordered_set<unsigned char> first_bytes_;
+  // Built on first split() after an add(); shared_ptr so a split in progress keeps its own.
+  struct Cache {
+    std::mutex mu;
+    std::shared_ptr<const LeftmostLongest> matcher;
+    Cache() = default;
+    Cache(const Cache&) {}  // a copy rebuilds its own
+    Cache& operator=(const Cache&) {
+      std::lock_guard<std::mutex> lock(mu);
+      matcher.reset();
+      return *this;
+    }
+  };
+  mutable Cache cache_;
 };
 
 // ---- configuration read from a model directory -------------------------------------------------

@@ -108,6 +108,7 @@ class WordPieceTokenizer final : public Tokenizer {
   std::optional<bool> strip_accents_;
   td::AddedTokens added_;
   std::unordered_set<std::string> special_strs_;
+  td::LeftmostLongest special_matcher_;  // special_strs_, for lowercasing around them
   std::unordered_set<int32_t> special_ids_;
   std::string unk_token_ = "[UNK]";
   std::vector<int32_t> prefix_, suffix_;
@@ -147,6 +148,7 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& path, const TokenizerO
   const int32_t unk_tok = resolve(unk_token_), sep_tok = resolve(sep), pad_tok = resolve(pad),
                 cls_tok = resolve(cls);
   resolve(mask);
+  special_matcher_ = td::LeftmostLongest(std::vector<std::string>(special_strs_.begin(), special_strs_.end()));
   // BERT has no BOS/EOS; [CLS] and [SEP] play those parts for add_special.
   unk_ = opts.unk_id.value_or(unk_tok);
   pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(pad_tok));
@@ -287,13 +289,14 @@ std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text_in
     // time (re.sub over "(special)|(.+?)"; "." skips newlines, whose lowercase is themselves).
     std::string low;
     low.reserve(text.size());
+    td::LeftmostLongest::Match m;
+    bool more = special_matcher_.find(text, 0, m);
     for (size_t i = 0; i < text.size();) {
-      size_t best = 0;
-      for (const auto& s : special_strs_)
-        if (s.size() > best && text.compare(i, s.size(), s) == 0) best = s.size();
-      if (best) {
-        low.append(text, i, best);
-        i += best;
+      if (more && m.begin < i) more = special_matcher_.find(text, i, m);  // began inside a code point
+      if (more && m.begin == i) {
+        low.append(text, i, m.end - i);
+        i = m.end;
+        more = special_matcher_.find(text, i, m);
         continue;
       }
       const size_t b = i;

@@ -183,6 +183,7 @@ CliApp::CliApp() {
   commands.push_back(make_compare());
   commands.push_back(make_bench());
   commands.push_back(make_quantize());
+  commands.push_back(make_chat());
   for (auto& c : commands) subs.push_back(c->add(app));
 }
 

@@ -83,5 +83,12 @@ std::unique_ptr<Command> make_embed();
 std::unique_ptr<Command> make_compare();
 std::unique_ptr<Command> make_bench();
 std::unique_ptr<Command> make_quantize();
+std::unique_ptr<Command> make_chat();
+
+// One assistant turn (chat.cpp): renders `messages` with the model's chat template, generates until
+// an end-of-turn id (Model::chat_stop_ids) or params.max_new_tokens, streams the reply to stdout
+// (then a newline) and returns its text; *result gets the generation's ids and timings.
+std::string chat_turn(const Model& m, const std::vector<ChatMessage>& messages, const GenerateParams& params,
+                      GenerateResult* result = nullptr);
 
 }  // namespace ordo::cli

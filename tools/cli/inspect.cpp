@@ -1,9 +1,10 @@
 // ordo inspect: what a model directory holds and how ordo will run it.
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
 #include "common.hpp"
-#include "ordo/safetensors.hpp"
+#include "ordo/weights.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -51,14 +52,22 @@ struct InspectCommand : Command {
     std::cout << "\n";
     if (p.extension.active()) std::cout << "extension:    " << p.extension.describe() << "\n";
     std::cout << "trained len:  " << p.max_positions << "\n";
+    const Weights w = Weights::open_dir(dir);
+    std::cout << "weights:      " << w.format() << "\n";
+    for (const std::string& f : w.files()) std::cout << "  " << f << "\n";
     if (no_tensors) return 0;
-    SafeTensors st = SafeTensors::open(dir + "/model.safetensors");
+    const bool sharded = w.files().size() > 1;
     std::cout << "tensors:\n";
-    for (const std::string& name : st.names()) {
-      const Tensor& t = st.get(name);
+    for (const std::string& name : w.names()) {
+      const Tensor& t = w.get(name);
       std::cout << "  " << std::left << std::setw(56) << name << " " << std::setw(5) << dtype_name(t.dtype) << " "
-                << t.shape_str() << "\n";
+                << t.shape_str();
+      if (sharded) std::cout << "  (" << std::filesystem::path(w.file_of(name)).filename().string() << ")";
+      std::cout << "\n";
     }
+    // Tensors ordo does not read (an int64 buffer in a .bin), with why.
+    for (const auto& [name, why] : w.unsupported())
+      std::cout << "  " << std::left << std::setw(56) << name << " not read: " << why.substr(why.rfind("': ") + 3) << "\n";
     return 0;
   }
 };

@@ -1,5 +1,6 @@
 // ordo run: text (or ids) in, generated text out, streamed token by token; or many prompts from a
-// file, generated in batches, printed in input order.
+// file, generated in batches, printed in input order. Settings: flags, else the model's
+// generation_config.json, else ordo's defaults (Model::generation_params).
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "generation_args.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -16,12 +18,10 @@ struct RunCommand : Command {
   ModelArgs model;
   std::string prompt, ids_text, file;
   int batch = 16;
-  std::vector<std::string> stops;
-  int n = 128;
-  float temp = 0.8f, top_p = 0.95f, repeat_penalty = 1.0f;
-  int top_k = 40;
-  int64_t seed = -1;
+  GenerationArgs gen;
   bool print_ids = false, no_cache = false, no_special = false, quiet = false;
+  bool chat = false;   // --chat: the prompt is a user turn of the model's chat template
+  std::string system;  // --system: with --chat, a system turn before it
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("run", "Generate text from a prompt");
@@ -31,36 +31,26 @@ struct RunCommand : Command {
     auto* f =
         c->add_option("-f,--file", file,
                       "Many prompts: one per non-empty line, or a .jsonl file of {\"prompt\": ...} lines; "
-                      "results in input order (.jsonl: one JSON line each, with \"text\" and \"ids\")");
+                      "results in input order (.jsonl: one JSON line each, with \"text\" and \"ids\"; beam search adds "
+                      "\"sequences\": [{\"text\", \"ids\", \"score\"}], best first)");
     p->excludes(i);
     f->excludes(p)->excludes(i);
-    c->add_option("--batch", batch, "With -f: sequences in flight at once")->capture_default_str();
-    c->add_option("-n,--max-tokens", n, "Tokens to generate")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    c->add_option("--temp", temp, "Temperature (0: greedy)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    c->add_option("--top-k", top_k, "Top-k (0: off)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--top-p", top_p, "Top-p nucleus (1: off)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0f, 1.0f));
-    c->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
-    c->add_option("--seed", seed, "Sampling seed (default: random)");
-    c->add_option("--stop", stops, "Stop string (repeatable)");
-    c->add_flag("--print-ids", print_ids, "Print the generated token ids (one line) after the text");
+    c->add_option("--batch", batch, "With -f: sequences in flight at once (each beam is one)")->capture_default_str();
+    gen.add(c, true);
+    c->add_flag("--print-ids", print_ids, "Print the generated token ids (one line; beam search: one per returned hypothesis) after the text");
     c->add_flag("--no-cache", no_cache, "Recompute the whole sequence each step (reference mode)");
     c->add_flag("--no-special", no_special, "Do not add BOS/special tokens to the prompt");
     c->add_flag("-q,--quiet", quiet, "No timing line on stderr");
+    auto* ch = c->add_flag("--chat", chat, "Apply the model's chat template: -p is a user turn; prints the reply");
+    c->add_option("--system", system, "With --chat: a system message before the prompt")->needs(ch);
+    ch->excludes(i)->excludes(f);
     return c;
   }
 
   void validate() const override {
     model.validate();
     if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
-    check_flag_range("--temp", temp, 0, 1e30);
-    check_flag_range("--top-p", top_p, 1e-30, 1);
-    check_flag_range("--repeat-penalty", repeat_penalty, 1e-30, 1e30);
+    gen.validate();
     if (!ids_text.empty()) {
       try {
         if (parse_ids(ids_text).empty()) throw Error("no token ids");
@@ -75,24 +65,41 @@ struct RunCommand : Command {
       throw CLI::RequiredError("--prompt, --ids or --file");
     validate();
     Model m = model.load(ids_text.empty());
-    const TextGenerateParams p = params();
+    const TextGenerateParams p = params(m);
     if (!file.empty()) return run_file(m, p);
     GenerateResult g;
-    if (!ids_text.empty()) {
+    const std::string shown_prompt = m.spec().graph == GraphKind::Decoder ? prompt : std::string();
+    if (chat) {
+      std::vector<ChatMessage> messages;
+      if (!system.empty()) messages.push_back({"system", system});
+      messages.push_back({"user", prompt});
+      chat_turn(m, messages, p, &g);
+    } else if (!ids_text.empty()) {
       const std::vector<int32_t> ids = parse_ids(ids_text);
       g = m.generate_ids(ids, p);
       if (m.has_tokenizer()) std::cout << m.decode(g.ids) << "\n";
+      for (size_t k = 1; k < g.sequences.size() && m.has_tokenizer(); ++k)
+        std::cout << m.decode(g.sequences[k].ids) << "\n";
       print_ids = true;
     } else {
-      if (m.spec().graph == GraphKind::Decoder) std::cout << prompt << std::flush;
+      std::cout << shown_prompt << std::flush;
       TextResult r = m.generate(prompt, p, [](const std::string& piece) {
         std::cout << piece << std::flush;
         return true;
       });
       std::cout << "\n";
+      for (size_t k = 1; k < r.texts.size(); ++k) std::cout << shown_prompt << r.texts[k] << "\n";
       g = r.generation;
     }
-    if (print_ids) std::cout << join_ids(g.ids) << "\n";
+    if (print_ids) {
+      if (g.sequences.empty()) std::cout << join_ids(g.ids) << "\n";
+      for (const ScoredSequence& s : g.sequences) std::cout << join_ids(s.ids) << "\n";
+    }
+    if (!quiet && !g.sequences.empty()) {
+      std::cerr << "[beam scores:";
+      for (const ScoredSequence& s : g.sequences) std::cerr << " " << s.score;
+      std::cerr << "]\n";
+    }
     if (!quiet) {
       const double steps = g.ids.empty() ? 0 : static_cast<double>(g.ids.size() - 1);
       std::cerr << "[prompt " << g.prompt_tokens << " tokens, "
@@ -102,16 +109,11 @@ struct RunCommand : Command {
     return 0;
   }
 
-  TextGenerateParams params() const {
-    TextGenerateParams p;
-    p.max_new_tokens = n;
-    p.sampling.temperature = temp;
-    p.sampling.top_k = top_k;
-    p.sampling.top_p = top_p;
-    p.sampling.repetition_penalty = repeat_penalty;
-    p.sampling.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+  // The flags given, over the model's generation_config.json, over the defaults; stderr (unless
+  // -q) names each setting used and its source.
+  TextGenerateParams params(const Model& m) const {
+    TextGenerateParams p = gen.params(m, quiet);
     p.use_cache = !no_cache;
-    p.stop_strings = stops;
     p.add_special = !no_special;
     return p;
   }
@@ -154,11 +156,19 @@ struct RunCommand : Command {
       const TextResult& r = results[i];
       generated += static_cast<int64_t>(r.generation.ids.size());
       if (jsonl) {
-        const nlohmann::json j = {{"prompt", prompts[i]}, {"text", r.text}, {"ids", r.generation.ids}};
+        nlohmann::json j = {{"prompt", prompts[i]}, {"text", r.text}, {"ids", r.generation.ids}};
+        // Beam search: every returned hypothesis with its score, best first.
+        for (size_t k = 0; k < r.generation.sequences.size(); ++k)
+          j["sequences"].push_back(
+              {{"text", r.texts[k]}, {"ids", r.generation.sequences[k].ids}, {"score", r.generation.sequences[k].score}});
         std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
-        std::cout << (decoder ? prompts[i] : std::string()) << r.text << "\n";
-        if (print_ids) std::cout << join_ids(r.generation.ids) << "\n";
+        const std::string shown = decoder ? prompts[i] : std::string();
+        std::cout << shown << r.text << "\n";
+        for (size_t k = 1; k < r.texts.size(); ++k) std::cout << shown << r.texts[k] << "\n";
+        if (print_ids && r.generation.sequences.empty()) std::cout << join_ids(r.generation.ids) << "\n";
+        if (print_ids)
+          for (const ScoredSequence& s : r.generation.sequences) std::cout << join_ids(s.ids) << "\n";
       }
     }
     std::cout << std::flush;

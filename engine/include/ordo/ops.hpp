@@ -30,9 +30,11 @@ struct Linear {
   Tensor bias;
   Tensor scales;
   // Optional (pack_panels, done by Transformer for every linear of its spec): the weight in panel
-  // layout, which linear() then reads for every M instead of `weight` (see linear()).
+  // layout, which linear() then reads for every M instead of `weight` (see linear()). Packing a
+  // whole spec may release `weight`'s values (pack_panels(ModelSpec&)): weight then keeps its
+  // shape and dtype with no data, and the panels are the only copy.
   std::shared_ptr<const PanelWeight> panels;
-  bool present() const { return !weight.empty(); }
+  bool present() const { return !weight.empty() || panels != nullptr; }
   int64_t out_features() const { return weight.dim(0); }
 };
 

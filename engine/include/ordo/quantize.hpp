@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "ordo/spec.hpp"
@@ -23,16 +24,26 @@ const char* weight_dtype_name(DType t);
 // (applying the scales); anything → I8 quantises per output row. Same dtype: returned as is.
 Linear convert_linear(const Linear& l, DType to);
 
+// Called with a weight the spec no longer reads once its converted or packed copy is made (the
+// source tensor, its data still pointing where it did): a loader that borrowed it from a file
+// mapping can let those pages go (see models' Model::load), so a model is not held twice.
+using WeightDone = std::function<void(const Tensor& source)>;
+
 // Converts every Linear weight of the spec (attention q/k/v/out, FFN, cross-attention, lm_head,
 // pooler) to `to`, once per distinct weight (shared weights stay shared). Embedding tables, norms
 // and biases stay as they are; a head tied to tok_embed gets its own converted copy and tok_embed
-// is left alone.
-void convert_weights(ModelSpec& spec, DType to);
+// is left alone. A source held by this spec alone is freed as soon as it is converted; `done` sees
+// every source converted. A weight whose values pack_panels released cannot be converted (Error).
+void convert_weights(ModelSpec& spec, DType to, const WeightDone& done = {});
 
 // pack_panels() on every Linear of the spec that has no panels yet, once per distinct weight
 // (shared weights share the copy). Returns the bytes of panel copies made. Transformer does this
-// for its spec.
-int64_t pack_panels(ModelSpec& spec);
+// for its spec. A weight whose storage nothing outside this Linear refers to (a heap block only
+// it holds: converted, or built and moved in) is released right after it is packed, keeping its
+// shape and dtype: the panels are the copy the engine reads, and holding both would double the
+// model's memory. Weights that others share (a borrowed file mapping, a tied embedding, a spec
+// the caller kept a copy of) keep their values. `done` sees every weight packed, before any release.
+int64_t pack_panels(ModelSpec& spec, const WeightDone& done = {});
 
 // Bytes of linear weights (and I8 scales) one decode step streams: every decoder-stack linear plus
 // the lm_head (cross-attention k/v excluded: computed once per sequence).

@@ -78,6 +78,9 @@ struct ModelSpec {
   Linear pooler;             // BERT: tanh(pooler(h[0]))
 
   int32_t bos_id = -1, eos_id = -1, pad_id = -1, decoder_start_id = -1;
+  // Every end-of-sequence id (generation_config.json's or config.json's eos_token_id may list
+  // several; eos_id is the first). Generation ends at any of them.
+  std::vector<int32_t> eos_ids;
   int32_t mask_id = -1;  // masked-LM encoders: the token that replaces a masked one (-1: none)
 
   // Total parameter count (tied tensors counted once).

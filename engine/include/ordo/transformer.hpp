@@ -58,6 +58,10 @@ struct Sequence {
   void truncate(int64_t n);
   // Whether attention sinks have dropped tokens from the cache.
   bool has_evicted() const;
+  // Makes this sequence hold what `other` holds (beam search forks a beam): its cached keys and
+  // values are copied, its encoder keys/values shared (they are never written). Both must come
+  // from the same Transformer; this one keeps its own storage and needs room for other.length().
+  void copy_from(const Sequence& other);
 };
 
 // Which rows of logits a decoder forward computes.
@@ -127,6 +131,9 @@ struct StepTimes {
 
 class Transformer {
  public:
+  // Packs every linear of the spec (pack_panels(ModelSpec&)): a linear weight held by this spec
+  // alone (moved in, not copied) keeps its shape and dtype but not its values, so the model is
+  // held once, in panels.
   explicit Transformer(ModelSpec spec, Backend backend = Backend::OpenBLAS);
 
   const ModelSpec& spec() const { return spec_; }

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ordo/chat_template.hpp"
 #include "ordo/generate.hpp"
 #include "ordo/ops.hpp"
 #include "ordo/position.hpp"
@@ -49,8 +51,10 @@ struct TextGenerateParams : GenerateParams {
 };
 
 struct TextResult {
-  std::string text;  // generated text only (stop string excluded)
+  std::string text;  // generated text only (stop string and stop ids' text excluded)
   GenerateResult generation;
+  // Beam search: the text of each of generation.sequences, best first (texts[0] == text).
+  std::vector<std::string> texts;
 };
 
 // How Model::embed turns one input's token vectors (its last hidden state) into one vector.
@@ -72,6 +76,43 @@ struct EmbedOptions {
   int batch = 32;                 // inputs per forward
 };
 
+// Generation settings under Hugging Face's GenerationConfig names, each set only where a file or
+// a caller says so. Model::generation_config() holds the model directory's: generation_config.json,
+// with config.json's fields too when there is no generation_config.json or it was written from
+// config.json ("_from_model_config": true), as transformers reads them.
+struct GenerationConfig {
+  std::optional<bool> do_sample;
+  std::optional<float> temperature, top_p, repetition_penalty;
+  std::optional<int> top_k, max_new_tokens, max_length, num_beams, num_return_sequences, no_repeat_ngram_size;
+  std::optional<double> length_penalty;
+  std::optional<EarlyStopping> early_stopping;
+  std::optional<std::vector<std::vector<int32_t>>> bad_words_ids;
+  std::optional<int> min_length, min_new_tokens;
+  std::optional<std::vector<int32_t>> forced_eos_token_id;
+  std::optional<bool> renormalize_logits;
+  // The file each set field came from ("generation_config.json", "config.json"), by field name.
+  std::map<std::string, std::string> source;
+};
+
+// One setting a generation uses: its name, value and where it came from ("flag", the file, "default").
+struct GenerationSetting {
+  std::string name, value, source;
+};
+
+// The parameters of a generation: each setting from `overrides` (a caller's flags) when set
+// there, else from `config` (a model's generation_config()), else ordo's default. Sampling,
+// greedy or beam search: overrides' do_sample, temperature (> 0 samples, 0 is greedy) or num_beams
+// > 1 decide, else config's do_sample, else config's num_beams > 1 (greedy beams, Hugging Face's
+// do_sample default), else ordo's default, sampling. Sampling uses temperature 0.8, top-k 40,
+// top-p 0.95 unless set; greedy and beam search use none of them. Length: max_new_tokens, else
+// max_length (Hugging Face's: the decoder's whole length), else 128 new tokens. Beam sampling is
+// an Error naming where do_sample and num_beams came from (overrides' sampling replaces config's
+// beams). no_repeat_ngram_size, bad_words_ids, min_length, min_new_tokens, forced_eos_token_id
+// and renormalize_logits apply as Hugging Face applies them. `used`, when given, receives the
+// settings in effect with their sources. Stop ids are left empty (the model's EOS ids).
+TextGenerateParams resolve_generation(const GenerationConfig& overrides, const GenerationConfig& config,
+                                      std::vector<GenerationSetting>* used = nullptr);
+
 // Threads: a loaded Model is immutable and may be shared by any number of threads, each calling
 // its const members (encode, forward, generate, embed, the batch calls, engine() const) at the same time,
 // with results identical to calling alone. Each call keeps its state to itself: a generation's
@@ -85,7 +126,8 @@ struct EmbedOptions {
 // as it was thrown.
 class Model {
  public:
-  // Reads dir/config.json, dir/model.safetensors (memory-mapped, validated) and the tokenizer files.
+  // Reads dir/config.json, the weights (memory-mapped, validated: model.safetensors, sharded
+  // safetensors, pytorch_model.bin or sharded .bin; see ordo/weights.hpp) and the tokenizer files.
   // Throws Error naming the file, field or tensor on any problem.
   static Model load(const std::string& dir, const ModelOptions& opts = {});
   Model(Model&&) noexcept;
@@ -100,8 +142,28 @@ class Model {
   bool has_tokenizer() const;
   const Tokenizer& tokenizer() const;  // throws Error if the directory has no tokenizer
 
+  // The directory's generation settings (see GenerationConfig); empty fields where it says nothing.
+  const GenerationConfig& generation_config() const;
+  // resolve_generation(overrides, generation_config(), used), with bad_words_ids that are one EOS id
+  // dropped (as Hugging Face does).
+  TextGenerateParams generation_params(const GenerationConfig& overrides = {},
+                                       std::vector<GenerationSetting>* used = nullptr) const;
+
   std::vector<int32_t> encode(const std::string& text, bool add_special = true) const;
   std::string decode(const std::vector<int32_t>& ids) const;
+
+  // Chat (models/src/model_chat.cpp): the directory's chat template (ordo/chat_template.hpp);
+  // chat_template() throws an Error naming tokenizer_config.json if there is none.
+  bool has_chat_template() const;
+  const ChatTemplate& chat_template() const;
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // The rendered conversation as ids, encoded without added specials as transformers does (the
+  // template writes BOS itself where the model wants one).
+  std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // Ids that end an assistant turn: the EOS ids (config.json, generation_config.json, the
+  // tokenizer) and the end-of-turn special tokens the vocabulary has (<|eot_id|>, <|im_end|>,
+  // <end_of_turn>, <|end|>, ...).
+  std::vector<int32_t> chat_stop_ids() const;
 
   // Decoder-only: logits [T, vocab] of every position, hidden states (embedding, each layer, final)
   // when asked. Encoder-only: hidden states of the encoder, last one = output; logits [T, vocab]
@@ -126,7 +188,10 @@ class Model {
   std::vector<Tensor> last_hidden_states(const std::vector<EncodeRequest>& inputs, int batch = 32) const;
 
   // Generates from token ids (decoder-only: prefix; encoder-decoder: encoder input). Encoder-only
-  // models, masked-LM ones included, cannot generate: an Error saying so.
+  // models, masked-LM ones included, cannot generate: an Error saying so. Empty params.stop_ids:
+  // the model's EOS ids (spec().eos_ids). params.beams.num_beams > 1: beam search
+  // (ordo/beam_search.hpp; on_token then sees the best hypothesis once the search is over).
+  // The parameters as the model directory defines them: generation_params().
   GenerateResult generate_ids(const std::vector<int32_t>& prompt, const GenerateParams& params,
                               const TokenCallback& on_token = nullptr, bool keep_logits = false) const;
   // Generates from text, streaming decoded text pieces (complete UTF-8) to on_text; return false

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ordo/tensor.hpp"
@@ -36,10 +37,13 @@ class SafeTensors {
   size_t size() const { return tensors_.size(); }
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // The whole mapped file: its pages may be dropped from memory (read-only, so reread on demand).
+  std::pair<const unsigned char*, size_t> mapped_bytes() const { return mapped_; }
 
  private:
   std::string path_;
   std::shared_ptr<void> mapping_;
+  std::pair<const unsigned char*, size_t> mapped_{nullptr, 0};
   std::map<std::string, Tensor> tensors_;
   std::map<std::string, std::string> metadata_;
 };

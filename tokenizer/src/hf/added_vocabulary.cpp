@@ -20,17 +20,20 @@ void AddedVocabulary::add(const AddedEntry& e) {
 }
 
 void AddedVocabulary::build(const Normalizer* normalizer) {
-  raw_.clear();
-  norm_.clear();
+  std::vector<std::string> raw, norm;
+  raw_.entry.clear();
+  norm_.entry.clear();
   for (size_t i = 0; i < entries_.size(); ++i) {
     const AddedEntry& e = entries_[i];
     if (e.normalized) {
       std::string n = normalizer ? normalizer->normalize(e.content) : e.content;
-      if (!n.empty()) norm_.emplace_back(std::move(n), i);
+      if (!n.empty()) norm.push_back(std::move(n)), norm_.entry.push_back(i);
     } else {
-      raw_.emplace_back(e.content, i);
+      raw.push_back(e.content), raw_.entry.push_back(i);
     }
   }
+  raw_.matcher = LeftmostLongest(raw);
+  norm_.matcher = LeftmostLongest(norm);
 }
 
 const AddedEntry* AddedVocabulary::find(const std::string& content) const {
@@ -44,43 +47,44 @@ const AddedEntry* AddedVocabulary::by_id(int32_t id) const {
 }
 
 namespace {
-bool ends_with_word(const std::string& s) {
-  if (s.empty()) return false;
-  size_t i = s.size() - 1;
+// The code point that ends just before byte `at` (s is valid UTF-8: the pipeline made it so).
+size_t prev_cp_start(const std::string& s, size_t at) {
+  size_t i = at - 1;
   while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  return i;
+}
+bool ends_with_word(const std::string& s, size_t at) {
+  if (at == 0) return false;
+  size_t i = prev_cp_start(s, at);
   return is_word_char(next_cp(s, i));
 }
 bool starts_with_word(const std::string& s, size_t at) {
   if (at >= s.size()) return false;
   return is_word_char(next_cp(s, at));
 }
+// Start of the whitespace run that ends at `at`, not before `floor` (a code point boundary). Only
+// the run is read, so lstrip costs the whitespace it absorbs, not the text before it.
+size_t whitespace_run_start(const std::string& s, size_t at, size_t floor) {
+  while (at > floor) {
+    size_t b = prev_cp_start(s, at), k = b;
+    if (b < floor || !is_whitespace(next_cp(s, k)) || k != at) break;
+    at = b;
+  }
+  return at;
+}
 }  // namespace
 
 std::vector<AddedVocabulary::Split> AddedVocabulary::split(const std::string& s, bool normalized) const {
-  const auto& patterns = normalized ? norm_ : raw_;
+  const Patterns& patterns = normalized ? norm_ : raw_;
   std::vector<Split> out;
   size_t start_offset = 0;
-  for (size_t i = 0; i < s.size() && !patterns.empty();) {
-    size_t best_len = 0, best = 0;
-    for (const auto& [p, idx] : patterns)
-      if (p.size() > best_len && s.compare(i, p.size(), p) == 0) best_len = p.size(), best = idx;
-    if (best_len == 0) {
-      ++i;
-      continue;
-    }
-    const AddedEntry& e = entries_[best];
-    size_t start = i, stop = i + best_len;
+  LeftmostLongest::Match m;
+  for (size_t i = 0; i < s.size() && patterns.matcher.find(s, i, m);) {
+    const AddedEntry& e = entries_[patterns.entry[m.pattern]];
+    size_t start = m.begin, stop = m.end;
     i = stop;  // the next search starts after this match, kept or not
-    if (e.single_word && (ends_with_word(s.substr(0, start)) || starts_with_word(s, stop))) continue;
-    if (e.lstrip) {
-      size_t run = std::string::npos;  // start of the whitespace run that ends at `start`
-      for (size_t k = 0; k < start;) {
-        const size_t b = k;
-        if (!is_whitespace(next_cp(s, k))) run = std::string::npos;
-        else if (run == std::string::npos) run = b;
-      }
-      if (run != std::string::npos) start = std::max(run, start_offset);
-    }
+    if (e.single_word && (ends_with_word(s, start) || starts_with_word(s, stop))) continue;
+    if (e.lstrip) start = whitespace_run_start(s, start, start_offset);
     if (e.rstrip) {
       while (stop < s.size()) {
         size_t k = stop;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../internal.hpp"
+#include "../leftmost_longest.hpp"
 
 namespace ordo::tokenizer_detail::hf {
 
@@ -76,7 +77,7 @@ class Regex {
 
  private:
   std::shared_ptr<void> code_;
-  std::string where_;
+  std::string pattern_, where_;  // the pattern names itself in a match failure
 };
 // Regex from a {"String": s} or {"Regex": r} pattern object.
 Regex make_pattern(const json& pattern, const std::string& where);
@@ -226,7 +227,11 @@ class AddedVocabulary {
   std::vector<AddedEntry> entries_;
   std::unordered_map<std::string, size_t> by_content_;
   std::unordered_map<int32_t, size_t> by_id_;
-  std::vector<std::pair<std::string, size_t>> raw_, norm_;  // pattern -> entry
+  struct Patterns {
+    LeftmostLongest matcher;
+    std::vector<size_t> entry;  // pattern index -> entries_ index
+  };
+  Patterns raw_, norm_;
 };
 
 // ---- the whole tokenizer (pipeline.cpp) --------------------------------------------------------

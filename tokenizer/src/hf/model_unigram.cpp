@@ -95,21 +95,22 @@ class Unigram final : public VocabModel {
       }
       start = after;
     }
-    std::vector<std::string> out;
-    std::string unk_run;  // fused consecutive unknowns, built backwards
+    // Walk back from the end collecting [start, end) pieces; a run of unknowns is contiguous in s,
+    // so it is fused by widening the last range (no front insertion: linear in the run's length).
+    std::vector<std::pair<size_t, size_t>> ranges;
+    bool in_unk_run = false;
     for (size_t end = len; end > 0;) {
       const Node& n = best[end];
       const size_t start = *n.start;
-      if (unk_id_ && n.id == *unk_id_) {
-        unk_run.insert(0, s, start, end - start);
-      } else {
-        if (!unk_run.empty()) out.push_back(std::move(unk_run)), unk_run.clear();
-        out.push_back(s.substr(start, end - start));
-      }
+      const bool unk = unk_id_ && n.id == *unk_id_;
+      if (unk && in_unk_run) ranges.back().first = start;
+      else ranges.emplace_back(start, end);
+      in_unk_run = unk;
       end = start;
     }
-    if (!unk_run.empty()) out.push_back(std::move(unk_run));
-    std::reverse(out.begin(), out.end());
+    std::vector<std::string> out;
+    out.reserve(ranges.size());
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) out.push_back(s.substr(it->first, it->second - it->first));
     return out;
   }
 

@@ -4,6 +4,9 @@
 #include <pcre2.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <new>
 
 #include "hf.hpp"
 
@@ -19,9 +22,74 @@ std::string pcre2_message(int code) {
   pcre2_get_error_message(code, msg, sizeof msg);
   return reinterpret_cast<const char*>(msg);
 }
+
+// A linear pattern with a repeated group ((?:\p{L}|\p{N})+) uses JIT stack per repetition: the
+// default 32 KB runs out near 3,000 letters. One find_all call grows its own JIT stack (Regex is
+// shared between threads) up to kMaxJitStack, then runs the interpreter, whose backtracking lives
+// on the heap under a limit; only a failure there is an error.
+constexpr size_t kFirstJitStack = size_t{1} << 20;
+constexpr size_t kMaxJitStack = size_t{256} << 20;
+constexpr uint32_t kInterpreterHeapKiB = uint32_t{1} << 20;  // 1 GiB
+constexpr uint32_t kMinMatchLimit = 10000000;                // PCRE2's default
+
+class Matcher {
+ public:
+  Matcher(const pcre2_code* code, const std::string& s)
+      : code_(code), s_(s), md_(pcre2_match_data_create_from_pattern(code, nullptr), pcre2_match_data_free) {}
+  ~Matcher() {
+    if (stack_) pcre2_jit_stack_free(stack_);
+    if (ctx_) pcre2_match_context_free(ctx_);
+  }
+  Matcher(const Matcher&) = delete;
+  Matcher& operator=(const Matcher&) = delete;
+
+  int match(size_t pos) {
+    int rc = run(pos, 0);
+    while (rc == PCRE2_ERROR_JIT_STACKLIMIT && stack_size_ < kMaxJitStack) {
+      grow_stack();
+      rc = run(pos, 0);
+    }
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      // Linear in the subject for a linear pattern; bounds a pathological one.
+      const uint64_t limit = std::max<uint64_t>(kMinMatchLimit, uint64_t{16} * s_.size());
+      pcre2_set_match_limit(context(), static_cast<uint32_t>(std::min<uint64_t>(limit, UINT32_MAX)));
+      pcre2_set_heap_limit(context(), kInterpreterHeapKiB);
+      rc = run(pos, PCRE2_NO_JIT);
+    }
+    return rc;
+  }
+  const PCRE2_SIZE* ovector() const { return pcre2_get_ovector_pointer(md_.get()); }
+
+ private:
+  int run(size_t pos, uint32_t extra) {
+    return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s_.data()), s_.size(), pos, PCRE2_NO_UTF_CHECK | extra,
+                       md_.get(), ctx_);
+  }
+  pcre2_match_context* context() {
+    if (!ctx_) ctx_ = pcre2_match_context_create(nullptr);
+    if (!ctx_) throw std::bad_alloc();
+    return ctx_;
+  }
+  void grow_stack() {
+    stack_size_ = stack_size_ ? stack_size_ * 16 : kFirstJitStack;
+    if (stack_) pcre2_jit_stack_free(stack_);
+    stack_ = pcre2_jit_stack_create(32 * 1024, stack_size_, nullptr);
+    if (!stack_) throw std::bad_alloc();
+    pcre2_jit_stack_assign(context(), nullptr, stack_);
+  }
+
+  const pcre2_code* code_;
+  const std::string& s_;
+  std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md_;
+  pcre2_match_context* ctx_ = nullptr;
+  pcre2_jit_stack* stack_ = nullptr;
+  size_t stack_size_ = 0;
+};
+
+std::string brief_pattern(const std::string& p) { return p.size() > 80 ? p.substr(0, 77) + "..." : p; }
 }  // namespace
 
-Regex::Regex(const std::string& pattern, bool literal, const std::string& where) : where_(where) {
+Regex::Regex(const std::string& pattern, bool literal, const std::string& where) : pattern_(pattern), where_(where) {
   int err = 0;
   PCRE2_SIZE off = 0;
   const uint32_t flags = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);  // LITERAL refuses UCP
@@ -33,17 +101,14 @@ Regex::Regex(const std::string& pattern, bool literal, const std::string& where)
 }
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::string& s) const {
-  auto* code = static_cast<pcre2_code*>(code_.get());
-  std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
-      pcre2_match_data_create_from_pattern(code, nullptr), pcre2_match_data_free);
+  Matcher m(static_cast<const pcre2_code*>(code_.get()), s);
   std::vector<std::pair<size_t, size_t>> out;
   size_t pos = 0;
   while (pos <= s.size()) {
-    const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, PCRE2_NO_UTF_CHECK,
-                               md.get(), nullptr);
+    const int rc = m.match(pos);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) fail(where_, "regex match failed: " + pcre2_message(rc));
-    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
+    if (rc < 0) fail(where_, "regex '" + brief_pattern(pattern_) + "' match failed: " + pcre2_message(rc));
+    const PCRE2_SIZE* ov = m.ovector();
     const size_t b = ov[0], e = ov[1];
     if (e == b) {  // empty match: step over one code point
       if (b >= s.size()) break;
