@@ -1,68 +1,34 @@
 #!/usr/bin/env python3
 # One-sequence decode speed through the Python module against the ordo CLI, on a random-weight
 # Llama model of `ordo bench --synthetic 110m`'s shape (dim 768, 12 layers, 12 heads, ffn 2048,
-# vocab 32000, tied head) written to disk once, since the CLI and Python both load directories.
+# vocab 32000, tied head) written to disk once by tools/perf/synthetic_dir.py, since the CLI and
+# Python both load directories.
 #   PYTHONPATH=build/python /usr/bin/python3 tools/bench_python.py [--tokens 128] [--runs 5]
 # Both sides run greedy decoding from the same ids with the same threads and report the engine's
 # own decode time (GenerateResult::decode_seconds: the CLI's stderr tok/s line, Generation.decode_seconds)
 # plus, for Python, the wall time of the whole generate() call.
 import argparse
-import json
 import os
 import re
 import statistics
-import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def write_model(d, dim=768, layers=12, heads=12, ffn=2048, vocab=32000, seed=1):
-    if (d / "model.safetensors").exists():
-        return
-    d.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-
-    def lin(out, inp):
-        b = 1 / np.sqrt(inp)
-        return rng.uniform(-b, b, size=(out, inp)).astype(np.float32)
-
-    tensors = {"model.embed_tokens.weight": lin(vocab, dim), "model.norm.weight": np.ones(dim, np.float32)}
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        for n in "qkvo":
-            tensors[p + f"self_attn.{n}_proj.weight"] = lin(dim, dim)
-        tensors[p + "mlp.gate_proj.weight"] = lin(ffn, dim)
-        tensors[p + "mlp.up_proj.weight"] = lin(ffn, dim)
-        tensors[p + "mlp.down_proj.weight"] = lin(dim, ffn)
-        tensors[p + "input_layernorm.weight"] = np.ones(dim, np.float32)
-        tensors[p + "post_attention_layernorm.weight"] = np.ones(dim, np.float32)
-    header, off = {"__metadata__": {"format": "pt"}}, 0
-    for k, v in tensors.items():
-        header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + v.nbytes]}
-        off += v.nbytes
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(d / "model.safetensors", "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        for v in tensors.values():
-            f.write(v.tobytes())
-    (d / "config.json").write_text(json.dumps({
-        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": dim,
-        "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": heads,
-        "intermediate_size": ffn, "vocab_size": vocab, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-        "max_position_embeddings": 2048, "tie_word_embeddings": True, "hidden_act": "silu",
-        "bos_token_id": 1, "eos_token_id": -1}))
+def write_model(d):
+    # The directory tools/perf/synthetic_dir.py writes: `ordo bench --synthetic 110m`'s shape.
+    if not (d / "model.safetensors").exists():
+        subprocess.run([sys.executable, str(ROOT / "tools" / "perf" / "synthetic_dir.py"), str(d), "--shape", "110m"],
+                       check=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/ordo-bench-110m")
+    ap.add_argument("--dir", default="/tmp/ordo-synthetic-110m")
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--prompt", type=int, default=16, help="prompt tokens")
@@ -86,8 +52,8 @@ def main():
         t0 = time.perf_counter()
         g = m.generate(ids, max_new_tokens=args.tokens)
         wall = time.perf_counter() - t0
-        assert len(g.ids) == args.tokens
-        py_tps.append((len(g.ids) - 1) / g.decode_seconds)
+        assert len(g.ids) > 1
+        py_tps.append((len(g.ids) - 1) / g.decode_seconds)  # the CLI's formula (tools/cli/run.cpp)
         py_wall.append(len(g.ids) / wall)
         ratios.append(py_tps[-1] / cli_tps[-1])
     c, p = statistics.median(cli_tps), statistics.median(py_tps)

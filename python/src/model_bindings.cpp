@@ -256,9 +256,10 @@ std::string continuation_text(const Model& m, const std::vector<int32_t>& prompt
                               const std::vector<int32_t>& ids) {
   StreamDecoder dec(m.tokenizer(),
                     m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : prompt);
+  const std::vector<int32_t>& eos = m.spec().eos_ids;
   std::string text;
   for (int32_t id : ids)
-    if (id != m.spec().eos_id) text += dec.push(id);
+    if (std::find(eos.begin(), eos.end(), id) == eos.end()) text += dec.push(id);
   return text + dec.flush();
 }
 

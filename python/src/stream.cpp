@@ -1,6 +1,7 @@
 // TextStreamer: Model::generate (or generate_ids with a StreamDecoder) on a worker thread.
 #include "stream.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 namespace ordo::py {
@@ -39,11 +40,12 @@ void TextStreamer::run() {
       // Ids in, text out: the tokenizer's streaming decoder, the prompt as its context.
       StreamDecoder dec(m.tokenizer(),
                         m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : *ids_);
-      const int32_t eos = m.spec().eos_id;
+      const std::vector<int32_t>& eos = m.spec().eos_ids;  // their text is not shown, as Model::generate
       result_.generation = m.generate_ids(
           *ids_, params_,
           [&](int32_t id) {
-            const std::string piece = id == eos ? std::string() : dec.push(id);
+            const bool stop = std::find(eos.begin(), eos.end(), id) != eos.end();
+            const std::string piece = stop ? std::string() : dec.push(id);
             result_.text += piece;
             return piece.empty() ? !cancelled() : push(piece);
           },
