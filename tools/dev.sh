@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, build and run ordo on a Debian machine (as root, or with sudo).
 #   tools/dev.sh demo    install what is missing, build the ordo CLI, generate text with the bundled model
-#   tools/dev.sh test    install what is missing, build everything, run the whole test suite
+#   tools/dev.sh test    install what is missing, build everything (the Python module too), run the whole
+#                        test suite: the C++ tests, then the Python module's pytest suite (python/tests)
 #   tools/dev.sh setup   only install (and check) the Debian packages
 #   tools/dev.sh build   setup, then build everything
 #   tools/dev.sh fuzz [SECONDS]  build the libFuzzer fuzzers (clang, ASan + UBSan) in build-fuzz/
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 PACKAGE_TABLE=cmake/debian-packages.txt
 JOBS=${JOBS:-$(nproc)}
 case "${ORDO_SANITIZE:-0}" in
-  0 | "") BUILD_DIR=${BUILD_DIR:-build}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release) ;;
+  0 | "") BUILD_DIR=${BUILD_DIR:-build}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DORDO_PYTHON=ON) ;;
   1 | address) BUILD_DIR=${BUILD_DIR:-build-asan}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=address) ;;
   thread) BUILD_DIR=${BUILD_DIR:-build-tsan}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=thread) ;;
   *) echo "tools/dev.sh: ORDO_SANITIZE must be 1, address or thread, not '$ORDO_SANITIZE'" >&2; exit 2 ;;
@@ -109,6 +110,12 @@ case "${1:-}" in
     [[ ${ORDO_SANITIZE:-0} == thread ]] && TESTS=(-R 'Shared|Batch|Fixture|Generate|KvCache|Zoo')
     # Tests run one at a time on purpose: each forward pass already uses every core.
     ctest --test-dir "$BUILD_DIR" --output-on-failure "${TESTS[@]}"
+    # The Python module's suite (python/tests) against this build, with Debian's interpreter (the
+    # one the module was built for). Sanitizer builds leave the module out (the interpreter would
+    # need the sanitizer runtime preloaded).
+    if [[ ${ORDO_SANITIZE:-0} == 0 ]]; then
+      ORDO_BUILD_DIR="$BUILD_DIR" /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
+    fi
     # CI: every fuzzer for a bounded time after the suite: ~10 min for the clang build on 2 cores,
     # ~2 min for 9 fuzzers x 20 s two at a time.
     if [[ ${CI:-} == true && ${ORDO_SANITIZE:-0} == 0 ]]; then fuzz "${ORDO_FUZZ_SECONDS:-20}"; fi

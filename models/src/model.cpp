@@ -305,9 +305,11 @@ std::vector<GenerateResult> Model::generate_ids_batch(const std::vector<std::vec
 
 std::vector<TextResult> Model::generate_batch(const std::vector<std::string>& prompts, const TextGenerateParams& params,
                                               int max_batch,
-                                              const std::function<bool(size_t, const std::string&)>& on_text) const {
-  return guarded(impl_->dir, "generate_batch",
-                 [&] { return generate_batch_impl(prompts, params, max_batch, passing_caller_exceptions(on_text)); });
+                                              const std::function<bool(size_t, const std::string&)>& on_text,
+                                              bool keep_logits) const {
+  return guarded(impl_->dir, "generate_batch", [&] {
+    return generate_batch_impl(prompts, params, max_batch, passing_caller_exceptions(on_text), keep_logits);
+  });
 }
 
 std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std::vector<int32_t>>& prompts,
@@ -353,7 +355,8 @@ std::vector<GenerateResult> Model::generate_ids_batch_impl(const std::vector<std
 
 std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string>& prompts,
                                                    const TextGenerateParams& params, int max_batch,
-                                                   const std::function<bool(size_t, const std::string&)>& on_text) const {
+                                                   const std::function<bool(size_t, const std::string&)>& on_text,
+                                                   bool keep_logits) const {
   const Tokenizer& tok = tokenizer();
   const bool seq2seq = spec().graph == GraphKind::EncoderDecoder;
   const std::vector<int32_t> stops = params.stop_ids.empty() ? spec().eos_ids : params.stop_ids;
@@ -367,7 +370,8 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
                                                    std::move(cb)));
   }
   std::vector<GenerateResult> gen =
-      generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); }, false);
+      generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); },
+                              keep_logits);
   std::vector<TextResult> out(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     streams[i]->finish();

@@ -145,6 +145,8 @@ std::vector<TextScore> causal_scores(const Model& m, const std::vector<const std
       const double nll = token_nll(outs[i].logits.f32() + (t - 1) * V, V, sc.ids[t]);
       sc.logprob -= nll;
       sc.abs_terms += std::fabs(nll);
+      sc.terms.push_back(-nll);
+      sc.positions.push_back(static_cast<int64_t>(t));
     }
     scores.push_back(std::move(sc));
   }
@@ -198,6 +200,8 @@ void pll_batch(const Transformer& eng, const std::vector<std::pair<size_t, size_
     const double nll = token_nll(logits.f32() + static_cast<int64_t>(i) * V, V, sc.ids[work[i0 + i].second]);
     sc.logprob -= nll;
     sc.abs_terms += std::fabs(nll);
+    sc.terms.push_back(-nll);
+    sc.positions.push_back(static_cast<int64_t>(work[i0 + i].second));
   }
 }
 

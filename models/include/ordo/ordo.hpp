@@ -207,9 +207,11 @@ class Model {
                                                  const GenerateParams& params, int max_batch,
                                                  const BatchTokenCallback& on_token = nullptr,
                                                  bool keep_logits = false) const;
+  // keep_logits: each result's generation.step_logits holds every step's logits row (as generate_ids).
   std::vector<TextResult> generate_batch(const std::vector<std::string>& prompts, const TextGenerateParams& params,
                                          int max_batch,
-                                         const std::function<bool(size_t, const std::string&)>& on_text = nullptr) const;
+                                         const std::function<bool(size_t, const std::string&)>& on_text = nullptr,
+                                         bool keep_logits = false) const;
 
  private:
   struct Impl;
@@ -221,7 +223,8 @@ class Model {
                                                       const BatchTokenCallback& on_token, bool keep_logits) const;
   std::vector<TextResult> generate_batch_impl(const std::vector<std::string>& prompts, const TextGenerateParams& params,
                                               int max_batch,
-                                              const std::function<bool(size_t, const std::string&)>& on_text) const;
+                                              const std::function<bool(size_t, const std::string&)>& on_text,
+                                              bool keep_logits = false) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -41,6 +41,10 @@ struct TextScore {
   double logprob = 0;        // Σ of the per-token terms
   double abs_terms = 0;      // Σ |term|: the scale float rounding of the score grows with
   std::vector<int32_t> ids;  // the text encoded with the tokenizer's specials
+  // Each term (log p of one token, nats) and the position in `ids` of the token it scores, in
+  // position order: causal, every position after the first; PLL, every non-special position.
+  std::vector<double> terms;
+  std::vector<int64_t> positions;
 };
 
 // Σ_{t>=1} log p(token_t | tokens_<t) of each text encoded with the tokenizer's specials, all texts
