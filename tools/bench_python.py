@@ -13,6 +13,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def write_model(d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/ordo-synthetic-110m")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ordo-synthetic-110m"))
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--prompt", type=int, default=16, help="prompt tokens")

@@ -5,7 +5,7 @@ tests/data/chat/tokenizer_config.json (a chat template over the model's own <s> 
 through the slow LlamaTokenizer.
 
 Run from the repository root:
-  source /work/refenv/env.sh && /usr/bin/python3 tools/chat/make_cli_goldens.py
+  source "$REFENV/env.sh" && /usr/bin/python3 tools/chat/make_cli_goldens.py
 """
 import json
 import os

@@ -13,7 +13,7 @@
 # WordPiece tokens, small enough for the fixture's 256-row embedding) pads the batch, as
 # sentence-transformers' tokenize does, then BertModel and the same poolings.
 # Run from the repository root:
-#   source /work/refenv/env.sh && /usr/bin/python3 tools/embed/make_embed_goldens.py
+#   source "$REFENV/env.sh" && /usr/bin/python3 tools/embed/make_embed_goldens.py
 import json
 import os
 

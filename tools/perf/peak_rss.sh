@@ -3,7 +3,7 @@
 #
 # Usage: tools/perf/peak_rss.sh [ORDO_BINARY] [WORK_DIR] [SHAPE]
 #   ORDO_BINARY  default build/bin/ordo
-#   WORK_DIR     where the model directories are written (default /tmp/ordo-peak-rss; ~6.6 GB for 1b)
+#   WORK_DIR     where the model directories are written (default ordo-peak-rss under XDG_CACHE_HOME or ~/.cache; ~6.6 GB for 1b)
 #   SHAPE        1b (default), 110m or DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB, as `ordo bench --synthetic`
 #
 # Two cases, each a fresh process measured by /usr/bin/time -v ("Maximum resident set size"):
@@ -18,7 +18,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 ordo=${1:-build/bin/ordo}
-work=${2:-/tmp/ordo-peak-rss}
+work=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/ordo-peak-rss}
 shape=${3:-1b}
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
