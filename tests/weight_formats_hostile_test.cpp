@@ -378,6 +378,54 @@ TEST_F(HostileWeights, PicklesBuiltToExhaustStackOrMemoryAreBounded) {
 
 // ---- shard indexes -------------------------------------------------------------------------------
 
+// ---- what the review of the merged loaders found ------------------------------------------------
+
+TEST_F(HostileWeights, ListsPlacedInsideThemselvesAndHugeRanksAreRefused) {
+  auto err = [&](const std::string& pickle) { return open_error(bin(pickle)); };
+  // EMPTY_LIST, MEMOIZE as 0, BINGET 0, APPEND: the list inside itself, a cycle.
+  expect_has(err("\x80\x02]q\x00h\x00"
+                 "a."s),
+             {"a list is placed inside itself"});
+  PT t{"w"};
+  t.shape.assign(33, 1);
+  t.stride.assign(33, 1);
+  t.numel = 1;
+  expect_has(err(state_dict({t})), {"size has 33 dimensions, more than 32"});
+}
+
+// A safetensors header whose length's low bytes spell "PK" (19,280 = 0x4B50) is still safetensors.
+TEST_F(HostileWeights, SafetensorsWhoseHeaderLengthSpellsPkLoads) {
+  std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  header.resize(19280, ' ');
+  std::string file(8, '\0');
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>(n >> (8 * i) & 0xff);
+  ASSERT_EQ(file.substr(0, 2), "PK");
+  file += header + floats({1.5f, -2.0f});
+  write_bytes(path("model.safetensors"), file);
+  const Weights w = Weights::open_file(path("model.safetensors"));
+  EXPECT_EQ(w.format(), "safetensors");
+  const auto& t = w.get("w");
+  EXPECT_EQ(t.f32()[0], 1.5f);
+  EXPECT_EQ(t.f32()[1], -2.0f);
+}
+
+// A .bin none of whose tensors borrow its mapping (only an int64 buffer) still reports a mapping
+// that stays mapped, so dropping its pages can never touch memory reused by another allocation.
+TEST_F(HostileWeights, MappingsAreKeptWhileTheirSpansAreReported) {
+  PT t{"position_ids"};
+  t.storage_type = "LongStorage";
+  t.shape = {3};
+  t.stride = {1};
+  t.numel = 3;
+  const Weights w = Weights::open_file(bin(state_dict({t}), {{"archive/data/0", std::string(24, '\0')}}));
+  EXPECT_TRUE(w.tensors().empty());
+  ASSERT_EQ(w.unsupported().size(), 1u);
+  ASSERT_EQ(w.mapped_files().size(), 1u);
+  EXPECT_NE(w.mapped_files()[0].keep, nullptr);
+  EXPECT_GT(w.mapped_files()[0].size, 0u);
+}
+
 class HostileIndex : public HostileWeights {
  protected:
   void SetUp() override {

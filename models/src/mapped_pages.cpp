@@ -23,9 +23,11 @@ void drop_pages(uintptr_t begin, uintptr_t end) {
 }  // namespace
 
 void MappedPages::add(const Weights& weights) {
-  for (const auto& [begin, size] : weights.mapped_ranges()) {
-    const auto at = reinterpret_cast<uintptr_t>(begin);
-    if (size > 0) spans_.emplace_back(at, at + size);
+  for (const Weights::MappedFile& f : weights.mapped_files()) {
+    const auto at = reinterpret_cast<uintptr_t>(f.begin);
+    if (f.size == 0) continue;
+    spans_.emplace_back(at, at + f.size);
+    keep_.push_back(f.keep);
   }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,7 @@ class MappedPages {
 
  private:
   std::vector<std::pair<uintptr_t, uintptr_t>> spans_;  // [begin, end) addresses
+  std::vector<std::shared_ptr<void>> keep_;              // the mappings, alive while their spans are
 };
 
 }  // namespace ordo

@@ -39,6 +39,7 @@ class SafeTensors {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The whole mapped file: its pages may be dropped from memory (read-only, so reread on demand).
   std::pair<const unsigned char*, size_t> mapped_bytes() const { return mapped_; }
+  const std::shared_ptr<void>& mapping() const { return mapping_; }  // keeps mapped_bytes() mapped
 
  private:
   std::string path_;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,7 +48,14 @@ class Weights {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // Each file's read-only mapping, which tensors borrowed from the files point into (tensors
   // copied out of a .bin do not): pages there may be dropped and are reread from the file.
-  const std::vector<std::pair<const unsigned char*, size_t>>& mapped_ranges() const { return mapped_; }
+  // `keep` holds the mapping: a span outlives no mapping, so a dropped page is never another
+  // allocation's.
+  struct MappedFile {
+    const unsigned char* begin = nullptr;
+    size_t size = 0;
+    std::shared_ptr<void> keep;
+  };
+  const std::vector<MappedFile>& mapped_files() const { return mapped_; }
 
  private:
   std::string origin_, format_;
@@ -56,7 +64,7 @@ class Weights {
   std::map<std::string, size_t> file_index_;  // name -> index in files_
   std::map<std::string, std::string> unsupported_;
   std::map<std::string, std::string> metadata_;
-  std::vector<std::pair<const unsigned char*, size_t>> mapped_;
+  std::vector<MappedFile> mapped_;
   void add_file(const std::string& path, const std::string& index, const std::string& shard);
 };
 

@@ -38,26 +38,41 @@ void copy_strided(const unsigned char* base, size_t esize, const PickledTensor& 
   }
 }
 
-// The first (up to) 4 bytes of a regular file ("" otherwise), opened without blocking.
-std::string head4(const std::string& path) {
+// The first (up to) 9 bytes of a regular file ("" otherwise), opened without blocking, and its size.
+std::string head9(const std::string& path, uint64_t* size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return "";
   struct stat st;
-  char b[4];
-  const ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::read(fd, b, 4) : -1;
+  char b[9];
+  const ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::read(fd, b, 9) : -1;
   ::close(fd);
+  *size = n > 0 ? static_cast<uint64_t>(st.st_size) : 0;
   return n > 0 ? std::string(b, static_cast<size_t>(n)) : "";
+}
+
+// A safetensors file: a little-endian u64 header length that fits the file, then the header's
+// '{'. Checked first: 1 header length in 65,536 starts with the bytes "PK".
+bool looks_like_safetensors(const std::string& h, uint64_t size) {
+  if (h.size() < 9 || h[8] != '{') return false;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(h[static_cast<size_t>(i)]);
+  return size >= 8 && n <= size - 8;
 }
 
 const std::string kLegacyHead("\x80\x02\x8a\x0a", 4);
 
 }  // namespace
 
-bool is_legacy_torch_file(const std::string& path) { return head4(path) == kLegacyHead; }
+bool is_legacy_torch_file(const std::string& path) {
+  uint64_t size = 0;
+  return head9(path, &size).compare(0, 4, kLegacyHead) == 0;
+}
 
 bool is_torch_file(const std::string& path) {
-  const std::string h = head4(path);
-  return h.compare(0, 2, "PK") == 0 || h == kLegacyHead;
+  uint64_t size = 0;
+  const std::string h = head9(path, &size);
+  if (looks_like_safetensors(h, size)) return false;
+  return h.compare(0, 2, "PK") == 0 || h.compare(0, 4, kLegacyHead) == 0;
 }
 
 TorchCheckpoint read_torch_checkpoint(const std::string& path) {
@@ -87,6 +102,7 @@ TorchCheckpoint read_torch_checkpoint(const std::string& path) {
 
   TorchCheckpoint out;
   out.mapped = z.mapped_bytes();
+  out.mapping = z.mapping();
   for (const auto& [name, pt] : entries) {
     const PickledStorage& st = *pt.storage;
     const std::string where = path + ": tensor '" + name + "'";

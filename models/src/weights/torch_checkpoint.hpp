@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -18,13 +19,14 @@ struct TorchCheckpoint {
   std::map<std::string, std::string> unsupported;
   // The mapped file the borrowed tensors point into (copied ones are elsewhere).
   std::pair<const unsigned char*, size_t> mapped{nullptr, 0};
+  std::shared_ptr<void> mapping;  // keeps `mapped` mapped, also when no tensor borrows from it
 };
 
 // Whether `path` is a regular file that starts as a zip archive ("PK") or as torch's pre-1.6
 // pickle stream (PROTO 2, then its magic number as a LONG1 of 10 bytes), which
-// read_torch_checkpoint names. Never blocks (a FIFO is not a regular file: false). A safetensors
-// file starts with its header length, which would exceed the format's 100 MB limit to look like
-// either.
+// read_torch_checkpoint names. Never blocks (a FIFO is not a regular file: false). A file that
+// reads as safetensors (a header length that fits the file, then '{') is not one, though its
+// length's low bytes may spell "PK".
 bool is_torch_file(const std::string& path);
 bool is_legacy_torch_file(const std::string& path);
 

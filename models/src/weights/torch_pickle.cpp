@@ -17,6 +17,7 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxGlobalName = 256;
+constexpr size_t kMaxRank = 32;  // dimensions of one tensor
 // Objects, memo entries and open MARKs a pickle may create: a 70B model's state dict needs about
 // 20,000; the cap keeps a hostile pickle's memory in the low hundreds of MB.
 constexpr size_t kMaxObjects = 1'000'000;
@@ -397,6 +398,8 @@ class Unpickler {
       fail(std::string(k == Kind::Dict ? "SETITEM(S)" : "APPEND(S)") + " on a " + kind_name(target->kind));
     if (target->contained)
       fail(std::string("a ") + kind_name(k) + " is changed after being placed in another object");
+    for (const Val& v : items)
+      if (v.get() == target.get()) fail(std::string("a ") + kind_name(k) + " is placed inside itself");
     adopt(*target, std::move(items));
   }
 
@@ -429,6 +432,11 @@ class Unpickler {
   std::vector<int64_t> int_tuple(const Val& v, const char* what) {
     if (v->kind != Kind::Tuple)
       fail(std::string(what) + " must be a tuple of ints, got a " + kind_name(v->kind));
+    // A real tensor has a handful of dimensions; a million of them, copied per dict key, would be
+    // a pickle of a few MB asking for terabytes.
+    if (v->items.size() > kMaxRank)
+      fail(std::string(what) + " has " + std::to_string(v->items.size()) + " dimensions, more than " +
+           std::to_string(kMaxRank));
     std::vector<int64_t> out;
     for (const Val& x : v->items) {
       if (!is_int(x) || x->i < 0) fail(std::string(what) + " must hold non-negative ints");

@@ -54,12 +54,12 @@ void Weights::add_file(const std::string& path, const std::string& index, const 
     TorchCheckpoint c = read_torch_checkpoint(path);
     tensors = std::move(c.tensors);
     unsupported = std::move(c.unsupported);
-    mapped_.push_back(c.mapped);
+    mapped_.push_back({c.mapped.first, c.mapped.second, c.mapping});
     if (metadata_.empty()) metadata_ = {{"format", "pt"}};
   } else {
     const SafeTensors st = SafeTensors::open(path);
     tensors = st.tensors();
-    mapped_.push_back(st.mapped_bytes());
+    mapped_.push_back({st.mapped_bytes().first, st.mapped_bytes().second, st.mapping()});
     if (fi == 0 || (fi == 1 && !index.empty())) metadata_ = st.metadata();
   }
   auto claim = [&](const std::string& name) {
