@@ -137,6 +137,18 @@ TEST(ChatCli, NoTemplateNamesTokenizerConfig) {
   EXPECT_EQ(sys_alone.exit_code, 2);  // --system needs --chat
 }
 
+// Stop strings are not followed in a chat reply: refused by name rather than ignored.
+TEST(ChatCli, StopStringsAreRefusedNotIgnored) {
+  const std::string stories = shell_quote(std::string(ORDO_SOURCE_DIR) + "/models/stories260K");
+  for (const std::string& args : {"chat -m " + stories + " --stop x -q", "run --chat -p hi --stop x -m " + stories}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("--stop:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--stop-id"), std::string::npos) << r.err;
+  }
+}
+
 TEST(ChatCli, BrokenTemplateIsNamedWhenChatIsUsed) {
   const std::string dir = chat_model_dir("chat-broken");
   std::ofstream(fs::path(dir) / "chat_template.jinja") << "{% for m in messages %}{% include 'x' %}{% endfor %}";

@@ -99,7 +99,16 @@ ModelPtr load_model(const std::string& path, std::optional<std::string> dtype,
 pyb::dict info(const SharedModel& sm) {
   const Model& m = sm.m;
   const ModelSpec& s = m.spec();
-  const PositionConfig& p = s.position;
+  // The probes that retune the model change its position settings under `mu` alone: read them
+  // under it shared (without the GIL, so that waiting holds up no other Python thread).
+  PositionConfig p;
+  int64_t context_limit = 0;
+  {
+    pyb::gil_scoped_release nogil;
+    std::shared_lock<std::shared_mutex> shared(sm.mu);
+    p = s.position;
+    context_limit = m.engine().context_limit();
+  }
   pyb::dict d;
   d["dir"] = m.dir();
   d["family"] = m.family();
@@ -110,7 +119,7 @@ pyb::dict info(const SharedModel& sm) {
   d["scaling_factor"] = p.scaling.type == ScalingType::None ? 1.0 : p.scaling.factor;
   d["extension"] = p.extension.active() ? pyb::object(pyb::str(p.extension.describe())) : pyb::none();
   d["trained_length"] = p.max_positions;
-  d["context_limit"] = m.engine().context_limit();
+  d["context_limit"] = context_limit;
   d["parameters"] = s.parameter_count();
   d["d_model"] = s.d_model;
   d["n_heads"] = s.n_heads;

@@ -104,7 +104,12 @@ pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::st
                  const std::vector<int64_t>& multiples, std::optional<int64_t> base,
                  std::optional<int64_t> trained) {
   check_ids(ids, sm.m.spec().vocab_size, "ids");
-  const PositionConfig& p = sm.m.spec().position;
+  PositionConfig p;  // a copy, read under `mu` shared: another thread's probe may be retuning it
+  {
+    pyb::gil_scoped_release nogil;
+    std::shared_lock<std::shared_mutex> shared(sm.mu);
+    p = sm.m.spec().position;
+  }
   const int64_t tr = trained                                ? *trained
                      : p.scaling.original_max_positions > 0 ? p.scaling.original_max_positions
                                                             : p.max_positions;

@@ -59,6 +59,8 @@ struct ChatCommand : Command {
   void validate() const override {
     model.validate();
     gen.validate();
+    if (!gen.stops.empty())
+      throw Error("--stop: ordo chat ends a reply at the model's EOS and end-of-turn tokens; give --stop-id");
   }
 
   int run() override {

@@ -51,6 +51,8 @@ struct RunCommand : Command {
     model.validate();
     if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
     gen.validate();
+    if (chat && !gen.stops.empty())
+      throw Error("--stop: with --chat a reply ends at the model's EOS and end-of-turn tokens; give --stop-id");
     if (!ids_text.empty()) {
       try {
         if (parse_ids(ids_text).empty()) throw Error("no token ids");
