@@ -167,14 +167,18 @@ int main(int argc, char** argv) {
         return s;
       });
     }
+    // A safetensors header listing n one-float tensors.
+    const auto safetensors_header = [](size_t n) {
+      std::string header = "{";
+      for (size_t i = 0; i < n; ++i)
+        header += (i ? ",\"model.layers." : "\"model.layers.") + std::to_string(i) +
+                  ".weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * i) + "," +
+                  std::to_string(4 * i + 4) + "]}";
+      return header + "}";
+    };
     if (want("safetensors")) {  // a header listing n one-float tensors
       doubling("safetensors", "tensors", 3125, 1600000, max_seconds, [&](size_t n) {
-        std::string header = "{";
-        for (size_t i = 0; i < n; ++i)
-          header += (i ? ",\"model.layers." : "\"model.layers.") + std::to_string(i) +
-                    ".weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * i) + "," +
-                    std::to_string(4 * i + 4) + "]}";
-        header += "}";
+        const std::string header = safetensors_header(n);
         std::string file(8, '\0');
         const uint64_t len = header.size();
         std::memcpy(&file[0], &len, 8);
@@ -189,12 +193,7 @@ int main(int argc, char** argv) {
     }
     if (want("safetensors-json")) {  // the same header's JSON parse alone, keys reported as safetensors asks
       doubling("safetensors-json", "tensors", 3125, 1600000, max_seconds, [&](size_t n) {
-        std::string header = "{";
-        for (size_t i = 0; i < n; ++i)
-          header += (i ? ",\"model.layers." : "\"model.layers.") + std::to_string(i) +
-                    ".weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * i) + "," +
-                    std::to_string(4 * i + 4) + "]}";
-        header += "}";
+        const std::string header = safetensors_header(n);
         size_t keys = 0;
         const double s = seconds([&] {
           ordo::parse_json_document(header.data(), header.size(), "model.safetensors", "header is not valid JSON",
