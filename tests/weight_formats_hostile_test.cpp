@@ -163,7 +163,7 @@ class HostileWeights : public testing::Test {
 // ---- pickles that run code under Python ----------------------------------------------------------
 
 TEST_F(HostileWeights, PickleCallingOsSystemIsRefusedAndNothingRuns) {
-  const std::string marker = "/tmp/ordo-pwned-marker";  // what the pickles' command would write
+  const std::string marker = "/tmp/pwned-by-a-hostile-pickle";  // what the pickles' command would write
   fs::remove(marker);
   const struct {
     const char* file;
