@@ -5,10 +5,13 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "model_dir.hpp"
 #include "ordo/ordo.hpp"
+#include "ordo/output_dir.hpp"
+#include "ordo/output_file.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/safetensors.hpp"
 
@@ -16,13 +19,13 @@ namespace fs = std::filesystem;
 
 namespace ordo {
 
-int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype) {
+int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace) {
+  // Refusals first (output inside or linked into the input, a folder holding another model), then
+  // everything is written into a new directory beside out_dir and swapped in at the end.
+  OutputDir dest(out_dir, {in_dir}, replace, "ordo quantize");
   Loaded l = load_dir(in_dir);
-  const fs::path in(in_dir), out(out_dir);
+  const fs::path in(in_dir), out(dest.path());
   std::error_code ec;
-  if (fs::exists(out) && fs::equivalent(in, out, ec)) throw Error(out_dir + ": output directory is the input directory");
-  fs::create_directories(out, ec);
-  if (ec) throw Error(out_dir + ": cannot create directory: " + ec.message());
   // Weights the spec uses exactly as fetched by name (not split, transposed or tied).
   std::map<std::string, const Linear*> convert;  // tensor name → the spec's Linear
   std::map<const void*, const Linear*> by_ptr;
@@ -61,20 +64,20 @@ int quantize_model(const std::string& in_dir, const std::string& out_dir, DType 
   write_safetensors((out / "model.safetensors").string(), tensors, meta);
   nlohmann::json config = JsonConfig::load((in / "config.json").string()).raw();
   config["ordo_quantization"] = {{"dtype", weight_dtype_name(dtype)}, {"scheme", scheme}};
-  {
-    std::ofstream f(out / "config.json");
-    f << config.dump(2) << "\n";
-    if (!f) throw Error((out / "config.json").string() + ": write failed");
-  }
+  write_file_atomic((out / "config.json").string(), config.dump(2) + "\n");
   // The input's weight files (shards, index, pytorch_model.bin) are replaced by model.safetensors.
   std::set<std::string> weight_files = {"model.safetensors", "config.json"};
   for (const std::string& f : l.weights->files()) weight_files.insert(fs::path(f).filename().string());
   for (const auto& e : fs::directory_iterator(in)) {
     const std::string fname = e.path().filename().string();
     if (!e.is_regular_file() || weight_files.count(fname)) continue;
-    fs::copy_file(e.path(), out / fname, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw Error((out / fname).string() + ": cannot copy: " + ec.message());
+    std::ifstream src(e.path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << src.rdbuf();
+    if (!src) throw Error(e.path().string() + ": cannot read");
+    write_file_atomic((out / fname).string(), bytes.str());
   }
+  dest.commit();
   return converted;
 }
 

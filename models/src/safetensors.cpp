@@ -5,6 +5,8 @@
 // "data_offsets": [begin, end]}, ...}, offsets relative to the start of the data section.
 #include "ordo/safetensors.hpp"
 
+#include "ordo/output_file.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -173,19 +175,6 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   return e;
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t{1} << 30));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error(path + ": write failed: " + errno_str());
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 // The whole file mapped read-only; a FIFO, directory or a file shorter than the length prefix is
 // an Error naming it.
 std::shared_ptr<Mapping> map_file(const std::string& path) {
@@ -346,27 +335,13 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   unsigned char prefix[8];
   std::memcpy(prefix, &header_len, 8);  // little-endian host
 
-  // Write next to the destination, then rename: never truncates a file that may be mapped.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
-  if (fd.fd < 0) fail(path, "cannot create '" + tmp + "': " + errno_str());
-  try {
-    write_all(fd.fd, prefix, 8, path);
-    write_all(fd.fd, text.data(), text.size(), path);
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (sizes[i]) write_all(fd.fd, tensors[i].second.data, sizes[i], path);
-    int rc = ::close(fd.fd);
-    fd.fd = -1;
-    if (rc != 0) fail(path, "write failed: " + errno_str());
-    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot rename '" + tmp + "' into place: " + errno_str());
-  } catch (...) {
-    if (fd.fd >= 0) {
-      ::close(fd.fd);
-      fd.fd = -1;
-    }
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  // Built next to the destination, then renamed: never truncates a file that may be mapped.
+  OutputFile out(path);
+  out.write(prefix, 8);
+  out.write(text);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (sizes[i]) out.write(tensors[i].second.data, sizes[i]);
+  out.commit();
 }
 
 }  // namespace ordo

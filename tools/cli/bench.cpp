@@ -501,6 +501,7 @@ struct BenchCommand : Command {
     for (const std::string& d : split_list(dtypes)) dts.push_back(parse_weight_dtype(d));
     if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
     const DType kv = parse_weight_dtype(kv_dtype);
+    if (!json_path.empty()) check_output_path(json_path, {dir});  // before the run: written at its end
 
     std::cerr << "[bench] measuring machine limits (" << num_threads() << " threads)...\n";
     Machine mach(quick, bes);
@@ -621,9 +622,7 @@ struct BenchCommand : Command {
            {"arith_fraction", decode_only(r.arith_fraction)},
            {"bound", decode_only(r.bound)}});
     }
-    std::ofstream f(json_path);
-    f << j.dump(2) << "\n";
-    if (!f) throw Error(json_path + ": write failed");
+    write_file_atomic(json_path, j.dump(2) + "\n");
   }
 
   // Mean ms per step of each part (StepTimes) over the timed steps.

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <iostream>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -209,16 +211,32 @@ void write_npy(const std::string& path, const Tensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open for writing");
-  f.write("\x93NUMPY\x01\x00", 8);
   const uint16_t len = static_cast<uint16_t>(header.size());
-  f.put(static_cast<char>(len & 0xff));
-  f.put(static_cast<char>(len >> 8));
-  f << header;
+  std::string head("\x93NUMPY\x01\x00", 8);
+  head += static_cast<char>(len & 0xff);
+  head += static_cast<char>(len >> 8);
+  head += header;
   Tensor c = t.dtype == DType::F32 ? t : t.to_f32();
-  f.write(static_cast<const char*>(c.data), c.nbytes());
-  if (!f) throw Error(path + ": write failed");
+  OutputFile f(path);
+  f.write(head);
+  f.write(c.data, c.nbytes());
+  f.commit();
+}
+
+void check_stdout(bool flush) {
+  if (flush) {
+    errno = 0;
+    std::cout.flush();
+    std::fflush(stdout);
+  }
+  if (std::cout.fail() || std::ferror(stdout)) {
+    int err = errno;
+    if (err == 0) {  // failed at an earlier write: stdio kept the bytes, so a retry names the cause
+      std::clearerr(stdout);
+      if (std::fflush(stdout) != 0) err = errno;
+    }
+    throw Error(std::string("stdout: ") + (err ? std::strerror(err) : "write failed"));
+  }
 }
 
 }  // namespace ordo::cli

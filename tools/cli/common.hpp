@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ordo/ordo.hpp"
+#include "ordo/output_file.hpp"
 
 namespace ordo::cli {
 
@@ -50,8 +51,13 @@ std::string read_input_text(const std::string& path);
 void check_flag_range(const char* flag, double v, double lo, double hi);
 std::string join_ids(const std::vector<int32_t>& ids, const char* sep = ",");
 
-// Writes a float32 array as .npy (NumPy format 1.0).
+// Writes a float32 array as .npy (NumPy format 1.0), atomically (OutputFile).
 void write_npy(const std::string& path, const Tensor& t);
+
+// Throws Error("stdout: <reason>") once a write to std::cout / stdout has failed (closed pipe
+// handled by SIGPIPE as usual, full disk, closed descriptor). `flush` flushes both first: main()
+// calls it after every command, streaming output after each piece so a failure stops the run.
+void check_stdout(bool flush = true);
 
 // A subcommand: registers its options, then runs if selected.
 struct Command {

@@ -444,6 +444,7 @@ struct CompareCommand : Command {
     const bool model_probes = want("word-order") || want("permutation") || want("length") || want("attention");
     const std::vector<Entry> entries = model_probes ? collect_entries(zdir) : std::vector<Entry>{};
     if (!no_zoo) zdir = zoo_dir();
+    check_outputs(zdir);
     std::string text, pairs_source;
     const std::vector<probes::WordPair> pairs = load_pairs(zdir, text, pairs_source);
 
@@ -479,18 +480,18 @@ struct CompareCommand : Command {
     return 0;
   }
 
+  // Before the run (outputs are written at its end): no output inside the zoo or a -m model.
+  void check_outputs(const std::string& zdir) const {
+    std::vector<std::string> inputs = dirs;
+    if (!zdir.empty()) inputs.push_back(zdir);
+    for (const std::string* o : {&json_out, &html_out})
+      if (!o->empty()) check_output_path(*o, inputs);
+  }
+
   void write_outputs(const json& doc) const {
     print_table(doc);
-    if (!json_out.empty()) {
-      std::ofstream f(json_out);
-      if (!f) throw Error(json_out + ": cannot open for writing");
-      f << doc.dump(2) << "\n";
-    }
-    if (!html_out.empty()) {
-      std::ofstream f(html_out);
-      if (!f) throw Error(html_out + ": cannot open for writing");
-      f << render_html(doc);
-    }
+    if (!json_out.empty()) write_file_atomic(json_out, doc.dump(2) + "\n");
+    if (!html_out.empty()) write_file_atomic(html_out, render_html(doc));
   }
 
   // Per (kind, scheme): mean ± 95% interval over seeds and items; paired tests between schemes.

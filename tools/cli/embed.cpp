@@ -98,6 +98,7 @@ struct EmbedCommand : Command {
     if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy") &&
         !(ends_with(out, ".jsonl") && !file.empty()))
       throw Error("--output must end in .json or .npy (.jsonl with --file), got " + out);
+    if (!out.empty()) check_output_path(out, {model.resolved_dir()});
     std::vector<Input> inputs = file.empty() ? std::vector<Input>{} : read_inputs();
     bool need_tokenizer = ids_text.empty() && file.empty();
     for (const Input& in : inputs) need_tokenizer = need_tokenizer || in.ids.empty();
@@ -124,10 +125,7 @@ struct EmbedCommand : Command {
     if (out.empty()) {
       std::cout << j.dump() << "\n";
     } else {
-      std::ofstream f(out);
-      if (!f) throw Error(out + ": cannot open for writing");
-      f << j.dump() << "\n";
-      if (!f) throw Error(out + ": write failed");
+      write_file_atomic(out, j.dump() + "\n");
       std::cerr << "wrote " << result.shape_str() << " to " << out << "\n";
     }
     return 0;
@@ -223,12 +221,15 @@ struct EmbedCommand : Command {
     if (tokens && ends_with(out, ".npy"))
       throw Error("--tokens with --file cannot write .npy (inputs differ in length)");
     for (const Input& in : inputs) check(in, file + ": ");
-    std::ofstream fout;
-    if (!out.empty() && !ends_with(out, ".npy")) {
-      fout.open(out);
-      if (!fout) throw Error(out + ": cannot open for writing");
-    }
-    std::ostream& os = out.empty() ? std::cout : fout;
+    // -o FILE.jsonl is built beside FILE and renamed into place at the end: an error part-way
+    // leaves the earlier FILE whole.
+    std::unique_ptr<OutputFile> fout;
+    if (!out.empty() && !ends_with(out, ".npy")) fout = std::make_unique<OutputFile>(out);
+    auto emit = [&](const std::string& line) {
+      if (fout) return fout->write(line + "\n");
+      std::cout << line << "\n";
+      check_stdout(false);
+    };
     Tensor all;  // .npy: pooled vectors [n, d]
     for (size_t b = 0; b < inputs.size(); b += static_cast<size_t>(batch)) {
       std::vector<EncodeRequest> reqs;
@@ -236,7 +237,7 @@ struct EmbedCommand : Command {
         reqs.push_back(EncodeRequest{inputs[i].ids, inputs[i].types, {}});
       if (tokens) {
         const std::vector<Tensor> hs = m.last_hidden_states(reqs, batch);
-        for (size_t k = 0; k < hs.size(); ++k) os << to_json(m, inputs[b + k], hs[k]).dump() << "\n";
+        for (size_t k = 0; k < hs.size(); ++k) emit(to_json(m, inputs[b + k], hs[k]).dump());
         continue;
       }
       const Tensor v = m.embed_ids(reqs, options);  // [n, d]
@@ -248,7 +249,7 @@ struct EmbedCommand : Command {
         } else {
           Tensor row = v.rows(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1);
           row.shape = {d};
-          os << to_json(m, inputs[b + k], row).dump() << "\n";
+          emit(to_json(m, inputs[b + k], row).dump());
         }
       }
     }
@@ -256,8 +257,7 @@ struct EmbedCommand : Command {
       write_npy(out, all);
       std::cerr << "wrote " << all.shape_str() << " to " << out << "\n";
     } else if (!out.empty()) {
-      fout.flush();
-      if (!fout) throw Error(out + ": write failed");
+      fout->commit();
     }
     return 0;
   }

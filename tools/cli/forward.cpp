@@ -37,6 +37,7 @@ struct ForwardCommand : Command {
     validate();
     const bool npy = ends_with(out, ".npy");
     if (!npy && !ends_with(out, ".safetensors")) throw Error("--output must end in .npy or .safetensors, got " + out);
+    check_output_path(out, {model.resolved_dir()});
     Model m = model.load(false);
     const std::vector<int32_t> ids = parse_ids(ids_text);
     std::vector<std::pair<std::string, Tensor>> tensors;
@@ -61,8 +62,10 @@ struct ForwardCommand : Command {
         for (size_t i = 0; i < o.hidden.size(); ++i) tensors.push_back({"hidden_states." + std::to_string(i), o.hidden[i]});
     }
     if (npy) {
-      write_npy(out, tensors[0].second);
       const std::string stem = out.substr(0, out.size() - 4);
+      for (size_t i = 1; i < tensors.size(); ++i)
+        check_output_outside_inputs(stem + "." + tensors[i].first + ".npy", {model.resolved_dir()});
+      write_npy(out, tensors[0].second);
       for (size_t i = 1; i < tensors.size(); ++i) write_npy(stem + "." + tensors[i].first + ".npy", tensors[i].second);
     } else {
       write_safetensors(out, tensors, {{"format", "pt"}, {"producer", "ordo"}});

@@ -2,6 +2,7 @@
 // Exit codes: 0 ok, 2 usage error, 1 runtime error.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -41,9 +42,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (command) return command->run();
+    if (command) {
+      const int rc = command->run();
+      // Output nobody could read is not success: a full disk or closed stdout fails the command
+      // (a closed pipe still ends it by SIGPIPE, silently, as `| head` expects).
+      ordo::cli::check_stdout();
+      return rc;
+    }
   } catch (const std::exception& e) {
     std::cout.flush();
+    std::clearerr(stdout);
     std::cerr << "ordo: error: " << e.what() << "\n";
     return 1;
   }

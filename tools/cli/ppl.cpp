@@ -201,6 +201,7 @@ struct PplCommand : Command {
               << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
               << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
               << std::flush;
+    check_stdout(false);
     return row;
   }
 
@@ -210,15 +211,15 @@ struct PplCommand : Command {
     o.x_label = "context length (tokens)";
     o.y_label = "perplexity";
     o.log_x = o.log_y = true;
-    std::ofstream f(plot_out);
-    if (!f) throw Error(plot_out + ": cannot open for writing");
-    f << svg_line_chart(series, o);
+    write_file_atomic(plot_out, svg_line_chart(series, o));
   }
 
   int run() override {
     validate();
     const std::vector<int64_t> ctxs = contexts();
     const std::vector<Setting> settings = parse_settings(scaling_list);
+    for (const std::string* o : {&json_out, &plot_out})  // before the run: written at its end
+      if (!o->empty()) check_output_path(*o, {model.resolved_dir()});
     const std::string text = read_input_text(text_file);
     Model m = model.load(true);
     const std::vector<int32_t> ids = m.encode(text, false);
@@ -260,7 +261,7 @@ struct PplCommand : Command {
       nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file},
                             {"text_tokens", ids.size()},     {"stride", stride},
                             {"trained_length", trained},     {"results", results}};
-      std::ofstream(json_out) << doc.dump(2) << "\n";
+      write_file_atomic(json_out, doc.dump(2) + "\n");
     }
     if (!plot_out.empty()) write_plot(series, trained);
     return 0;

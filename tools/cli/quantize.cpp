@@ -10,6 +10,7 @@ namespace {
 
 struct QuantizeCommand : Command {
   std::string dir, out, dtype = "int8";
+  bool replace = false;
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("quantize", "Write a model directory with int8/f16/bf16 linear weights");
@@ -17,12 +18,16 @@ struct QuantizeCommand : Command {
     c->add_option("--dtype", dtype, "Storage of the linear weights: int8, f16, bf16 (or f32)")
         ->capture_default_str()
         ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
-    c->add_option("-o,--output", out, "Output model directory (created)")->required();
+    c->add_option("-o,--output", out,
+                  "Output model directory: created, or an earlier `ordo quantize` output, replaced whole")
+        ->required();
+    c->add_flag("--replace", replace,
+                "Replace an output directory that holds other files (its whole contents are removed; never the input)");
     return c;
   }
 
   int run() override {
-    const int n = quantize_model(dir, out, parse_weight_dtype(dtype));
+    const int n = quantize_model(dir, out, parse_weight_dtype(dtype), replace);
     std::cout << "wrote " << out << ": " << n << " linear weights stored as " << weight_dtype_name(parse_weight_dtype(dtype))
               << "\n";
     return 0;

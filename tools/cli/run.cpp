@@ -85,8 +85,10 @@ struct RunCommand : Command {
       print_ids = true;
     } else {
       std::cout << shown_prompt << std::flush;
+      check_stdout(false);
       TextResult r = m.generate(prompt, p, [](const std::string& piece) {
         std::cout << piece << std::flush;
+        check_stdout(false);  // a full disk stops the run now, naming stdout
         return true;
       });
       std::cout << "\n";

@@ -234,7 +234,9 @@ class Model {
 // safetensors metadata). Weights a family reshapes at load (GPT-2 Conv1D, fused QKV) stay F32 in
 // the file and are converted when such a directory is loaded, so loading it gives the same model
 // as loading in_dir with ModelOptions::dtype = dtype. Other files (tokenizer, generation config)
-// are copied. Returns the number of tensors converted.
-int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype);
+// are copied. Returns the number of tensors converted. out_dir is built beside itself and swapped in
+// whole (OutputDir): refused if it is inside or linked into in_dir, or if it is not empty and not an
+// earlier ordo output unless `replace` (then its old contents are removed, never mixed).
+int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace = false);
 
 }  // namespace ordo
