@@ -5,13 +5,12 @@
 // files to PyTorch's float32 run on the weights loaded back from those files.
 #include <gtest/gtest.h>
 
-#include "ordo/output_dir.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 
 #include "ordo/ordo.hpp"
+#include "ordo/output_dir.hpp"
 #include "ordo/safetensors.hpp"
 #include "ordo/weights.hpp"
 #include "support/cli.hpp"

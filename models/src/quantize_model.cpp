@@ -19,10 +19,30 @@ namespace fs = std::filesystem;
 
 namespace ordo {
 
+namespace {
+int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype);
+}  // namespace
+
 int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace) {
   // Refusals first (output inside or linked into the input, a folder holding another model), then
   // everything is written into a new directory beside out_dir and swapped in at the end.
   OutputDir dest(out_dir, {in_dir}, replace, "ordo quantize");
+  int converted = 0;
+  try {
+    converted = quantize_into(in_dir, dest, dtype);
+  } catch (const Error& e) {  // name the user's directory, not the hidden one being built
+    std::string what = e.what();
+    for (size_t at = 0; (at = what.find(dest.path(), at)) != std::string::npos; at += out_dir.size())
+      what.replace(at, dest.path().size(), out_dir);
+    throw Error(what);
+  }
+  dest.commit();
+  return converted;
+}
+
+namespace {
+
+int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype) {
   Loaded l = load_dir(in_dir);
   const fs::path in(in_dir), out(dest.path());
   std::error_code ec;
@@ -77,8 +97,9 @@ int quantize_model(const std::string& in_dir, const std::string& out_dir, DType 
     if (!src) throw Error(e.path().string() + ": cannot read");
     write_file_atomic((out / fname).string(), bytes.str());
   }
-  dest.commit();
   return converted;
 }
+
+}  // namespace
 
 }  // namespace ordo

@@ -176,6 +176,7 @@ struct RunCommand : Command {
       }
     }
     std::cout << std::flush;
+    check_stdout(false);
     if (!quiet)
       std::cerr << "[" << prompts.size() << " prompts, up to " << batch << " in flight; generated "
                 << generated << " tokens in " << seconds << " s, " << generated / std::max(seconds, 1e-9)
