@@ -58,10 +58,12 @@ TEST(CliSeq2Seq, ForwardWritesT5Logits) {
 }
 
 TEST(CliSeq2Seq, ForwardWithoutDecoderIdsIsAnError) {
-  CliResult r = run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 -o " +
-                        "/nonexistent-dir/none.npy");
+  const std::string dir = ordo::test::make_temp_dir("seq2seq-nodec");  // a writable -o: the error is the flag's
+  CliResult r = run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 -o " + shell_quote(dir + "/none.npy"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--decoder-ids"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/none.npy"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {

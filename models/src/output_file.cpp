@@ -110,10 +110,7 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   buf.push_back('\0');
   fd_ = ::mkostemp(buf.data(), O_CLOEXEC);
   if (fd_ < 0) {
-    const int err = errno;
-    struct stat dst;
-    if (::stat(dir.c_str(), &dst) != 0) fail(path_, "cannot write in directory '" + dir + "'", errno);
-    fail(path_, "cannot create a file in directory '" + dir + "'", err);
+    fail(path_, "cannot create a file in directory '" + dir + "'", errno);
   }
   tmp_ = buf.data();
   if (::fchmod(fd_, mode) != 0) {
