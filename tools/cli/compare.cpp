@@ -480,10 +480,16 @@ struct CompareCommand : Command {
     return 0;
   }
 
-  // Before the run (outputs are written at its end): no output inside the zoo or a -m model.
+  // Before the run (outputs are written at its end): no output inside a -m or zoo model (the zoo's
+  // root, which holds reports, is not a model).
   void check_outputs(const std::string& zdir) const {
+    if (json_out.empty() && html_out.empty()) return;
     std::vector<std::string> inputs = dirs;
-    if (!zdir.empty()) inputs.push_back(zdir);
+    try {
+      if (!zdir.empty())
+        for (const ZooModel& z : discover_zoo(zdir)) inputs.push_back(z.dir);
+    } catch (const Error&) {  // an unreadable zoo is reported by the run itself
+    }
     for (const std::string* o : {&json_out, &html_out})
       if (!o->empty()) check_output_path(*o, inputs);
   }
