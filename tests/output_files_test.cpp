@@ -211,3 +211,18 @@ TEST(OutputFiles, EveryOutputFlagChecksItsWrites) {
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   s.expect_model_untouched();
 }
+
+// /dev/stdout redirected to a file is that file behind a link: appended to in place, never replaced.
+TEST(OutputFiles, DevStdoutRedirectedToAFileGetsTheJsonAfterTheTable) {
+  Sandbox s("of-devstdout");
+  const std::string out = s.dir + "/all.txt";
+  const auto r = run_ordo_sh("ppl" + s.m() + "--text " + shell_quote(kText) + " --ctx 32 --json /dev/stdout >" +
+                             shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string all = read_file(out);
+  const size_t table = all.find("scaling "), json = all.find("{\n  \"model\"");
+  ASSERT_NE(table, std::string::npos) << all;
+  ASSERT_NE(json, std::string::npos) << all;
+  EXPECT_LT(table, json);
+  EXPECT_TRUE(fs::is_symlink("/dev/stdout"));
+}

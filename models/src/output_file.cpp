@@ -60,7 +60,7 @@ std::string real_path(const std::string& p) {
 
 using Key = std::pair<dev_t, ino_t>;
 bool key_of(const std::string& p, Key* k) {
-  struct stat st;
+  struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return false;
   *k = {st.st_dev, st.st_ino};
   return true;
@@ -87,16 +87,24 @@ fs::path resolve_for_write(const std::string& path) {
   }
 }
 
+// Paths written where they are rather than replaced: anything that is not a regular file (devices,
+// FIFOs, terminals) and any name under /dev or /proc (/dev/stdout redirected to a file is a link
+// to that file: replacing it would replace /dev/stdout itself).
+bool in_place(const std::string& path, bool exists, const struct stat& st) {
+  return (exists && !S_ISREG(st.st_mode)) || path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
+}
+
 }  // namespace
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw Error("output path is empty");
-  struct stat st;
+  struct stat st {};
   const bool exists = ::stat(path_.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) throw Error(path_ + ": is a directory");
-  if (exists && !S_ISREG(st.st_mode)) {
-    // A device, FIFO or terminal: write it in place (O_NONBLOCK-free: a FIFO waits for a reader).
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (in_place(path_, exists, st)) {
+    // A device, FIFO or terminal: written in place (a FIFO waits for its reader). A regular file
+    // behind /dev/stdout is appended to, after what the command printed before.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | (exists && S_ISREG(st.st_mode) ? O_APPEND : 0));
     if (fd_ < 0) fail(path_, "cannot open for writing", errno);
     return;
   }
@@ -216,10 +224,12 @@ void check_output_outside_inputs(const std::string& path, const std::vector<std:
 void check_output_path(const std::string& path, const std::vector<std::string>& inputs) {
   if (path.empty()) throw Error("output path is empty");
   check_output_outside_inputs(path, inputs);
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
-    if (!S_ISREG(st.st_mode)) return;  // a device or FIFO: written in place
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
+  if (in_place(path, exists, st)) {
+    if (!exists) fail(path, "cannot open for writing", ENOENT);
+    return;
   }
   const std::string dir = parent_of(path);
   if (::stat(dir.c_str(), &st) != 0) fail(path, "cannot write in directory '" + dir + "'", errno);
