@@ -226,3 +226,14 @@ TEST(OutputFiles, DevStdoutRedirectedToAFileGetsTheJsonAfterTheTable) {
   EXPECT_LT(table, json);
   EXPECT_TRUE(fs::is_symlink("/dev/stdout"));
 }
+
+// Under `ulimit -f` (SIGXFSZ at its default, as in a shell) ordo reports the write, not a signal.
+TEST(OutputFiles, FileSizeLimitIsAnErrorNotASignal) {
+  Sandbox s("of-xfsz");
+  const std::string out = s.dir + "/x.npy";
+  const auto r = run_ordo_sh("forward" + s.m() + "--ids 1,2,3 -o " + shell_quote(out), 1024, "", false);
+  EXPECT_EQ(r.signal_number, 0);
+  expect_refused(r, out + ": write failed: File too large");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(ordo::test::leftover_temporaries(s.dir), "");
+}

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace ordo::test {
 
-ShellRun run_ordo_sh(const std::string& args, long long fsize_limit, const std::string& cwd) {
+ShellRun run_ordo_sh(const std::string& args, long long fsize_limit, const std::string& cwd, bool ignore_sigxfsz) {
   const std::string cmd =
       (cwd.empty() ? std::string() : "cd " + shell_quote(cwd) + " && ") + "exec " + shell_quote(ORDO_CLI) + " " + args;
   int fds[2];
@@ -31,7 +31,7 @@ ShellRun run_ordo_sh(const std::string& args, long long fsize_limit, const std::
     ::close(fds[1]);
     ::signal(SIGPIPE, SIG_DFL);
     if (fsize_limit >= 0) {
-      ::signal(SIGXFSZ, SIG_IGN);  // stays ignored across exec: the write fails with EFBIG
+      ::signal(SIGXFSZ, ignore_sigxfsz ? SIG_IGN : SIG_DFL);  // an ignored signal stays so across exec
       const rlimit rl{static_cast<rlim_t>(fsize_limit), static_cast<rlim_t>(fsize_limit)};
       ::setrlimit(RLIMIT_FSIZE, &rl);
     }

@@ -13,9 +13,10 @@ struct ShellRun {
 };
 
 // `sh -c "cd <cwd> && exec ORDO_CLI <args>"` (args as shell text: redirections and pipes work),
-// with RLIMIT_FSIZE = fsize_limit bytes when >= 0 and SIGXFSZ ignored, so a write past the limit
-// fails with EFBIG as on a full disk instead of killing the process.
-ShellRun run_ordo_sh(const std::string& args, long long fsize_limit = -1, const std::string& cwd = "");
+// with RLIMIT_FSIZE = fsize_limit bytes when >= 0 and SIGXFSZ ignored (unless !ignore_sigxfsz),
+// so a write past the limit fails with EFBIG as on a full disk instead of killing the process.
+ShellRun run_ordo_sh(const std::string& args, long long fsize_limit = -1, const std::string& cwd = "",
+                     bool ignore_sigxfsz = true);
 
 // A copy of models/stories260K at `dir` (created).
 void copy_bundled_model(const std::string& dir);

@@ -2,6 +2,7 @@
 // Exit codes: 0 ok, 2 usage error, 1 runtime error.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -27,6 +28,9 @@ void ensure_passive_wait_policy(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_passive_wait_policy(argv);
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG and is reported naming the file,
+  // and the temporary file is removed, instead of SIGXFSZ killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   ordo::cli::CliApp cli;
   ordo::cli::Command* command = nullptr;
   try {
