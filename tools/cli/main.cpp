@@ -55,7 +55,6 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::clearerr(stdout);
     std::cerr << "ordo: error: " << e.what() << "\n";
     return 1;
   }
