@@ -286,7 +286,7 @@ TEST(HostileValues, ScalingFactorsAndContextAreBoundedBeforeAllocating) {
   p.max_new_tokens = 1000000000;
   expect_has(error_of([&] { m.generate_ids({1, 2}, p); }),
              {"max_new_tokens (1000000000) needs 1000000002 positions, more than the context limit of 1024",
-              "16 x the trained length 64", "--max-context"});
+              "16 x the trained length 64", "ordo -c/--ctx-size N"});
   m.engine().set_context_limit(4096);
   p.max_new_tokens = 2;
   EXPECT_EQ(m.generate_ids({1, 2}, p).ids.size(), 2u);
