@@ -219,7 +219,7 @@ TEST(EosList, StopIdFlag) {
     EXPECT_EQ(r.out, "432,383,286\n") << flag;
   }
   const CliResult bad = run_cli("run --ids " + ids + " --stop-id -3");
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);  // a usage error
   EXPECT_NE(bad.err.find("--stop-id"), std::string::npos) << bad.err;
 }
 
@@ -402,13 +402,13 @@ TEST(GenerationConfig, OpusMtConfigDecodesWithBeams) {
   fs::remove_all(dir);
 }
 
-// `ordo run -f` with beams: two prompts' beams in flight together (--batch 8), each line's
+// `ordo run --prompts-file` with beams: two prompts' beams in flight together (--batch 8), each line's
 // hypotheses HF's.
 TEST(BeamSearch, CliFileRunsBeamsInBatches) {
   const nlohmann::json& c = find_case("stories260K", 4, 2, {{"length_penalty", 1.0}, {"num_return_sequences", 2}});
   const std::string dir = make_temp_dir("beam-file");
   std::ofstream(dir + "/p.jsonl") << "{\"prompt\": \"Once upon a time\"}\n{\"prompt\": \"Once upon a time\"}\n";
-  const CliResult r = run_cli("run -f " + shell_quote(dir + "/p.jsonl") +
+  const CliResult r = run_cli("run --prompts-file " + shell_quote(dir + "/p.jsonl") +
                               " --num-beams 4 --num-return-sequences 2 -n 24 --batch 8 -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.out);

@@ -137,7 +137,7 @@ TEST(Cli, ErrorsExitNonZeroWithClearMessage) {
 
 namespace {
 
-// `ordo run -f` over a file of prompts of different lengths: each prompt's generated ids equal what
+// `ordo run --prompts-file` over a file of prompts of different lengths: each prompt's generated ids equal what
 // `ordo run -p PROMPT` prints alone with the same flags (greedy, or sampling with one seed).
 void expect_file_run_matches_single_runs(const std::string& flags) {
   const std::vector<std::string> prompts = {"Once upon a time", "The dog bites the man", "Lily saw a big",
@@ -148,7 +148,7 @@ void expect_file_run_matches_single_runs(const std::string& flags) {
     std::ofstream f(path);
     for (const std::string& p : prompts) f << p << "\n\n";  // blank lines are skipped
   }
-  auto all = run_cli("run -f " + shell_quote(path) + " --batch 3 --print-ids -q " + flags);
+  auto all = run_cli("run --prompts-file " + shell_quote(path) + " --batch 3 --print-ids -q " + flags);
   ASSERT_EQ(all.exit_code, 0) << all.err;
   std::vector<std::string> lines;
   std::istringstream in(all.out);
@@ -179,7 +179,7 @@ TEST(Cli, RunJsonlFileWritesOneJsonLinePerPrompt) {
       << R"({"prompt": "The cat", "id": 7})"
       << "\n";
   }
-  auto r = run_cli("run -f " + shell_quote(path) + " -n 8 --temp 0 -q");
+  auto r = run_cli("run --prompts-file " + shell_quote(path) + " -n 8 --temp 0 -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream in(r.out);
   std::vector<nlohmann::json> rows;
@@ -203,20 +203,20 @@ TEST(Cli, RunFileErrorsNameTheFileLineAndFlag) {
     std::ofstream(dir + "/" + name) << text;
     return shell_quote(dir + "/" + name);
   };
-  auto bad_json = run_cli("run -f " + write("a.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \n") + " -n 2");
+  auto bad_json = run_cli("run --prompts-file " + write("a.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \n") + " -n 2");
   EXPECT_NE(bad_json.exit_code, 0);
   EXPECT_NE(bad_json.err.find("a.jsonl:2: not valid JSON"), std::string::npos) << bad_json.err;
-  auto no_prompt = run_cli("run -f " + write("b.jsonl", "{\"text\": \"x\"}\n") + " -n 2");
+  auto no_prompt = run_cli("run --prompts-file " + write("b.jsonl", "{\"text\": \"x\"}\n") + " -n 2");
   EXPECT_NE(no_prompt.err.find("b.jsonl:1: no \"prompt\" field"), std::string::npos) << no_prompt.err;
-  auto not_string = run_cli("run -f " + write("c.jsonl", "{\"prompt\": 3}\n") + " -n 2");
+  auto not_string = run_cli("run --prompts-file " + write("c.jsonl", "{\"prompt\": 3}\n") + " -n 2");
   EXPECT_NE(not_string.err.find("c.jsonl:1: \"prompt\" is not a string"), std::string::npos)
       << not_string.err;
-  auto empty = run_cli("run -f " + write("d.txt", "\n  \n") + " -n 2");
+  auto empty = run_cli("run --prompts-file " + write("d.txt", "\n  \n") + " -n 2");
   EXPECT_NE(empty.err.find("d.txt: no prompts"), std::string::npos) << empty.err;
-  auto missing = run_cli("run -f " + shell_quote(dir + "/none.txt") + " -n 2");
+  auto missing = run_cli("run --prompts-file " + shell_quote(dir + "/none.txt") + " -n 2");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.err.find("none.txt: cannot open"), std::string::npos) << missing.err;
-  auto zero = run_cli("run -f " + write("e.txt", "hi\n") + " --batch 0");
+  auto zero = run_cli("run --prompts-file " + write("e.txt", "hi\n") + " --batch 0");
   EXPECT_NE(zero.exit_code, 0);
-  EXPECT_NE(zero.err.find("--batch must be at least 1"), std::string::npos) << zero.err;
+  EXPECT_NE(zero.err.find("--parallel must be at least 1"), std::string::npos) << zero.err;
 }

@@ -286,7 +286,7 @@ TEST(HostileValues, ScalingFactorsAndContextAreBoundedBeforeAllocating) {
   p.max_new_tokens = 1000000000;
   expect_has(error_of([&] { m.generate_ids({1, 2}, p); }),
              {"max_new_tokens (1000000000) needs 1000000002 positions, more than the context limit of 1024",
-              "16 x the trained length 64", "--max-context"});
+              "16 x the trained length 64", "ordo -c/--ctx-size N"});
   m.engine().set_context_limit(4096);
   p.max_new_tokens = 2;
   EXPECT_EQ(m.generate_ids({1, 2}, p).ids.size(), 2u);
@@ -307,7 +307,7 @@ TEST(HostileCli, BadFlagValuesAreNamedAndFail) {
       {"run -p x --threads -3", "--threads must be in [0, 1024], got -3"},
       {"run -p x --temp nan", "--temp"},
       {"run -p x --top-p nan", "--top-p"},
-      {"run -p x --repeat-penalty nan", "--repeat-penalty must be in"},
+      {"run -p x --repeat-penalty nan", "--repeat-penalty must be a number > 0"},
       {"run -p x --scaling linear --factor 0", "--factor must be in (0, 1024], got 0"},
       {"run -p x --scaling linear --factor 1e308", "--factor must be in (0, 1024]"},
       {"run --ids 1,,2", "--ids: id list '1,,2' has an empty entry"},
@@ -334,7 +334,7 @@ TEST(HostileCli, BadFlagValuesAreNamedAndFail) {
        "has more than two parameters"},
       {"ppl --text " + std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt --stride -1", "--stride must be >= 0"},
       {"ppl --text " + std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt --ctx 1000000000",
-       "--ctx 1000000000 is longer than"},
+       "--ctx-lengths 1000000000 is longer than"},
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(args);

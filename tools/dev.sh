@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Set up, build and run ordo on a Debian machine (as root, or with sudo).
-#   tools/dev.sh demo    install what is missing, build the ordo CLI, generate text with the bundled model
+#   tools/dev.sh demo    install what is missing, build the ordo CLI, generate text with the bundled model,
+#                        then say where `ordo` is and how to put it on PATH
+#   tools/dev.sh install build the ordo CLI and install it with the bundled models: PREFIX/bin/ordo,
+#                        PREFIX/share/ordo/models (PREFIX default /usr/local; the library and headers too)
 #   tools/dev.sh test    install what is missing, build everything (the Python module too), run the whole
 #                        test suite: the C++ tests, then the Python module's pytest suite (python/tests)
 #   tools/dev.sh setup   only install (and check) the Debian packages
@@ -10,7 +13,7 @@
 #                        leak or timeout. `test` runs this too when CI=true (ORDO_FUZZ_SECONDS, default 20).
 # Environment: ORDO_SANITIZE=1 (or address) builds with ASan/UBSan in build-asan/, ORDO_SANITIZE=thread
 # with TSan in build-tsan/; BUILD_DIR overrides the build directory; JOBS the build parallelism
-# (default: all cores).
+# (default: all cores); PREFIX the install prefix of `install` (default /usr/local).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -99,6 +102,27 @@ case "${1:-}" in
     SKIP_STEPS=libFuzzer configure
     cmake --build "$BUILD_DIR" -j "$JOBS" --target ordo_cli
     "$BUILD_DIR/bin/ordo" run -p "Once upon a time" -n 120 --temp 0.8 --seed 42
+    ordo_bin=$(cd "$BUILD_DIR/bin" && pwd)/ordo
+    echo >&2
+    echo "ordo is built at $ordo_bin" >&2
+    echo "put it on PATH: bash tools/dev.sh install   (to /usr/local; PREFIX=DIR for another prefix)" >&2
+    echo "            or: export PATH=\"$(dirname "$ordo_bin"):\$PATH\"   (this shell only)" >&2
+    ;;
+  install)
+    SKIP_STEPS=libFuzzer configure
+    # The CLI, its models and the C++ library; the Python module (component python) installs with
+    # pip from python/, so only the default component is installed here.
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target ordo_cli
+    prefix=${PREFIX:-/usr/local}
+    sudo=""
+    if [[ $(id -u) -ne 0 ]] && ! { mkdir -p "$prefix" 2>/dev/null && [[ -w $prefix ]]; }; then sudo="sudo"; fi
+    $sudo cmake --install "$BUILD_DIR" --prefix "$prefix" --component Unspecified >/dev/null ||
+      fail "cmake --install to $prefix failed"
+    echo "installed $prefix/bin/ordo (models under $prefix/share/ordo/models)" >&2
+    case ":$PATH:" in
+      *":$prefix/bin:"*) echo "ordo is on PATH: try  ordo run -p \"Once upon a time\"" >&2 ;;
+      *) echo "$prefix/bin is not on PATH: export PATH=\"$prefix/bin:\$PATH\"" >&2 ;;
+    esac
     ;;
   test)
     configure
@@ -121,7 +145,7 @@ case "${1:-}" in
     if [[ ${CI:-} == true && ${ORDO_SANITIZE:-0} == 0 ]]; then fuzz "${ORDO_FUZZ_SECONDS:-20}"; fi
     ;;
   *)
-    echo "usage: tools/dev.sh demo|test|setup|build|fuzz [seconds]" >&2
+    echo "usage: tools/dev.sh demo|install|test|setup|build|fuzz [seconds]" >&2
     exit 2
     ;;
 esac

@@ -16,6 +16,7 @@ Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {
   if (!(p.temperature >= 0 && std::isfinite(p.temperature)))
     throw Error("temperature must be a finite number >= 0, got " + std::to_string(p.temperature));
   if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("top_p must be in (0, 1], got " + std::to_string(p.top_p));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw Error("min_p must be in [0, 1], got " + std::to_string(p.min_p));
   if (p.top_k < 0) throw Error("top_k must be >= 0, got " + std::to_string(p.top_k));
   if (!(p.repetition_penalty > 0 && std::isfinite(p.repetition_penalty)))
     throw Error("repetition_penalty must be a finite number > 0, got " + std::to_string(p.repetition_penalty));
@@ -56,9 +57,7 @@ int32_t Sampler::sample(float* logits, int64_t V, const std::vector<int32_t>& hi
   return pick(logits, V);
 }
 
-int32_t Sampler::pick(float* logits, int64_t V) {
-  if (p_.temperature == 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
-
+size_t Sampler::filter(const float* logits, int64_t V, double* sum_out) {
   cand_.resize(V);
   for (int64_t i = 0; i < V; ++i) cand_[i] = {logits[i] / p_.temperature, static_cast<int32_t>(i)};
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first; };
@@ -84,12 +83,43 @@ int32_t Sampler::pick(float* logits, int64_t V) {
     sum = 0;
     for (size_t i = 0; i < n; ++i) sum += cand_[i].first;
   }
+  // As MinPLogitsWarper: a token whose probability is below min_p x the top one's is dropped (the
+  // ratio is the same before and after renormalising); the top token always stays.
+  if (p_.min_p > 0.0f) {
+    const double threshold = static_cast<double>(p_.min_p) * cand_[0].first;
+    size_t keep = 1;
+    while (keep < n && cand_[keep].first >= threshold) ++keep;
+    n = keep;
+    sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += cand_[i].first;
+  }
+  *sum_out = sum;
+  return n;
+}
+
+int32_t Sampler::pick(float* logits, int64_t V) {
+  if (p_.temperature == 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
+  double sum = 0;
+  const size_t n = filter(logits, V, &sum);
   double r = std::uniform_real_distribution<double>(0.0, sum)(rng_);
   for (size_t i = 0; i < n; ++i) {
     r -= cand_[i].first;
     if (r <= 0) return cand_[i].second;
   }
   return cand_[n - 1].second;
+}
+
+std::vector<double> Sampler::probabilities(const float* logits, int64_t V) {
+  std::vector<double> probs(static_cast<size_t>(V), 0.0);
+  if (V <= 0) return probs;
+  if (p_.temperature == 0.0f) {
+    probs[static_cast<size_t>(std::max_element(logits, logits + V) - logits)] = 1.0;
+    return probs;
+  }
+  double sum = 0;
+  const size_t n = filter(logits, V, &sum);
+  for (size_t i = 0; i < n; ++i) probs[static_cast<size_t>(cand_[i].second)] = cand_[i].first / sum;
+  return probs;
 }
 
 namespace detail {

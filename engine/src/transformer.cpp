@@ -311,7 +311,7 @@ void Transformer::check_context(int64_t positions, const std::string& what) cons
       : "the default for a model without a trained length";
   throw Error(what + " needs " + std::to_string(positions) + " positions, more than the context limit of " +
               std::to_string(limit) + " (" + why + "); use fewer tokens or raise the limit " +
-              "(ordo --max-context N, ModelOptions::context_limit)");
+              "(ordo -c/--ctx-size N, ModelOptions::context_limit)");
 }
 
 Sequence Transformer::new_sequence(int64_t capacity) const {

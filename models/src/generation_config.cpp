@@ -45,6 +45,7 @@ void read_fields(const JsonConfig& c, const std::string& name, GenerationConfig&
   if (take("do_sample")) g.do_sample = c.get_bool("do_sample");
   number("temperature", g.temperature, 0, false, 1e30);
   number("top_p", g.top_p, 0, true, 1);
+  number("min_p", g.min_p, 0, false, 1);
   number("repetition_penalty", g.repetition_penalty, 0, true, 1e30);
   count("top_k", g.top_k, 0);
   count("max_new_tokens", g.max_new_tokens, 0);
@@ -192,6 +193,8 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
     p.sampling.temperature = pick("temperature", overrides.temperature, config.temperature, 0.8f, true);
     p.sampling.top_k = pick("top_k", overrides.top_k, config.top_k, 40, true);
     p.sampling.top_p = pick("top_p", overrides.top_p, config.top_p, 0.95f, true);
+    // Named only when set (off by default, as in transformers).
+    p.sampling.min_p = pick("min_p", overrides.min_p, config.min_p, 0.0f, overrides.min_p || config.min_p);
   }
   p.sampling.repetition_penalty =
       pick("repetition_penalty", overrides.repetition_penalty, config.repetition_penalty, 1.0f, true);

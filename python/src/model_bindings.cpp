@@ -187,7 +187,7 @@ struct GenArgs {
   int logprobs = 0;
 };
 
-GenArgs gen_args(int max_new_tokens, double temperature, int top_k, double top_p, double repeat_penalty,
+GenArgs gen_args(int max_new_tokens, double temperature, int top_k, double top_p, double min_p, double repeat_penalty,
                  std::optional<int64_t> seed, const pyb::object& stop, int logprobs, bool add_special) {
   GenArgs g;
   auto range = [](const char* name, double v, double lo, double hi, const char* says) {
@@ -198,6 +198,7 @@ GenArgs gen_args(int max_new_tokens, double temperature, int top_k, double top_p
   range("temperature", temperature, 0, 1e30, ">= 0");
   range("top_k", top_k, 0, 1 << 30, ">= 0 (0: off)");
   range("top_p", top_p, 1e-30, 1, "in (0, 1]");
+  range("min_p", min_p, 0, 1, "in [0, 1] (0: off)");
   range("repeat_penalty", repeat_penalty, 1e-30, 1e30, "> 0");
   range("logprobs", logprobs, 0, 1000, "in [0, 1000]");
   if (seed && *seed < 0) throw ArgumentError("seed must be >= 0, got " + std::to_string(*seed));
@@ -206,6 +207,7 @@ GenArgs gen_args(int max_new_tokens, double temperature, int top_k, double top_p
   p.sampling.temperature = static_cast<float>(temperature);
   p.sampling.top_k = top_k;
   p.sampling.top_p = static_cast<float>(top_p);
+  p.sampling.min_p = static_cast<float>(min_p);
   p.sampling.repetition_penalty = static_cast<float>(repeat_penalty);
   p.sampling.seed = seed ? static_cast<uint64_t>(*seed) : std::random_device{}();
   p.add_special = add_special;
@@ -318,7 +320,8 @@ struct PerplexityOut {
 
 #define ORDO_GEN_KWARGS                                                                      \
   pyb::arg("max_new_tokens") = 64, pyb::arg("temperature") = 0.0, pyb::arg("top_k") = 0,     \
-  pyb::arg("top_p") = 1.0, pyb::arg("repeat_penalty") = 1.0, pyb::arg("seed") = pyb::none(), \
+  pyb::arg("top_p") = 1.0, pyb::arg("min_p") = 0.0, pyb::arg("repeat_penalty") = 1.0,           \
+  pyb::arg("seed") = pyb::none(),                                                              \
   pyb::arg("stop") = pyb::none(), pyb::arg("logprobs") = 0, pyb::arg("add_special") = true
 
 }  // namespace
@@ -454,20 +457,20 @@ void bind_model(pyb::module_& mod) {
       .def(
           "generate",
           [](const SharedModel& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p,
-             double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
+             double min_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
              bool add_special) {
-            const GenArgs a = gen_args(n, temp, top_k, top_p, rp, seed, stop, logprobs, add_special);
+            const GenArgs a = gen_args(n, temp, top_k, top_p, min_p, rp, seed, stop, logprobs, add_special);
             return run_generate(sm, {to_prompt(prompt, sm, "prompt")}, a, 1)[0];
           },
           pyb::arg("prompt"), pyb::kw_only(), ORDO_GEN_KWARGS)
       .def(
           "generate_batch",
           [](const SharedModel& sm, const pyb::object& prompts, int max_batch, int n, double temp, int top_k,
-             double top_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
+             double top_p, double min_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
              bool add_special) {
             if (max_batch < 1)
               throw ArgumentError("max_batch must be >= 1, got " + std::to_string(max_batch));
-            const GenArgs a = gen_args(n, temp, top_k, top_p, rp, seed, stop, logprobs, add_special);
+            const GenArgs a = gen_args(n, temp, top_k, top_p, min_p, rp, seed, stop, logprobs, add_special);
             if (pyb::isinstance<pyb::str>(prompts) || pyb::isinstance<pyb::bytes>(prompts))
               throw ArgumentError("prompts: expected a list of prompts, got one text");
             std::vector<Prompt> ps;
@@ -481,9 +484,9 @@ void bind_model(pyb::module_& mod) {
       .def(
           "_stream",
           [](const ModelPtr& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p,
-             double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
+             double min_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
              bool add_special) {
-            const GenArgs a = gen_args(n, temp, top_k, top_p, rp, seed, stop, logprobs, add_special);
+            const GenArgs a = gen_args(n, temp, top_k, top_p, min_p, rp, seed, stop, logprobs, add_special);
             Prompt p = to_prompt(prompt, *sm, "prompt");
             if (p.ids && !a.params.stop_strings.empty())
               throw ArgumentError("stop: stop strings need a text prompt (this one is token ids)");

@@ -1,5 +1,9 @@
 # generate, generate_batch and stream agree; log-probs and finish reasons are right.
+import subprocess
+
 import numpy as np
+import pytest
+from conftest import STORIES
 
 PROMPTS = ["Once upon a time", "The little dog", "Lily saw a big red ball", "One day"]
 
@@ -74,3 +78,16 @@ def test_early_stream_close_stops_decoding(stories):
 def test_stream_of_ids_prompt(stories):
     ids = stories.tokenize("The little dog")
     assert "".join(stories.stream(ids, max_new_tokens=20)) == stories.generate(ids, max_new_tokens=20).text
+
+
+def test_min_p_matches_the_cli_and_one_keeps_only_the_top_token(stories, cli):
+    kw = dict(max_new_tokens=16, temperature=1.2, top_k=0, top_p=1.0, min_p=0.1, seed=5)
+    g = stories.generate("Once upon a time", **kw)
+    out = subprocess.run([str(cli), "run", "-m", str(STORIES), "-p", "Once upon a time", "-n", "16",
+                          "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0.1", "-s", "5", "-q",
+                          "--print-ids"], check=True, capture_output=True, text=True).stdout
+    assert out.splitlines()[-1] == ",".join(map(str, g.ids))
+    greedy = stories.generate("Once upon a time", max_new_tokens=16)
+    assert stories.generate("Once upon a time", max_new_tokens=16, temperature=1.5, min_p=1.0, seed=3).ids == greedy.ids
+    with pytest.raises(ValueError, match="min_p"):
+        stories.generate("x", temperature=1.0, min_p=1.5)

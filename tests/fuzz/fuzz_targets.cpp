@@ -335,6 +335,8 @@ int fuzz_cli_args(const uint8_t* data, size_t size) {
     command = app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
     return 0;
+  } catch (const Error&) {  // an unknown subcommand: a usage error naming the nearest one
+    return 0;
   }
   if (command) expect_ordo_errors([&] { command->validate(); });
   return 0;

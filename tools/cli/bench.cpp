@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "usage.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/synthetic.hpp"
 
@@ -266,16 +267,18 @@ struct BenchCommand : Command {
         ->capture_default_str()
         ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
-    c->add_option("--contexts", contexts, "Decode context lengths")->capture_default_str();
-    c->add_option("--batch", batches,
+    c->add_option("--ctx-lengths", contexts, "Decode context lengths")->capture_default_str();
+    add_alias(c, "--contexts", contexts, "--ctx-lengths");
+    add_alias(c, "--batch", batches, "--parallel");
+    c->add_option("--parallel", batches,
                   "Sequences in flight, comma-separated (e.g. 1,4,16,64): each prefill row runs that many prompts in "
                   "one forward, each decode step advances that many sequences; tok/s is the aggregate")
         ->capture_default_str();
-    c->add_option("--steps", steps, "Decode steps timed per repetition")->capture_default_str()->check(CLI::PositiveNumber);
-    c->add_option("--warmup", warmup, "Untimed warm-up runs")->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--reps", reps, "Timed repetitions (median and best reported)")->capture_default_str()->check(CLI::PositiveNumber);
-    c->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
-    c->add_option("--seed", seed, "Synthetic weights seed")->capture_default_str();
+    c->add_option("--steps", steps, "Decode steps timed per repetition")->capture_default_str();
+    c->add_option("--warmup", warmup, "Untimed warm-up runs")->capture_default_str();
+    c->add_option("--reps", reps, "Timed repetitions (median and best reported)")->capture_default_str();
+    c->add_option("-t,--threads", threads, "Threads (0: all cores)")->capture_default_str();
+    c->add_option("-s,--seed", seed, "Synthetic weights seed")->capture_default_str();
     c->add_option("--json", json_path, "Also write the results as JSON to this file");
     c->add_flag("--quick", quick, "Tiny sizes, one repetition (smoke test; numbers are not meaningful)");
     return c;
@@ -347,6 +350,7 @@ struct BenchCommand : Command {
       o.threads = threads;
       o.dtype = dt;
       o.load_tokenizer = false;
+      check_model_dir("-m", dir);
       m.model = std::make_unique<Model>(Model::load(dir, o));
     }
     return m;
@@ -480,7 +484,15 @@ struct BenchCommand : Command {
     return row;
   }
 
-  void validate() const override { check_flag_range("--threads", threads, 0, kMaxThreads); }
+  void validate() const override {
+    check_flag_range("-t/--threads", threads, 0, kMaxThreads);
+    if (steps < 1) throw Error("--steps must be at least 1, got " + std::to_string(steps));
+    if (warmup < 0) throw Error("--warmup must be >= 0, got " + std::to_string(warmup));
+    if (reps < 1) throw Error("--reps must be at least 1, got " + std::to_string(reps));
+    int_list(prompts, "--prompts");
+    int_list(contexts, "--ctx-lengths");
+    int_list(batches, "--parallel");
+  }
 
   int run() override {
     validate();
@@ -492,9 +504,9 @@ struct BenchCommand : Command {
       reps = 1;
       warmup = 0;
     }
-    const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"), ctx_lens = int_list(contexts, "--contexts");
-    const std::vector<int64_t> batch_sizes = int_list(batches, "--batch");
-    if (prompt_lens.empty() && ctx_lens.empty()) throw Error("bench: nothing to measure (empty --prompts and --contexts)");
+    const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"), ctx_lens = int_list(contexts, "--ctx-lengths");
+    const std::vector<int64_t> batch_sizes = int_list(batches, "--parallel");
+    if (prompt_lens.empty() && ctx_lens.empty()) throw Error("bench: nothing to measure (empty --prompts and --ctx-lengths)");
     std::vector<Backend> bes;
     for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
     std::vector<DType> dts;

@@ -1,11 +1,13 @@
 #include "common.hpp"
 
 #include "ordo/input.hpp"
+#include "usage.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/version.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -25,9 +27,10 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("--backend", backend, "GEMM backend: openblas or onednn")
       ->capture_default_str()
       ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
-  app->add_option("--threads", threads, "Threads (0: all cores)")->capture_default_str();
-  app->add_option("--max-context", max_context,
-                  "Most positions a sequence may hold (default: 16x the trained length)");
+  app->add_option("-t,--threads", threads, "Threads (0: all cores)")->capture_default_str();
+  app->add_option("-c,--ctx-size", max_context,
+                  "Context size: most positions a sequence may hold (default: 16x the trained length)");
+  add_alias(app, "--max-context", max_context, "-c/--ctx-size");
   app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16 or int8 (converted at load)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
   app->add_option("--kv-dtype", kv_dtype,
@@ -35,9 +38,9 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
   if (!with_position) return;
-  app->add_option("--position", position,
-                  "Replace the model's position scheme")
-      ->check(CLI::IsMember(position_scheme_names()));
+  std::string schemes;
+  for (const std::string& n : position_scheme_names()) schemes += (schemes.empty() ? "" : ", ") + n;
+  app->add_option("--position", position, "Replace the model's position scheme: " + schemes);
   app->add_option("--scaling", scaling,
                   "Long-context scaling: none, linear, ntk, dynamic, yarn, llama3, longrope (replaces config.json's)");
   factor_opt = app->add_option("--factor", factor, "Scaling factor (e.g. 4 for 4x the trained length)");
@@ -95,8 +98,10 @@ std::string ModelArgs::resolved_dir() const {
 }
 
 void ModelArgs::validate() const {
-  check_flag_range("--threads", threads, 0, kMaxThreads);
-  check_flag_range("--max-context", static_cast<double>(max_context), 0, 9.0e15);
+  check_flag_range("-t/--threads", threads, 0, kMaxThreads);
+  check_flag_range("-c/--ctx-size", static_cast<double>(max_context), 0, 9.0e15);
+  if (!position.empty()) check_position_name("--position", position);
+  if (!scaling.empty()) check_scaling_name("--scaling", scaling);
   if (original_max < 0) throw Error("--original-max must be >= 0, got " + std::to_string(original_max));
   if (factor_opt && factor_opt->count() > 0) {
     if (!(factor > 0 && factor <= kMaxScalingFactor))
@@ -134,7 +139,9 @@ ModelOptions ModelArgs::options() const {
 Model ModelArgs::load(bool tokenizer) const {
   ModelOptions o = options();
   o.load_tokenizer = tokenizer;
-  return Model::load(resolved_dir(), o);
+  const std::string d = resolved_dir();
+  check_model_dir("-m", d);
+  return Model::load(d, o);
 }
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -174,7 +181,9 @@ void check_flag_range(const char* flag, double v, double lo, double hi) {
 }
 
 CliApp::CliApp() {
+  app.name("ordo");
   app.set_version_flag("--version", ordo::version());
+  app.footer("ordo help CMD (or ordo CMD --help) for the flags of one command. Exit codes: 0 ok, 2 usage error, 1 runtime error.");
   app.require_subcommand(1);
   commands.push_back(make_run());
   commands.push_back(make_tokenize());
@@ -190,7 +199,10 @@ CliApp::CliApp() {
 }
 
 Command* CliApp::parse(int argc, const char* const* argv) {
-  app.parse(argc, argv);
+  std::vector<std::string> args = rewrite_args(app, argc, argv);
+  if (!args.empty()) args.erase(args.begin());  // the program name
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+  app.parse(args);
   for (size_t i = 0; i < commands.size(); ++i)
     if (subs[i]->parsed()) return commands[i].get();
   return nullptr;

@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "usage.hpp"
 #include "compare_groups.hpp"
 #include "compare_report.hpp"
 #include "compare_tasks.hpp"
@@ -101,8 +102,7 @@ struct CompareCommand : Command {
     c->add_option("-m,--model", dirs,
                   "Extra model directory (repeatable); the zoo is included unless --no-zoo");
     c->add_option("--position", positions,
-                  "Ablation (repeatable): for every -m model, also run it with this position scheme")
-        ->check(CLI::IsMember(position_scheme_names()));
+                  "Ablation (repeatable): for every -m model, also run it with this position scheme");
     c->add_option(
         "--zoo", zoo,
         "Zoo directory (default: ORDO_ZOO_DIR, the installed share/ordo/models/zoo, the source tree's)");
@@ -115,8 +115,9 @@ struct CompareCommand : Command {
          "Word-order pairs, JSONL {\"original\": ..., \"swapped\": ...} (default: built from --text)")
         ->check(CLI::ExistingFile);
     c->add_option("--max-pairs", max_pairs, "Pairs built from the text at most (default 200; --quick 8)");
-    c->add_option("--multiples", multiples_list,
+    c->add_option("--ctx-multiples", multiples_list,
                   "Context lengths as multiples of the trained length (default 1,2,4,8,16; --quick 1,2)");
+    add_alias(c, "--multiples", multiples_list, "--ctx-multiples");
     c->add_option("--ctx-base", ctx_base,
                   "Length the multiples multiply (default: each model's trained length)");
     c->add_option("--probe-tokens", probe_tokens,
@@ -137,7 +138,7 @@ struct CompareCommand : Command {
     c->add_option("--backend", backend, "GEMM backend: openblas or onednn")
         ->capture_default_str()
         ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
-    c->add_option("--threads", threads, "Threads (0: all cores; default 1, best for small models)")
+    c->add_option("-t,--threads", threads, "Threads (0: all cores; default 1, best for small models)")
         ->capture_default_str();
     return c;
   }
@@ -159,7 +160,9 @@ struct CompareCommand : Command {
   }
 
   void validate() const override {
-    check_flag_range("--threads", threads, 0, kMaxThreads);
+    check_flag_range("-t/--threads", threads, 0, kMaxThreads);
+    for (const std::string& p : positions) check_position_name("--position", p);
+    if (!multiples_list.empty()) parse_int_list("--ctx-multiples", multiples_list);
     synthetic.validate();
   }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "usage.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -60,7 +61,8 @@ struct EmbedCommand : Command {
                             "Many inputs: a text per non-empty line, or .jsonl lines {\"text\": ...} or "
                             "{\"ids\": [...], \"token_types\": [...]}; one JSON line per input, in order");
     f->excludes(t)->excludes(i);
-    c->add_option("--batch", batch, "With -f: inputs per forward")->capture_default_str();
+    c->add_option("--batch-inputs", batch, "With -f: inputs per forward")->capture_default_str();
+    add_alias(c, "--batch", batch, "--batch-inputs");
     c->add_option("--token-types", types_text,
                   "Token type (segment) ids, one per token (BERT; default all 0)");
     auto* p = c->add_flag("--pooled", pooled, "One vector per input, as --pooling says (default)");
@@ -87,14 +89,14 @@ struct EmbedCommand : Command {
 
   void validate() const override {
     model.validate();
-    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    if (batch < 1) throw Error("--batch-inputs must be at least 1, got " + std::to_string(batch));
     parse_ids(ids_text);
     parse_ids(types_text);
   }
 
   int run() override {
     validate();
-    if (text.empty() && ids_text.empty() && file.empty()) throw CLI::RequiredError("text, --ids or --file");
+    if (text.empty() && ids_text.empty() && file.empty()) throw UsageError("nothing to embed: give a text, --ids or -f FILE");
     if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy") &&
         !(ends_with(out, ".jsonl") && !file.empty()))
       throw Error("--output must end in .json or .npy (.jsonl with --file), got " + out);

@@ -11,7 +11,7 @@ namespace ordo::cli {
 
 struct GenerationArgs {
   int n = 128;
-  float temp = 0.8f, top_p = 0.95f, repeat_penalty = 1.0f;
+  float temp = 0.8f, top_p = 0.95f, min_p = 0.0f, repeat_penalty = 1.0f;
   int top_k = 40;
   int num_beams = 1, num_return = 1;
   double length_penalty = 1.0;
@@ -30,7 +30,7 @@ struct GenerationArgs {
 
  private:
   // The settings flags, to tell a flag given from its default.
-  CLI::Option *n_opt_ = nullptr, *temp_opt_ = nullptr, *top_k_opt_ = nullptr, *top_p_opt_ = nullptr,
+  CLI::Option *n_opt_ = nullptr, *temp_opt_ = nullptr, *top_k_opt_ = nullptr, *top_p_opt_ = nullptr, *min_p_opt_ = nullptr,
               *penalty_opt_ = nullptr, *beams_opt_ = nullptr, *lp_opt_ = nullptr, *es_opt_ = nullptr,
               *return_opt_ = nullptr;
 };

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "usage.hpp"
 
 namespace {
 
@@ -33,6 +34,12 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   ordo::cli::CliApp cli;
   ordo::cli::Command* command = nullptr;
+  // Usage errors (the command line itself) exit 2, runtime errors 1, for every subcommand.
+  const auto usage = [](const std::string& message) {
+    std::cout.flush();
+    std::cerr << "ordo: error: " << message << "\n";
+    return 2;
+  };
   try {
     command = cli.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -42,21 +49,29 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return cli.app.exit(e);
   } catch (const CLI::ParseError& e) {
-    cli.app.exit(e);
-    return 2;
+    return usage(ordo::cli::usage_message(cli.app, e));
+  } catch (const std::exception& e) {
+    return usage(e.what());
+  }
+  if (!command) return 2;
+  try {
+    command->validate();  // flags only: anything wrong here is a usage error
+  } catch (const std::exception& e) {
+    return usage(e.what());
   }
   try {
-    if (command) {
-      const int rc = command->run();
-      // Output nobody could read is not success: a full disk or closed stdout fails the command
-      // (a closed pipe still ends it by SIGPIPE, silently, as `| head` expects).
-      ordo::cli::check_stdout();
-      return rc;
-    }
+    const int rc = command->run();
+    // Output nobody could read is not success: a full disk or closed stdout fails the command
+    // (a closed pipe still ends it by SIGPIPE, silently, as `| head` expects).
+    ordo::cli::check_stdout();
+    return rc;
+  } catch (const CLI::ParseError& e) {
+    return usage(ordo::cli::usage_message(cli.app, e));
+  } catch (const ordo::cli::UsageError& e) {
+    return usage(e.what());
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "ordo: error: " << e.what() << "\n";
     return 1;
   }
-  return 2;
 }

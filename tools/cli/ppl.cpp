@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "usage.hpp"
 #include "ordo/perplexity.hpp"
 #include "svg_chart.hpp"
 
@@ -63,6 +64,7 @@ std::vector<Setting> parse_settings(const std::string& list) {
     if (type == "model") {
       s.from_model = true;
     } else {
+      check_scaling_name("--scaling", type);
       s.type = parse_scaling(type);
     }
     if (colon != std::string::npos) {
@@ -89,12 +91,14 @@ struct PplCommand : Command {
     CLI::App* c = app.add_subcommand("ppl", "Perplexity at several context lengths and scaling settings");
     model.add(c, false);
     c->add_option("--text", text_file, "Text file to score")->required()->check(CLI::ExistingFile);
-    c->add_option("--ctx", ctx_list, "Context lengths, comma-separated")->capture_default_str();
+    c->add_option("--ctx-lengths", ctx_list, "Context lengths to score at, comma-separated")->capture_default_str();
+    add_alias(c, "--ctx", ctx_list, "--ctx-lengths");
     c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")
         ->capture_default_str();
-    c->add_option("--batch", batch,
+    c->add_option("--batch-windows", batch,
                   "Windows scored together in one forward step (their KV caches are held at once)")
         ->capture_default_str();
+    add_alias(c, "--batch", batch, "--batch-windows");
     c->add_option(
          "--scaling", scaling_list,
          "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
@@ -106,7 +110,7 @@ struct PplCommand : Command {
     c->add_option("--factor", factor, "Factor for settings that give none");
     c->add_option("--original-max", original_max,
                   "Trained length the scaling starts from (default: the model's)");
-    c->add_option("--position", position, "Replace the model's position scheme");
+    c->add_option("--position", position, "Replace the model's position scheme (see ordo run --help)");
     c->add_option("--json", json_out, "Write results as JSON");
     c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (.svg)");
     return c;
@@ -114,19 +118,20 @@ struct PplCommand : Command {
 
   std::vector<int64_t> contexts() const {
     std::vector<int64_t> ctxs;
-    for (int32_t v : parse_ids(ctx_list)) {
-      if (v < 2) throw Error("--ctx: context length " + std::to_string(v) + " must be at least 2");
+    for (int64_t v : parse_int_list("--ctx-lengths", ctx_list)) {
+      if (v < 2) throw UsageError("--ctx-lengths: context length " + std::to_string(v) + " must be at least 2");
       if (stride > v)
         throw Error("--stride " + std::to_string(stride) + " is longer than the context length " + std::to_string(v));
       ctxs.push_back(v);
     }
-    if (ctxs.empty()) throw Error("--ctx: no context length given");
+    if (ctxs.empty()) throw UsageError("--ctx-lengths: no context length given");
     return ctxs;
   }
 
   void validate() const override {
     model.validate();
-    if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
+    if (batch < 1) throw Error("--batch-windows must be at least 1, got " + std::to_string(batch));
+    if (!position.empty()) check_position_name("--position", position);
     if (stride < 0) throw Error("--stride must be >= 0 (0: non-overlapping windows), got " + std::to_string(stride));
     if (original_max < 0) throw Error("--original-max must be >= 0, got " + std::to_string(original_max));
     if (factor != 0) check_flag_range("--factor", factor, 1e-30, kMaxScalingFactor);
@@ -226,9 +231,9 @@ struct PplCommand : Command {
     // Before any row is printed: a window longer than the text or than the model allows scores nothing.
     for (int64_t ctx : ctxs) {
       if (ctx > static_cast<int64_t>(ids.size()))
-        throw Error("--ctx " + std::to_string(ctx) + " is longer than " + text_file + " (" +
-                    std::to_string(ids.size()) + " tokens); give a longer text or a shorter --ctx");
-      m.engine().check_context(ctx, "--ctx " + std::to_string(ctx));
+        throw Error("--ctx-lengths " + std::to_string(ctx) + " is longer than " + text_file + " (" +
+                    std::to_string(ids.size()) + " tokens); give a longer text or shorter --ctx-lengths");
+      m.engine().check_context(ctx, "--ctx-lengths " + std::to_string(ctx));
     }
     const PositionConfig base = m.spec().position;
     const int64_t trained = original_max > 0                          ? original_max

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "usage.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -28,6 +29,7 @@ struct TokenizeCommand : Command {
 
   int run() override {
     validate();
+    check_model_dir("-m", model.resolved_dir(), false);
     std::unique_ptr<Tokenizer> tok = load_tokenizer(model.resolved_dir());
     if (decode) {
       std::cout << tok->decode(parse_ids(input)) << "\n";

@@ -14,6 +14,9 @@ struct SamplingParams {
   float temperature = 0.0f;         // 0: greedy (argmax)
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
+  // Hugging Face's min_p (MinPLogitsWarper, after top-k and top-p): tokens less likely than
+  // min_p x the most likely one are dropped (0: off).
+  float min_p = 0.0f;
   float repetition_penalty = 1.0f;  // 1: off (CTRL-style: divide positive logits, multiply negative)
   uint64_t seed = 0;
   // Hugging Face's no_repeat_ngram_size: a token that would repeat an n-gram of the history is
@@ -37,8 +40,15 @@ class Sampler {
   int32_t sample(float* logits, int64_t V, const std::vector<int32_t>& history);
   // sample() without the penalties and bans (the caller applied them).
   int32_t pick(float* logits, int64_t V);
+  // The distribution pick() draws from, over all V tokens (0 for a token temperature, top-k,
+  // top-p or min-p leave out; one 1 for greedy). Consumes no randomness.
+  std::vector<double> probabilities(const float* logits, int64_t V);
 
  private:
+  // Fills cand_ with the kept (exp(logit/T - max), id) pairs, most likely first; returns how many
+  // and their sum in *sum. temperature must be > 0.
+  size_t filter(const float* logits, int64_t V, double* sum);
+
   SamplingParams p_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;

@@ -82,7 +82,7 @@ struct EmbedOptions {
 // config.json ("_from_model_config": true), as transformers reads them.
 struct GenerationConfig {
   std::optional<bool> do_sample;
-  std::optional<float> temperature, top_p, repetition_penalty;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int> top_k, max_new_tokens, max_length, num_beams, num_return_sequences, no_repeat_ngram_size;
   std::optional<double> length_penalty;
   std::optional<EarlyStopping> early_stopping;
