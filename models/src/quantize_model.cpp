@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_dir.hpp"
+#include "weight_check.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/safetensors.hpp"
@@ -18,6 +19,7 @@ namespace ordo {
 
 int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype) {
   Loaded l = load_dir(in_dir);
+  check_weights(l, l.spec, dtype, false);  // a NaN, Inf or F16 overflow is refused, not written
   const fs::path in(in_dir), out(out_dir);
   std::error_code ec;
   if (fs::exists(out) && fs::equivalent(in, out, ec)) throw Error(out_dir + ": output directory is the input directory");
