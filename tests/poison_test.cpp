@@ -13,6 +13,7 @@
 #include "ordo/ordo.hpp"
 #include "ordo/perplexity.hpp"
 #include "ordo/safetensors.hpp"
+#include "ordo/weights.hpp"
 #include "support/cli.hpp"
 #include "support/golden.hpp"
 
@@ -309,4 +310,35 @@ TEST(PoisonCli, F16OverflowRefusedByRunAndQuantize) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   fs::remove_all(dir);
   fs::remove_all(fs::path(out).parent_path());
+}
+
+// A PyTorch checkpoint: the tensor's bytes are poisoned in place in a copy of the .bin (the zip is
+// stored uncompressed; its offset found through the mapping ordo reads it by).
+TEST(Poison, PytorchBinNaNNamedWithFile) {
+  const std::string src = std::string(ORDO_TEST_DATA) + "/checkpoints/gpt2-bin";
+  const std::string dir = ordo::test::make_temp_dir("poison-bin");
+  for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dir / e.path().filename());
+  std::string name;
+  int64_t offset = -1;
+  {
+    const ordo::Weights w = ordo::Weights::open_dir(dir);
+    for (const std::string& n : w.names())
+      if (n.find("h.1.mlp.c_fc.weight") != std::string::npos) name = n;
+    ASSERT_FALSE(name.empty());
+    const Tensor& t = w.get(name);
+    ASSERT_EQ(t.dtype, ordo::DType::F32);
+    ASSERT_EQ(w.mapped_files().size(), 1u);
+    offset = static_cast<const unsigned char*>(t.data) - w.mapped_files()[0].begin + 4 * 70;
+  }
+  {
+    std::fstream f(dir + "/pytorch_model.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(offset);
+    f.write(reinterpret_cast<const char*>(&kNaN), 4);
+    ASSERT_TRUE(f.good());
+  }
+  ordo::ModelOptions o;
+  o.load_tokenizer = false;
+  const std::string e = load_error(dir, o);
+  EXPECT_TRUE(has(e, dir + "/pytorch_model.bin: tensor '" + name + "' holds NaN at [0, 70]")) << e;
+  fs::remove_all(dir);
 }
