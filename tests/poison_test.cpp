@@ -225,7 +225,8 @@ TEST(Poison, Int8RefusesNonfiniteEvenWhenAllowed) {
   o.allow_nonfinite = true;
   o.dtype = ordo::DType::I8;
   const std::string e = load_error(dir, o);
-  EXPECT_TRUE(has(e, "tensor '" + kQ + "' holds inf at [0, 5]: int8 quantization cannot represent")) << e;
+  EXPECT_TRUE(has(e, "tensor '" + kQ + "' holds inf at [0, 5] (1 of its 4096 values are not finite): int8 quantization "
+                     "cannot represent")) << e;
   fs::remove_all(dir);
 }
 
@@ -341,4 +342,23 @@ TEST(Poison, PytorchBinNaNNamedWithFile) {
   const std::string e = load_error(dir, o);
   EXPECT_TRUE(has(e, dir + "/pytorch_model.bin: tensor '" + name + "' holds NaN at [0, 70]")) << e;
   fs::remove_all(dir);
+}
+
+// Weights the family splits (GPT-2's fused c_attn: checked before loading goes on) and the tied
+// head (the embedding, checked as packing reads it) are named like any other; quantize refuses too.
+TEST(Poison, SplitTiedAndQuantizedWeightsNamed) {
+  for (const std::string name : {"transformer.h.0.attn.c_attn.weight", "transformer.wte.weight"}) {
+    const std::string dir = poisoned_copy(ordo::test::model_dir("gpt2"), name, 300, kNaN);
+    ordo::ModelOptions o;
+    o.load_tokenizer = false;
+    const std::string e = load_error(dir, o);
+    EXPECT_TRUE(has(e, "tensor '" + name + "' holds NaN at ")) << e;
+    const std::string out = ordo::test::make_temp_dir("poison-q8") + "/q";
+    auto r = run_cli("quantize -m " + shell_quote(dir) + " --dtype int8 -o " + shell_quote(out));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_TRUE(has(r.err, "tensor '" + name + "' holds NaN at ")) << r.err;
+    EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+    fs::remove_all(fs::path(out).parent_path());
+    fs::remove_all(dir);
+  }
 }

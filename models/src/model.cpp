@@ -103,14 +103,22 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   // hold weights a family reshaped (kept F32 in the file): convert those too, so the model matches
   // loading the original with that dtype.
   const DType dtype = opts.dtype ? *opts.dtype : l.stored_dtype ? *l.stored_dtype : DType::F32;
-  // Every value read once, before any is converted (a NaN named by its tensor, not met as <unk>s).
-  impl->load_warnings = check_weights(l, spec, dtype, opts.allow_nonfinite);
+  // Every value the model reads is checked for NaN and Inf (named by its tensor, not met as
+  // <unk>s): the linear weights as conversion or packing finishes with each, its pages still
+  // resident; everything else (and F16's range) now.
+  WeightCheck check(l, spec, dtype, opts.allow_nonfinite);
+  check.check_now(true);
   MappedPages file_pages;
   file_pages.add(*l.weights);
   file_pages.release_all();
-  const WeightDone release = [&](const Tensor& source) { file_pages.release(source); };
+  const WeightDone release = [&](const Tensor& source) {
+    check.check_source(source);
+    file_pages.release(source);
+  };
   convert_weights(spec, dtype, release);
   pack_panels(spec, release);
+  check.finish();
+  impl->load_warnings = std::move(check.warnings);
   file_pages.release_all();  // what packing read again of a page two weights share
   l = Loaded{};  // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);

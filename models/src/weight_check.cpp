@@ -4,6 +4,7 @@
 #include <cmath>
 #include <algorithm>
 #include <map>
+#include <string>
 #include <set>
 
 #include "ordo/finite.hpp"
@@ -60,44 +61,73 @@ int64_t first_unconvertible(const Linear& lin, DType to, float* value) {
 
 }  // namespace
 
-std::vector<std::string> check_weights(const Loaded& l, const ModelSpec& spec, DType target, bool allow_nonfinite) {
-  const Weights& w = *l.weights;
-  std::vector<std::string> warnings;
-  std::set<std::string> seen;
-  std::map<const void*, std::string> by_data;  // a fetched tensor's data → its name
+WeightCheck::WeightCheck(const Loaded& l, const ModelSpec& spec, DType target, bool allow_nonfinite)
+    : l_(l), spec_(spec), target_(target), allow_(allow_nonfinite) {
   for (const std::string& name : l.fetched_names) {
-    if (!seen.insert(name).second) continue;
-    const Tensor& t = w.get(name);
-    by_data.emplace(t.data, name);
-    const int64_t i = first_nonfinite(t);
-    if (i < 0) continue;
-    const std::string what = where(w, name) + " holds " + value_str(element_as_f32(t, i)) + " at " +
-                             index_str(t.shape, i) + " (" + std::to_string(count_nonfinite(t)) + " of its " +
-                             std::to_string(t.numel()) + " values are not finite)";
-    if (!allow_nonfinite)
-      throw Error(what + ": the weights are corrupt (allow_nonfinite, --allow-nonfinite on the command line, "
-                  "loads them anyway)");
-    warnings.push_back(what);
+    const Tensor& t = l.weights->get(name);
+    if (by_data_.emplace(t.data, name).second) names_.push_back(name);
   }
-  // Conversion to F16 overflows past its range; int8 has no NaN or Inf (only needed when some were allowed).
-  if (target != DType::F16 && !(target == DType::I8 && !warnings.empty())) return warnings;
+}
+
+void WeightCheck::check_tensor(const std::string& name) {
+  if (!checked_.insert(name).second) return;
+  const Weights& w = *l_.weights;
+  const Tensor& t = w.get(name);
+  const int64_t i = first_nonfinite(t);
+  if (i < 0) return;
+  const std::string what = where(w, name) + " holds " + value_str(element_as_f32(t, i)) + " at " +
+                           index_str(t.shape, i) + " (" + std::to_string(count_nonfinite(t)) + " of its " +
+                           std::to_string(t.numel()) + " values are not finite)";
+  if (target_ == DType::I8 && linear_data_.count(t.data))
+    throw Error(what + ": int8 quantization cannot represent a value that is not finite");
+  if (!allow_)
+    throw Error(what + ": the weights are corrupt (allow_nonfinite, --allow-nonfinite on the command line, "
+                "loads them anyway)");
+  warnings.push_back(what);
+}
+
+void WeightCheck::check_now(bool defer_linears) {
+  spec_.for_each_linear([&](const Linear& lin) {
+    if (lin.present() && !lin.weight.empty()) linear_data_.insert(lin.weight.data);
+  });
+  for (const std::string& name : names_)
+    if (!defer_linears || !linear_data_.count(l_.weights->get(name).data)) check_tensor(name);
+  if (!defer_linears) {
+    // Non-finite values in a weight the family split or transposed (its source is checked above,
+    // but int8 must refuse them even when allowed).
+    if (target_ == DType::I8 && !warnings.empty()) check_linears();
+  }
+  if (target_ == DType::F16) check_linears();  // conversion would overflow past its range
+}
+
+void WeightCheck::check_source(const Tensor& source) {
+  auto it = by_data_.find(source.data);
+  if (it != by_data_.end() && linear_data_.count(source.data)) check_tensor(it->second);
+}
+
+void WeightCheck::finish() {
+  for (const std::string& name : names_) check_tensor(name);
+}
+
+void WeightCheck::check_linears() {
+  const Weights& w = *l_.weights;
   std::set<const void*> done;
-  spec.for_each_linear([&](const Linear& lin) {
-    if (!lin.present() || lin.weight.empty() || lin.weight.dtype == target || !done.insert(lin.weight.data).second)
+  spec_.for_each_linear([&](const Linear& lin) {
+    if (!lin.present() || lin.weight.empty() || lin.weight.dtype == target_ || !done.insert(lin.weight.data).second)
       return;
     float v = 0;
-    const int64_t i = first_unconvertible(lin, target, &v);
+    const int64_t i = first_unconvertible(lin, target_, &v);
     if (i < 0) return;
     // Named by the checkpoint tensor it came from: the same data, or (a weight the family split or
     // transposed) the tensor holding the same value.
     std::string name;
     int64_t at = i;
     std::vector<int64_t> shape = lin.weight.shape;
-    auto it = by_data.find(lin.weight.data);
-    if (it != by_data.end()) {
+    auto it = by_data_.find(lin.weight.data);
+    if (it != by_data_.end()) {
       name = it->second;
     } else {
-      for (const auto& [data, n] : by_data) {
+      for (const std::string& n : names_) {
         const Tensor& t = w.get(n);
         if (t.dtype == DType::I8) continue;
         for (int64_t k = 0, e = t.numel(); k < e && name.empty(); ++k)
@@ -109,16 +139,21 @@ std::vector<std::string> check_weights(const Loaded& l, const ModelSpec& spec, D
         if (!name.empty()) break;
       }
     }
-    const std::string what = name.empty() ? std::string("a linear weight ") + lin.weight.shape_str() + " derived from the checkpoint"
+    const std::string what = name.empty() ? "a linear weight " + lin.weight.shape_str() + " derived from the checkpoint"
                                           : where(w, name);
-    if (target == DType::F16)
+    if (target_ == DType::F16)
       throw Error(what + " holds " + value_str(v) + " at " + index_str(shape, at) +
                   ", beyond F16's range (largest finite value 65504): stored as f16 it would be infinite; keep "
                   "f32 or use bf16 (F32's range)");
     throw Error(what + " holds " + value_str(v) + " at " + index_str(shape, at) +
                 ": int8 quantization cannot represent a value that is not finite");
   });
-  return warnings;
+}
+
+std::vector<std::string> check_weights(const Loaded& l, const ModelSpec& spec, DType target, bool allow_nonfinite) {
+  WeightCheck c(l, spec, target, allow_nonfinite);
+  c.check_now(false);
+  return c.warnings;
 }
 
 }  // namespace ordo
