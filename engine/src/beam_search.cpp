@@ -1,5 +1,6 @@
 // Beam search: Hugging Face's BeamSearchScorer over beams that are Sequences of the batched engine.
 #include "ordo/beam_search.hpp"
+#include "ordo/finite.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -155,9 +156,12 @@ bool advance(const Transformer& model, Group& g, const std::vector<const float*>
   std::vector<float> scores(nb * static_cast<size_t>(V));
   for (size_t b = 0; b < nb; ++b) {
     float* s = scores.data() + b * static_cast<size_t>(V);
-    log_softmax(rows[b], V, s);
     std::vector<int32_t> history = g.req->prompt;
     history.insert(history.end(), g.gen[b].begin(), g.gen[b].end());
+    check_finite_row(rows[b], V, static_cast<int64_t>(history.size()) - 1,
+                     "beam " + std::to_string(b) + (g.index > 0 ? " of request " + std::to_string(g.index) : "") +
+                         ": logits");
+    log_softmax(rows[b], V, s);
     apply_penalties(s, V, history, p.sampling);
     detail::apply_length_rules(s, V, p, static_cast<int64_t>(g.req->prompt.size()),
                                static_cast<int64_t>(g.gen[b].size()), g.max_new_tokens);

@@ -1,4 +1,5 @@
 #include "ordo/generate.hpp"
+#include "ordo/finite.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -227,6 +228,9 @@ bool advance(const Transformer& model, Live& l, float* logits, const BatchTokenC
     std::memcpy(row.f32(), logits, static_cast<size_t>(V) * sizeof(float));
     l.res.step_logits.push_back(std::move(row));
   }
+  // NaN scores would still pick some id (every comparison false): stop, naming the position.
+  check_finite_row(logits, V, static_cast<int64_t>(l.history.size()) - 1,
+                   l.index > 0 ? "request " + std::to_string(l.index) + ": logits" : std::string("logits"));
   // Hugging Face's order: penalties and bans, then the length rules, then the pick.
   apply_penalties(logits, V, l.history, p.sampling);
   detail::apply_length_rules(logits, V, p, static_cast<int64_t>(l.req->prompt.size()),

@@ -277,6 +277,13 @@ float softmax_unnormalized(float* x, int64_t n) {
   for (; i < n; ++i) mx = std::max(mx, x[i]);
 #endif
   if (mx == ninf) {  // every entry −inf (e.g. a fully masked row): no distribution; write zeros
+    // ...unless the max skipped NaN entries (every comparison with NaN is false): a row of NaN
+    // scores and −inf would otherwise pass for a masked one and its NaN vanish (short rows did).
+    for (i = 0; i < n; ++i)
+      if (std::isnan(x[i])) {
+        std::fill(x, x + n, std::numeric_limits<float>::quiet_NaN());
+        return std::numeric_limits<float>::quiet_NaN();
+      }
     std::fill(x, x + n, 0.0f);
     return 0.0f;
   }

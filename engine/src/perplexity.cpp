@@ -1,4 +1,5 @@
 #include "ordo/perplexity.hpp"
+#include "ordo/finite.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -80,8 +81,11 @@ PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>
       for (int64_t t0 = w.first_scored - 1 - w.begin; t0 < w.end - w.begin - 1; t0 += chunk) {
         const int64_t rows = std::min(chunk, w.end - w.begin - 1 - t0);
         Tensor lg = model.logits(outs[i].final_hidden.f32() + t0 * d, rows);
-        for (int64_t k = 0; k < rows; ++k)
+        for (int64_t k = 0; k < rows; ++k) {
+          // A NaN or Inf would make the perplexity NaN (or 0): an error naming the token instead.
+          check_finite_row(lg.f32() + k * V, V, w.begin + t0 + k);
           r.nll_sum += token_nll(lg.f32() + k * V, V, ids[w.begin + t0 + k + 1]);
+        }
         r.tokens += rows;
       }
       ++r.windows;

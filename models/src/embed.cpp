@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ordo/finite.hpp"
 #include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
 #include "sentence_transformers.hpp"
@@ -153,6 +154,11 @@ Tensor Model::embed_ids(const std::vector<EncodeRequest>& inputs, const EmbedOpt
     for (size_t i = 0; i < inputs.size(); ++i) {
       float* row = out.f32() + static_cast<int64_t>(i) * d;
       pool_into(engine(), hs[i], inputs[i], *o.pooling, row);
+      // A NaN embedding would be written out, and compare as unrelated to everything: an error.
+      if (const int64_t bad = first_nonfinite(row, d); bad >= 0)
+        throw Error("the embedding of input " + std::to_string(i) + " is not finite (" + value_str(row[bad]) +
+                    " at dimension " + std::to_string(bad) +
+                    "): the model's weights or activations are not finite (check with ordo inspect)");
       if (*o.normalize) normalize_l2(row, d);
     }
     return out;

@@ -17,8 +17,14 @@ static std::string shape_of(const std::vector<int64_t>& s) {
   return t.shape_str();
 }
 
-Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& shape) const {
+const Tensor& FamilyContext::fetch(const std::string& name) const {
   const Tensor& t = weights_.get(name);
+  fetched_.push_back(name);
+  return t;
+}
+
+Tensor FamilyContext::get(const std::string& name, const std::vector<int64_t>& shape) const {
+  const Tensor& t = fetch(name);
   if (!shape.empty() && t.shape != shape)
     throw Error(weights_.file_of(name) + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                 shape_of(shape) + " from config.json");
@@ -46,7 +52,7 @@ Tensor FamilyContext::linear_weight(const std::string& name, int64_t out, int64_
 
 Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, int64_t in,
                                          Tensor* scales) const {
-  const Tensor& t = weights_.get(name);
+  const Tensor& t = fetch(name);
   if (t.dtype == DType::F32) return get(name, {out, in});
   if (t.shape != std::vector<int64_t>{out, in})
     throw Error(weights_.file_of(name) + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +

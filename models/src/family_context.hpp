@@ -62,6 +62,9 @@ class FamilyContext {
   // the tensor handed out: a name whose pointer ends up in the built spec's Linear is used as
   // stored, [out, in] (what `ordo quantize` may convert; fused weights that are split are not).
   const std::vector<std::pair<std::string, const void*>>& linear_names() const { return linear_names_; }
+  // Every tensor name get() and linear() read so far, in order (repeats possible): the tensors the
+  // model is built from, which the load checks for NaN and Inf (weight_check.hpp).
+  const std::vector<std::string>& fetched_names() const { return fetched_; }
 
   // Whether the LM head is the token embedding, as Hugging Face ties it: config.json's
   // tie_word_embeddings, default `tied_by_default` (the family's config class default). HF then
@@ -85,6 +88,8 @@ class FamilyContext {
   Weights weights_;
   JsonConfig generation_;
   mutable std::vector<std::pair<std::string, const void*>> linear_names_;
+  mutable std::vector<std::string> fetched_;
+  const Tensor& fetch(const std::string& name) const;
   Tensor linear_weight(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
   Tensor linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
 };

@@ -9,6 +9,7 @@
 #include "generation_config.hpp"
 #include "mapped_pages.hpp"
 #include "model_dir.hpp"
+#include "weight_check.hpp"
 #include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
@@ -24,6 +25,7 @@ struct Model::Impl {
   GenerationConfig generation;
   std::shared_ptr<const ChatTemplate> chat;  // the directory's chat template, if any
   std::string chat_error;                    // why it could not be read (reported when chat is used)
+  std::vector<std::string> load_warnings;    // non-finite weights let through (allow_nonfinite)
 };
 
 namespace {
@@ -97,16 +99,26 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   // panels and then freed (pack_panels), and the file pages every source was read from are let go
   // at once (building the spec read the embeddings and norms; converting or packing a weight reads
   // it), so at no point is the file resident beside the copy or an F32 copy of the whole model made.
-  MappedPages file_pages;
-  file_pages.add(*l.weights);
-  file_pages.release_all();
-  const WeightDone release = [&](const Tensor& source) { file_pages.release(source); };
   // Unless asked otherwise, F32, as every op computes. A directory written by `ordo quantize` may
   // hold weights a family reshaped (kept F32 in the file): convert those too, so the model matches
   // loading the original with that dtype.
   const DType dtype = opts.dtype ? *opts.dtype : l.stored_dtype ? *l.stored_dtype : DType::F32;
+  // Every value the model reads is checked for NaN and Inf (named by its tensor, not met as
+  // <unk>s): the linear weights as conversion or packing finishes with each, its pages still
+  // resident; everything else (and F16's range) now.
+  WeightCheck check(l, spec, dtype, opts.allow_nonfinite);
+  check.check_now(true);
+  MappedPages file_pages;
+  file_pages.add(*l.weights);
+  file_pages.release_all();
+  const WeightDone release = [&](const Tensor& source) {
+    check.check_source(source);
+    file_pages.release(source);
+  };
   convert_weights(spec, dtype, release);
   pack_panels(spec, release);
+  check.finish();
+  impl->load_warnings = std::move(check.warnings);
   file_pages.release_all();  // what packing read again of a page two weights share
   l = Loaded{};  // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
@@ -137,6 +149,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
 
 const std::string& Model::dir() const { return impl_->dir; }
 const std::string& Model::family() const { return impl_->family; }
+const std::vector<std::string>& Model::load_warnings() const { return impl_->load_warnings; }
 const ModelSpec& Model::spec() const { return impl_->engine->spec(); }
 const Transformer& Model::engine() const { return *impl_->engine; }
 Transformer& Model::engine() { return *impl_->engine; }

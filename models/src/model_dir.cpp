@@ -47,6 +47,7 @@ Loaded load_dir(const std::string& dir) {
   out.spec = fam->build(ctx);
   out.family = fam->name;
   out.linear_names = ctx.linear_names();
+  out.fetched_names = ctx.fetched_names();
   out.weights = std::make_shared<Weights>(ctx.weights());
   return out;
 }

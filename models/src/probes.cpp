@@ -1,5 +1,6 @@
 // The position probes behind `ordo compare`.
 #include "ordo/probes.hpp"
+#include "ordo/finite.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -142,6 +143,8 @@ std::vector<TextScore> causal_scores(const Model& m, const std::vector<const std
     sc.ids = std::move(reqs[i].ids);
     const int64_t V = outs[i].logits.dim(1);
     for (size_t t = 1; t < sc.ids.size(); ++t) {
+      check_finite_row(outs[i].logits.f32() + (t - 1) * V, V, static_cast<int64_t>(t) - 1,
+                       "'" + texts[i]->substr(0, 40) + "': logits");
       const double nll = token_nll(outs[i].logits.f32() + (t - 1) * V, V, sc.ids[t]);
       sc.logprob -= nll;
       sc.abs_terms += std::fabs(nll);
@@ -197,6 +200,7 @@ void pll_batch(const Transformer& eng, const std::vector<std::pair<size_t, size_
   const Tensor logits = eng.logits(rows.data(), static_cast<int64_t>(hidden.size()));
   for (size_t i = 0; i < hidden.size(); ++i) {
     TextScore& sc = scores[work[i0 + i].first];
+    check_finite_row(logits.f32() + static_cast<int64_t>(i) * V, V, work[i0 + i].second, "masked logits");
     const double nll = token_nll(logits.f32() + static_cast<int64_t>(i) * V, V, sc.ids[work[i0 + i].second]);
     sc.logprob -= nll;
     sc.abs_terms += std::fabs(nll);

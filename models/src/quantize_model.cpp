@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_dir.hpp"
+#include "weight_check.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/output_dir.hpp"
 #include "ordo/output_file.hpp"
@@ -44,6 +45,7 @@ namespace {
 
 int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype) {
   Loaded l = load_dir(in_dir);
+  check_weights(l, l.spec, dtype, false);  // a NaN, Inf or F16 overflow is refused, not written
   const fs::path in(in_dir), out(dest.path());
   std::error_code ec;
   // Weights the spec uses exactly as fetched by name (not split, transposed or tied).

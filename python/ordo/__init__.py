@@ -32,11 +32,13 @@ class Model(_ordo._Model):
 
     Model(path, *, dtype=None, kv_dtype=None, position=None, scaling=None, factor=None,
           original_max=None, threads=None, backend=None, max_context=None, self_extend=None,
-          sinks=None, window=None, tokenizer=True)
+          sinks=None, window=None, tokenizer=True, allow_nonfinite=False)
 
     The options are `ordo run`'s (--dtype, --kv-dtype, --position, --scaling, --factor,
     --original-max, --threads, --backend, --max-context, --self-extend G,W as a (G, W) tuple,
-    --sinks K with --window N); None keeps the model's own setting.
+    --sinks K with --window N); None keeps the model's own setting. A weight holding NaN or Inf
+    is an ordo.Error naming the tensor; allow_nonfinite=True (--allow-nonfinite) loads it with a
+    RuntimeWarning per such tensor instead (generation then stops at the first non-finite logits).
     """
 
     def stream(self, prompt, **kwargs):

@@ -71,7 +71,7 @@ ModelPtr load_model(const std::string& path, std::optional<std::string> dtype,
                     std::optional<int64_t> original_max, std::optional<int> threads,
                     std::optional<std::string> backend, std::optional<int64_t> max_context,
                     std::optional<std::pair<int64_t, int64_t>> self_extend, std::optional<int64_t> sinks,
-                    std::optional<int64_t> window, bool tokenizer) {
+                    std::optional<int64_t> window, bool tokenizer, bool allow_nonfinite) {
   std::vector<std::pair<std::string, std::string>> flags;
   auto add = [&](const char* name, const auto& v) {
     if (v) flags.emplace_back(name, flag_value(*v));
@@ -92,8 +92,16 @@ ModelPtr load_model(const std::string& path, std::optional<std::string> dtype,
   add("window", window);
   ModelOptions o = model_options(flags);
   o.load_tokenizer = tokenizer;
-  pyb::gil_scoped_release nogil;
-  return std::make_shared<SharedModel>(Model::load(path, o));
+  o.allow_nonfinite = allow_nonfinite;
+  ModelPtr m;
+  {
+    pyb::gil_scoped_release nogil;
+    m = std::make_shared<SharedModel>(Model::load(path, o));
+  }
+  // NaN/Inf weights let through: a RuntimeWarning each (an error under warnings' "error" filter).
+  for (const std::string& w : m->m.load_warnings())
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, w.c_str(), 2) < 0) throw pyb::error_already_set();
+  return m;
 }
 
 pyb::dict info(const SharedModel& sm) {
@@ -381,7 +389,7 @@ void bind_model(pyb::module_& mod) {
            pyb::arg("original_max") = pyb::none(), pyb::arg("threads") = pyb::none(),
            pyb::arg("backend") = pyb::none(), pyb::arg("max_context") = pyb::none(),
            pyb::arg("self_extend") = pyb::none(), pyb::arg("sinks") = pyb::none(),
-           pyb::arg("window") = pyb::none(), pyb::arg("tokenizer") = true)
+           pyb::arg("window") = pyb::none(), pyb::arg("tokenizer") = true, pyb::arg("allow_nonfinite") = false)
       .def_property_readonly("info", &info)
       .def_property_readonly(
           "tokenizer",

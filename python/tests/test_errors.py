@@ -101,3 +101,30 @@ def test_busy_model_refuses_retuning_probe(stories):
     gen.close()
     assert ordo.probes.permutation(stories, [1, 403, 407, 261])["max_abs_error"] > 0
     still_works(stories)
+
+
+def _poisoned_stories(tmp_path, name, index, value):
+    """A copy of the bundled model with element `index` of F32 tensor `name` set to `value`."""
+    import json
+    import shutil
+    import struct
+    out = tmp_path / "poisoned"
+    shutil.copytree(STORIES, out)
+    raw = bytearray((out / "model.safetensors").read_bytes())
+    (n,) = struct.unpack("<Q", raw[:8])
+    entry = json.loads(raw[8:8 + n])[name]
+    at = 8 + n + entry["data_offsets"][0] + 4 * index
+    raw[at:at + 4] = struct.pack("<f", value)
+    (out / "model.safetensors").write_bytes(bytes(raw))
+    return str(out)
+
+
+def test_nonfinite_weight_named_at_load_and_allowed_with_warning(tmp_path):
+    name = "model.layers.1.mlp.down_proj.weight"
+    path = _poisoned_stories(tmp_path, name, 11, float("nan"))
+    with pytest.raises(ordo.Error, match=rf"tensor '{name}' holds NaN at \[0, 11\]"):
+        ordo.Model(path)
+    with pytest.warns(RuntimeWarning, match=name):
+        m = ordo.Model(path, allow_nonfinite=True)
+    with pytest.raises(ordo.Error, match="logits at position 2 are NaN"):
+        m.generate([1, 403, 407], max_new_tokens=3, temperature=0)

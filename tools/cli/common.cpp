@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -37,6 +38,9 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
                   "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
+  app->add_flag("--allow-nonfinite", allow_nonfinite,
+                "Load weights holding NaN or Inf (a warning names each such tensor; a run stops at the first "
+                "non-finite logits)");
   if (!with_position) return;
   std::string schemes;
   for (const std::string& n : position_scheme_names()) schemes += (schemes.empty() ? "" : ", ") + n;
@@ -121,6 +125,7 @@ ModelOptions ModelArgs::options() const {
   o.position = position;
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
   o.kv_dtype = parse_weight_dtype(kv_dtype);
+  o.allow_nonfinite = allow_nonfinite;
   o.extension = parse_extension(self_extend, sinks, window);
   if (!scaling.empty() || (factor_opt && factor_opt->count() > 0) || original_max != 0) {
     if (scaling.empty()) throw Error("--factor and --original-max need --scaling TYPE");
@@ -141,7 +146,9 @@ Model ModelArgs::load(bool tokenizer) const {
   o.load_tokenizer = tokenizer;
   const std::string d = resolved_dir();
   check_model_dir("-m", d);
-  return Model::load(d, o);
+  Model m = Model::load(d, o);
+  for (const std::string& w : m.load_warnings()) std::cerr << "ordo: warning: " << w << "\n";
+  return m;
 }
 
 std::vector<int32_t> parse_ids(const std::string& text) {

@@ -27,12 +27,14 @@ struct ModelArgs {
   CLI::Option* factor_opt = nullptr;  // --factor was given (any value, even 0, must be checked)
   std::string self_extend;  // --self-extend G,W
   std::optional<int64_t> sinks, window;  // --sinks K --window N
+  bool allow_nonfinite = false;          // --allow-nonfinite: NaN/Inf weights warned about, not refused
 
   void add(CLI::App* app, bool with_position = true);
   // Checks every flag's value (Error naming the flag); options() and load() call it.
   void validate() const;
   std::string resolved_dir() const;  // -m, else the bundled default model
   ModelOptions options() const;
+  // Model::load with options(); prints each of its load_warnings() to stderr ("ordo: warning: ...").
   Model load(bool tokenizer = true) const;
 };
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "ordo/finite.hpp"
 #include "ordo/safetensors.hpp"
 
 namespace ordo::cli {
@@ -72,6 +73,14 @@ struct ForwardCommand : Command {
     }
     std::cerr << "wrote " << tensors.size() << " tensor(s) to " << out << (npy && tensors.size() > 1 ? " (+ siblings)" : "")
               << "\n";
+    // forward is for looking at values, so NaN ones are written as they are; but a run that made
+    // them failed: say where the first one is and exit non-zero.
+    for (const auto& [name, t] : tensors) {
+      const int64_t i = first_nonfinite(t);
+      if (i < 0) continue;
+      const int64_t cols = t.ndim() >= 2 ? t.dim(-1) : t.numel();
+      check_finite_row(t.f32() + i / cols * cols, cols, i / cols, name);
+    }
     return 0;
   }
 };

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "ordo/finite.hpp"
 #include "usage.hpp"
 #include "ordo/perplexity.hpp"
 #include "svg_chart.hpp"
@@ -195,6 +196,9 @@ struct PplCommand : Command {
       row["tokens"] = r.tokens;
       row["windows"] = r.windows;
       row["ppl"] = r.ppl();
+    } catch (const NonFiniteError&) {
+      if (tty) std::cerr << "\r\033[K";
+      throw;  // the model's weights or activations, not this setting: every row would fail alike
     } catch (const Error& e) {
       if (tty) std::cerr << "\r\033[K";
       row["tokens"] = 0;

@@ -43,6 +43,10 @@ struct ModelOptions {
   // Most positions one sequence may hold (prompt + generated), checked before allocating; 0: the
   // default (Transformer::context_limit).
   int64_t context_limit = 0;
+  // A NaN or Inf in a weight is an Error naming the tensor at load; true loads the model anyway and
+  // lists each such tensor in Model::load_warnings() (a run then stops at the first non-finite
+  // logits instead). Values beyond F16's range under dtype F16 are refused either way.
+  bool allow_nonfinite = false;
 };
 
 struct TextGenerateParams : GenerateParams {
@@ -136,6 +140,9 @@ class Model {
 
   const std::string& dir() const;
   const std::string& family() const;  // the family file that built it ("llama", "gpt2", ...)
+  // What load() let through with ModelOptions::allow_nonfinite: one line per tensor holding NaN or
+  // Inf (file, tensor, first index and value). Empty for a clean model.
+  const std::vector<std::string>& load_warnings() const;
   const ModelSpec& spec() const;
   const Transformer& engine() const;
   Transformer& engine();
