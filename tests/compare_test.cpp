@@ -403,8 +403,8 @@ TEST(CompareCli, ZooBlocksThatMisdescribeTheirModelAreErrors) {
   // A .tmp-* copy of a model is skipped, so it is not a second seed 1.
   zoo = make_layout_zoo();
   std::filesystem::copy(zoo + "/lm/rope-s1", zoo + "/lm/.tmp-rope-s1-123");
-  const auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --quick --tasks permutation,length --json " +
-                         shell_quote(zoo + "/r.json"));
+  const auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --quick --tasks permutation,length --text " +
+                         shell_quote(kText) + " --json " + shell_quote(zoo + "/r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(ordo::test::read_file(zoo + "/r.json"));
   EXPECT_EQ(doc.at("models").size(), 8u);

@@ -359,11 +359,21 @@ struct CompareCommand : Command {
     }
   }
 
-  // The held-out text (--text, else the zoo's heldout.txt) and the word pairs (--pairs, else built
+  // The held-out text (--text, else the zoo's heldout.txt, with --no-zoo too: -m models are then
+  // scored on the text the zoo is, rather than on nothing) and the word pairs (--pairs, else built
   // from that text); `source` says where the pairs came from.
   std::vector<probes::WordPair> load_pairs(const std::string& zdir, std::string& text, std::string& source) {
-    if (text_file.empty() && !zdir.empty() && fs::exists(fs::path(zdir) / "heldout.txt"))
-      text_file = (fs::path(zdir) / "heldout.txt").string();
+    if (text_file.empty()) {
+      const fs::path heldout = fs::path(zdir.empty() ? zoo_dir() : zdir) / "heldout.txt";
+      // Probes that score held-out text would otherwise print n/a in every cell and exit 0.
+      if (!fs::exists(heldout) && (want("length") || (want("word-order") && pairs_file.empty())))
+        throw Error("no held-out text: give --text FILE (the default, " + heldout.string() + ", does not exist)");
+      if (fs::exists(heldout)) {
+        text_file = heldout.string();
+        if (want("word-order") || want("length") || want("attention") || want("permutation"))
+          std::cerr << "held-out text: " << text_file << " (the zoo's; --text FILE for another)\n";
+      }
+    }
     text = text_file.empty() ? std::string() : read_input_text(text_file);
     if (!pairs_file.empty()) {
       source = pairs_file;
