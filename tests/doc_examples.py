@@ -83,13 +83,13 @@ SHORTENED = {
     "ordo bench --dtypes int8 --kv-dtype int8": ("--quick", BENCH_QUICK),
     "ordo bench -m DIR --json out.json": ("--quick", BENCH_QUICK),
     "ordo bench [--synthetic 110m] [--json out.json]": ("--quick", BENCH_QUICK),
-    "ordo bench --batch 1,4,16,64 --contexts 128": (
+    "ordo bench --parallel 1,4,16,64 --ctx-lengths 128": (
         f"--quick {TINY}", "64 sequences of 128 tokens on the 110M model take 2 minutes even with --quick: "
         "the batch paths on a tiny synthetic model"),
-    "ordo bench --batch 1,4,16 --contexts 128": (
+    "ordo bench --parallel 1,4,16 --ctx-lengths 128": (
         f"--quick {TINY}", "16 sequences of 128 tokens on the 110M model: the batch paths on a tiny model"),
     "ordo compare --no-zoo -m models/stories260K --position none --position alibi": (
-        "--multiples 1,2", "the length probe at 4x-16x of stories260K's 512 tokens is 7/8 of the run's "
+        "--ctx-multiples 1,2", "the length probe at 4x-16x of stories260K's 512 tokens is 7/8 of the run's "
         "6.5 minutes on a busy 2-core machine (2.5 CPU-minutes); 1x and 2x run the same code"),
 }
 
@@ -151,8 +151,8 @@ EXPECT = {
         [r"stories260K\[pos=none\]", r"stories260K\[pos=alibi\]", r"\b0\.\d+"],
     "ordo run -p \"Once upon a time\" -n 60 --temp 0": [r"\AOnce upon a time\S*\s+\S+"],
     "ordo run --ids 1,403,407 -n 8 --print-ids": [r"\A\d+(,\d+){7}$"],
-    "ordo run -f prompts.txt --batch 16 -n 60 --print-ids": [r"Once upon a time", r"The dog", r"\d+(,\d+){5,}"],
-    "ordo run -f prompts.jsonl -n 60": [jsonl_with("prompt", "text", "ids"), r'"Once upon a time"'],
+    "ordo run --prompts-file prompts.txt --parallel 16 -n 60 --print-ids": [r"Once upon a time", r"The dog", r"\d+(,\d+){5,}"],
+    "ordo run --prompts-file prompts.jsonl -n 60": [jsonl_with("prompt", "text", "ids"), r'"Once upon a time"'],
     "ordo inspect -m DIR": [r"llama", r"rope", r"parameters", r"model\.layers\.0\."],
     "ordo tokenize -m DIR \"Hello world\" [--pieces]": [r"\A\d+(,\d+)+\n"],
     "ordo run -p \"Once upon a time\" --stop-id 13 --stop \".\"": [r"\AOnce upon a time"],
@@ -160,7 +160,7 @@ EXPECT = {
     "ordo run -m DIR --chat -p \"Hi\"": [r"\S"],
     "ordo embed -m DIR \"text\" [--pooling mean|cls|last|pooler] [--normalize] [--tokens] [-o out.json|out.npy]": [],
     "ordo embed -m DIR -f texts.txt -o vectors.npy": [],
-    "ordo ppl --text FILE --ctx 512,1024,2048 --scaling none,ntk,yarn": [r"none", r"ntk", r"yarn", rf"\b{NUM}\b"],
+    "ordo ppl --text FILE --ctx-lengths 512,1024,2048 --scaling none,ntk,yarn": [r"none", r"ntk", r"yarn", rf"\b{NUM}\b"],
     "ordo quantize -m DIR --dtype int8 -o OUT": [],
 }
 # Outputs a command must leave besides the -o/--json/--html/--plot files it names.
@@ -176,9 +176,9 @@ FORBID = {
 # start, JSON file the command writes) -> each table row's cells against the JSON's ppl, rounded
 # as the table rounds.
 TABLE_CHECKS = {
-    "ordo ppl --text tests/data/text/stories-sampled.txt --ctx 512,1024,2048,4096 --scaling none,linear,ntk,yarn,dynamic --json ppl.json --plot ppl.svg":
+    "ordo ppl --text tests/data/text/stories-sampled.txt --ctx-lengths 512,1024,2048,4096 --scaling none,linear,ntk,yarn,dynamic --json ppl.json --plot ppl.svg":
         ("README.md", "| scaling | 512 |", "ppl.json", None),
-    "ordo ppl --text tests/data/text/stories-sampled-long.txt --ctx 512,1024,2048,4096,8192 --scaling none,ntk,yarn,self-extend,sinks --json ppl.json":
+    "ordo ppl --text tests/data/text/stories-sampled-long.txt --ctx-lengths 512,1024,2048,4096,8192 --scaling none,ntk,yarn,self-extend,sinks --json ppl.json":
         ("README.md", "| model | setting | 1x |", "ppl.json", "stories260K"),
 }
 # Python blocks, by (file, first line) -> regexes their stdout must match.
