@@ -61,8 +61,8 @@ void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>&
     const std::string label = meth.name == "none" ? t.label : t.label + "+" + meth.name;
     json row = {{"model", t.label}, {"scheme", t.scheme}, {"seed", t.seed}, {"method", meth.name},
                 {"label", label},   {"trained_length", trained}, {"points", json::array()}};
-    std::cerr << "[" << label << "] synthetic tasks: " << suite.size() << " items"
-              << (meth.name == "none" ? "" : ", the points beyond the trained length") << "\n";
+    pg.note("[" + label + "] synthetic tasks: " + std::to_string(suite.size()) + " items" +
+            (meth.name == "none" ? "" : ", the points beyond the trained length"));
     try {
       probes::TaskRunOptions run;
       run.max_batch = batch;
@@ -78,9 +78,8 @@ void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>&
       pg.clear();
       for (const probes::TaskPoint& p : points) row["points"].push_back(point_json(p));
     } catch (const Error& err) {  // e.g. a prompt the tokenizer cannot encode
-      pg.clear();
       row["error"] = err.what();
-      std::cerr << "[" << label << "] synthetic tasks: " << err.what() << "\n";
+      pg.note("[" + label + "] synthetic tasks: " + err.what());
     }
     results.push_back(row);
   }
@@ -229,15 +228,18 @@ json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir
   if (models.empty())
     throw Error("--tasks synthetic: no task models (" + (zoo_dir.empty() ? std::string() : zoo_dir + "/tasks/*, ") +
                 "or -m DIR whose config.json has \"zoo\": {\"kind\": \"tasks\"})");
-  const Progress pg;
+  Progress pg("ordo compare: synthetic tasks", models.size());
   json mlist = json::array(), results = json::array();
-  for (const ZooModel& t : models) {
-    std::cerr << "[" << t.label << "] loading " << t.dir << "\n";
+  for (size_t k = 0; k < models.size(); ++k) {
+    const ZooModel& t = models[k];
+    pg.step(k + 1, "task models: " + t.label);
+    pg.note("[" + t.label + "] loading " + t.dir);
     Model m = Model::load(t.dir, opts);
     mlist.push_back({{"label", t.label}, {"dir", t.dir}, {"scheme", t.scheme}, {"seed", t.seed},
                      {"family", m.family()}, {"trained_length", m.spec().position.max_positions}});
     run_model(t, m, suite, o.batch, pg, results);
   }
+  pg.finish();
   const json points = suite_points(suite), groups = group_results(results);
   return {{"suite", suite_file}, {"items", suite.size()}, {"batch", o.batch},
           {"points", points},    {"models", mlist},       {"results", results},
@@ -336,9 +338,11 @@ void html_synthetic_groups(const json& doc, std::ostream& h) {
       }
       h << pm_cell(doc, gp + "/points/" + std::to_string(k));
       std::vector<Series>& task = charts[sp["task"].get<std::string>()];
-      if (task.empty() || task.back().name != g["label"]) task.push_back({g["label"].get<std::string>(), {}, {}});
+      if (task.empty() || task.back().name != g["label"])
+        task.push_back({g["label"].get<std::string>(), {}, {}, g.value("scheme", ""), {}});
       task.back().x.push_back(sp["length"].get<double>());
       task.back().y.push_back((*p)["mean"].is_null() ? NAN : (*p)["mean"].get<double>());
+      task.back().err.push_back((*p)["half_width"].is_null() ? NAN : (*p)["half_width"].get<double>());
     }
     h << "</tr>\n";
   }
@@ -346,8 +350,9 @@ void html_synthetic_groups(const json& doc, std::ostream& h) {
   for (const auto& [task, series] : charts) {
     ChartOptions co;
     co.title = task + ": exact-match accuracy vs length (mean over seeds)";
-    co.x_label = "length (n)";
-    co.y_label = "accuracy";
+    co.x_label = "task length n (items)";
+    co.y_label = "exact-match accuracy (0–1)";
+    co.lo = 0, co.hi = 1;
     h << svg_line_chart(series, co);
   }
 }
