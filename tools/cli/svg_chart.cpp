@@ -77,7 +77,11 @@ namespace {
 std::string tick_label(double v) {
   char buf[32];
   const double a = std::fabs(v);
-  if (a == 0 || (a >= 1e-4 && a < 1e7)) {
+  if (v == std::round(v) && a < 1e7) {  // a whole number (a measured length: 1024) as it is
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  if (a >= 1e-4 && a < 1e7) {
     std::snprintf(buf, sizeof buf, "%.6g", std::stod([&] {
                     char b[32];
                     std::snprintf(b, sizeof b, "%.3g", v);
