@@ -331,4 +331,7 @@ TEST(ReportBench, BusyMachineAndNoisyRowsAreNamed) {
   EXPECT_EQ(speed_comparison("decode at ctx 1024", 60, 100, "at ctx 128", 0.8, 0.03),
             "decode at ctx 1024 against at ctx 128: not comparable, the machine was too busy (repetitions differ by "
             "80%)");
+  EXPECT_EQ(speed_comparison("decode at ctx 1024", 80, 100, "at ctx 128", 0.02, 0.03, "the load average was 9.3 on 2 cores"),
+            "decode at ctx 1024 against at ctx 128: not comparable, the machine was busy (the load average was 9.3 on 2 "
+            "cores)");
 }

@@ -684,10 +684,12 @@ struct BenchCommand : Command {
   double load_before = -1;
 
   // After the table: plainly, when the figures above cannot be trusted.
-  void print_trust() const {
+  std::string machine_busy;  // busy_reason of the load average before and after, "" when idle
+
+  void print_trust() {
     const double load = std::max(load_before, load_average());
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    const std::string machine = busy_reason(0, load, cores);
+    const std::string machine = machine_busy = busy_reason(0, load, cores);
     if (!machine.empty())
       std::printf("warning: the machine was busy (%s): the speeds and roofline fractions above do not mean much; "
                   "run again on an idle machine\n",
@@ -761,13 +763,18 @@ struct BenchCommand : Command {
         if (const Row* far = find(r.backend, r.dtype, c1, 1))
           std::printf("%s %s: %s\n", r.backend.c_str(), r.dtype.c_str(),
                       speed_comparison("decode at ctx " + std::to_string(c1), far->tokens_per_s, r.tokens_per_s,
-                                       "at ctx " + std::to_string(c0), far->spread, r.spread)
+                                       "at ctx " + std::to_string(c0), far->spread, r.spread, machine_busy)
                           .c_str());
       if (r.dtype != "f32")
-        if (const Row* f = find(r.backend, "f32", c0, 1))
-          std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
-                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s,
-                      r.tokens_per_limit / f->tokens_per_limit);
+        if (const Row* f = find(r.backend, "f32", c0, 1)) {
+          if (!machine_busy.empty())
+            std::printf("%s %s: decode against f32 not comparable, the machine was busy (%s)\n", r.backend.c_str(),
+                        r.dtype.c_str(), machine_busy.c_str());
+          else
+            std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
+                        r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0),
+                        r.tokens_per_s / f->tokens_per_s, r.tokens_per_limit / f->tokens_per_limit);
+        }
     }
     for (const Row& r : rows) {
       if (r.phase != "decode" || r.batch == 1) continue;

@@ -33,7 +33,8 @@ std::string busy_reason(double spread, double load, int cores) {
 }
 
 std::string speed_comparison(const std::string& what, double tok_s, double base_tok_s, const std::string& base,
-                             double spread, double base_spread) {
+                             double spread, double base_spread, const std::string& busy) {
+  if (!busy.empty()) return what + " against " + base + ": not comparable, the machine was busy (" + busy + ")";
   const double noise = std::max(spread, base_spread);
   if (noise > kNoisySpread) {
     char buf[96];

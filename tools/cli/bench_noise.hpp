@@ -20,9 +20,10 @@ double load_average();
 // kNoisySpread, or more runnable threads than cores (the load average above cores + 1).
 std::string busy_reason(double spread, double load, int cores);
 
-// "decode at ctx 1024 is 12% slower than at ctx 128" — or, when either row is too noisy, says that
-// instead of a percentage; a difference within the spread is "no measurable difference".
+// "decode at ctx 1024 is 12% slower than at ctx 128" — or, when the machine was busy (`busy`, a
+// busy_reason) or either row is too noisy, says that instead of a percentage; a difference within
+// the spread is "no measurable difference".
 std::string speed_comparison(const std::string& what, double tok_s, double base_tok_s, const std::string& base,
-                             double spread, double base_spread);
+                             double spread, double base_spread, const std::string& busy = "");
 
 }  // namespace ordo::cli
