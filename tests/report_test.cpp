@@ -97,6 +97,7 @@ TEST(ReportNumbers, IntervalsRoundToTheirLeadingDigits) {
   EXPECT_EQ(interval_text(57.0812, 4.2113), (P{"57", "4"}));
   EXPECT_EQ(interval_text(41.7303, 2.71), (P{"41.7", "2.7"}));
   EXPECT_EQ(interval_text(0.0586, 0.00925), (P{"0.059", "0.009"}));
+  EXPECT_EQ(interval_text(0.00763, 0.000284), (P{"0.00763", "0.00028"}));
   EXPECT_EQ(interval_text(2.31e-7, 1.94e-7), (P{"2.3e-7", "1.9e-7"}));  // tiny: one shared exponent
   EXPECT_EQ(interval_text(9.96e-7, 9.6e-7), (P{"1e-6", "1e-6"}));       // rounds up a decade
   EXPECT_EQ(interval_text(0.5, 0.0), (P{"0.5", "0.0"}));  // every seed the same

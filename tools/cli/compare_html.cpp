@@ -23,7 +23,8 @@ double num(const json& v) { return v.is_number() ? v.get<double>() : NAN; }
 
 const char* kStyle =
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.4}"
-    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}"  // wide: scrolls
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
     "td:first-child,th:first-child{text-align:left}.na{color:#999}"
     ".err{color:#a33;text-align:left;font-size:smaller}.pm{white-space:nowrap}"
     "svg.chart{display:block;margin:1em 0;max-width:100%;height:auto}"

@@ -102,7 +102,7 @@ std::pair<std::string, std::string> interval_text(double mean, double half) {
   const double q = std::pow(10.0, d);
   const double m = std::round(mean / q) * q, hr = std::round(half / q) * q;  // as they will print
   const double big = std::max(std::fabs(m), hr);
-  if (d >= -4 && big < 1e6) return {fixed(m, -d), fixed(hr, -d)};
+  if (big >= 1e-3 && big < 1e6 && d >= -6) return {fixed(m, -d), fixed(hr, -d)};  // 0.00763 ± 0.00028
   // Very small or very large: one power of ten for both, "(m ± h)e-7" shown as m, h with the exponent.
   const int E = static_cast<int>(std::floor(std::log10(big)));
   const double s = std::pow(10.0, E);
