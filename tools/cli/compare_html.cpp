@@ -356,7 +356,8 @@ std::string baseline_scheme(const json& tests) {
   return tests.empty() ? "" : tests[0]["a"].get<std::string>();
 }
 
-void html_test_table(const json& doc, const std::string& ptr, std::ostream& h) {
+void html_test_table(const json& doc, const std::string& ptr, std::ostream& h, const std::string& label_header,
+                     const std::function<std::string(const json&)>& label) {
   const json& tests = doc.at(json::json_pointer(ptr));
   if (tests.empty()) return;
   std::vector<double> p;
@@ -372,7 +373,9 @@ void html_test_table(const json& doc, const std::string& ptr, std::ostream& h) {
     std::ostringstream row;
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2g", adj[i]);
-    row << "<tr>" << (t.contains("kind") ? text_cell(t["kind"].get<std::string>()) : std::string()) << "<td>"
+    row << "<tr>"
+        << (label ? text_cell(label(t)) : t.contains("kind") ? text_cell(t["kind"].get<std::string>()) : std::string())
+        << "<td>"
         << scheme_label(t["a"].get<std::string>()) << "</td><td>" << scheme_label(t["b"].get<std::string>())
         << "</td>" << cell(doc, pp + "/n") << diff_cell(doc, pp) << tagged(doc, pp + "/t", "%.3g") << tagged(doc, pp + "/p", "%.2g") << "<td>" << (std::isfinite(adj[i]) ? buf : "n/a") << "</td><td>"
         << (sig ? "<b>differ</b>" : "no detectable difference") << "</td></tr>\n";
@@ -381,7 +384,9 @@ void html_test_table(const json& doc, const std::string& ptr, std::ostream& h) {
     else
       rest << row.str();
   }
-  const std::string head = std::string("<table class=\"tests\"><tr>") + (tests[0].contains("kind") ? "<th>kind</th>" : "") +
+  const std::string first_col = label ? label_header : tests[0].contains("kind") ? "kind" : "";
+  const std::string head = std::string("<table class=\"tests\"><tr>") +
+                           (first_col.empty() ? "" : "<th>" + html_escape(first_col) + "</th>") +
                            "<th>a</th><th>b</th><th>n</th><th>mean a − b (95% interval)</th><th>t</th><th>p</th>"
                            "<th>p (Holm)</th><th>verdict (5%)</th></tr>\n";
   h << "<p>Shown: the " << n_shown << " comparisons that differ or involve the baseline <b>" << html_escape(base)

@@ -1,6 +1,7 @@
 // `ordo compare --html`: the self-contained report page, rendered from the results document.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -18,7 +19,10 @@ void html_summary(const nlohmann::json& doc, std::ostream& h);
 
 // A t-test table (rows of {"a", "b", "n", "mean_diff", "t", "p"} at doc[ptr]) collapsed to the rows
 // that matter: significant after Holm's correction, or against the baseline scheme; the rest folded.
-void html_test_table(const nlohmann::json& doc, const std::string& ptr, std::ostream& h);
+// label: the first column's header and each row's text ("" header: the rows' "kind", if any).
+void html_test_table(const nlohmann::json& doc, const std::string& ptr, std::ostream& h,
+                     const std::string& label_header = "",
+                     const std::function<std::string(const nlohmann::json&)>& label = {});
 
 // The scheme every report compares against: "none" (no positions) when present, else the first.
 std::string baseline_scheme(const nlohmann::json& tests);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common.hpp"
+#include "compare_html.hpp"
 #include "compare_report.hpp"
 #include "ordo/probes.hpp"
 #include "ordo/stats.hpp"
@@ -280,19 +281,11 @@ void print_synthetic(const json& doc, std::ostream& o) {
 
 namespace {
 
-// The paired tests as an HTML table.
+// The paired tests as an HTML table, folded to the comparisons that matter (compare_html.hpp).
 void html_synthetic_tests(const json& doc, std::ostream& h) {
-  const json& tests = doc["synthetic"]["tests"];
   h << "<p>Paired t-tests (two-sided) between schemes, item by item, on each item's correctness averaged "
-       "over seeds.</p>\n<table><tr><th>point</th><th>a</th><th>b</th><th>items</th><th>a − b</th><th>t</th>"
-       "<th>p</th></tr>\n";
-  for (size_t i = 0; i < tests.size(); ++i) {
-    const std::string p = "/synthetic/tests/" + std::to_string(i);
-    h << "<tr>" << text_cell(point_name(tests[i])) << text_cell(tests[i]["a"].get<std::string>())
-      << text_cell(tests[i]["b"].get<std::string>()) << cell(doc, p + "/n") << cell(doc, p + "/mean_diff")
-      << cell(doc, p + "/t") << cell(doc, p + "/p") << "</tr>\n";
-  }
-  h << "</table>\n";
+       "over seeds; significance after Holm's correction over all of them.</p>\n";
+  html_test_table(doc, "/synthetic/tests", h, "point", [](const json& t) { return point_name(t); });
 }
 
 // The per-model table: one row per model and method, one accuracy cell per suite point.
