@@ -40,3 +40,5 @@ ordo_pkg_module(OPENBLAS openblas)
 ordo_pkg_module(SENTENCEPIECE sentencepiece)
 ordo_pkg_module(PCRE2 libpcre2-8)
 ordo_pkg_module(ORDO_ICU icu-uc)
+# The CLI's PNG plots (ordo ppl --plot x.png) are drawn with cairo.
+ordo_pkg_module(CAIRO cairo)

@@ -25,9 +25,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench_noise.hpp"
 #include "common.hpp"
+#include "progress.hpp"
 #include "usage.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/synthetic.hpp"
@@ -239,6 +242,7 @@ struct Row {
   double limit = 0;  // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
   double tokens_per_limit = 0;  // median of tokens/s ÷ limit per repetition: speed with the machine's drift divided out
   double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
+  double spread = 0;  // slowest repetition ÷ fastest − 1 (bench_noise.hpp)
   // Decode, per step: bytes read (weights + caches), of them the caches', and the linear kernels'
   // FLOPs; their achieved FLOP/s against the dtype's kernel peak; which limit is the nearer.
   double bytes_per_step = 0, cache_bytes_per_step = 0, flops_per_step = 0, arith_fraction = 0;
@@ -377,6 +381,7 @@ struct BenchCommand : Command {
     for (size_t i = 0; i < times.size(); ++i) fractions.push_back(roofline_s[i] / times[i]);
     row.roofline_fraction = median(fractions);
     row.tokens_per_limit = paired_fraction(tokens, times, limits);
+    row.spread = repetition_spread(times);
     row.peak_rss_mib = peak_rss_mib() - mach.read_probe.mib();  // the probe buffer is not the model's
     return row;
   }
@@ -515,6 +520,7 @@ struct BenchCommand : Command {
     const DType kv = parse_weight_dtype(kv_dtype);
     if (!json_path.empty()) check_output_path(json_path, {dir});  // before the run: written at its end
 
+    load_before = load_average();
     std::cerr << "[bench] measuring machine limits (" << num_threads() << " threads)...\n";
     Machine mach(quick, bes);
     mach.measure();
@@ -523,6 +529,8 @@ struct BenchCommand : Command {
 
     nlohmann::json model_json;
     std::vector<Row> rows;
+    Progress pg("ordo bench", dts.size() * bes.size() * batch_sizes.size() * (prompt_lens.size() + ctx_lens.size()));
+    size_t k = 0;
     for (DType dt : dts) {
       reset_peak_rss();
       const auto tl = Clock::now();
@@ -531,8 +539,8 @@ struct BenchCommand : Command {
       tf.set_kv_dtype(kv);
       const ModelSpec& s = tf.spec();
       if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
-      std::cerr << "[bench] " << weight_dtype_name(dt) << " model ready in " << fixed(seconds_since(tl), 1) << " s ("
-                << fixed(static_cast<double>(decode_weight_bytes(s)) / 1e6, 1) << " MB of weights per decode token)\n";
+      pg.note("[bench] " + std::string(weight_dtype_name(dt)) + " model ready in " + fixed(seconds_since(tl), 1) + " s (" +
+              fixed(static_cast<double>(decode_weight_bytes(s)) / 1e6, 1) + " MB of weights per decode token)");
       model_json = {{"name", dir.empty() ? (synthetic.empty() ? "110m" : synthetic) : dir},
                     {"synthetic", dir.empty()},
                     {"parameters", s.parameter_count()},
@@ -547,26 +555,31 @@ struct BenchCommand : Command {
         for (int64_t B : batch_sizes) {
           for (int64_t T : prompt_lens) {
             if (T > max_pos) {
-              std::cerr << "[bench] skipping prompt " << T << ": model max positions " << max_pos << "\n";
+              pg.note("[bench] skipping prompt " + std::to_string(T) + ": model max positions " + std::to_string(max_pos));
               continue;
             }
+            pg.step(++k, row_name("prefill", T, B, be, dt));
             rows.push_back(prefill(tf, be, dt, B, T, mach));
-            progress(rows.back());
+            pg.note(progress(rows.back()));
           }
           for (int64_t C : ctx_lens) {
             if (C + steps > max_pos) {
-              std::cerr << "[bench] skipping decode at ctx " << C << ": model max positions " << max_pos << "\n";
+              pg.note("[bench] skipping decode at ctx " + std::to_string(C) + ": model max positions " +
+                      std::to_string(max_pos));
               continue;
             }
+            pg.step(++k, row_name("decode", C, B, be, dt));
             rows.push_back(decode(tf, be, dt, B, C, mach));
-            progress(rows.back());
+            pg.note(progress(rows.back()));
           }
         }
       }
     }
+    pg.finish();
     mach.measure();
     print_machine(mach, kv);
     for (const Row& r : rows) print_row(r);
+    print_trust();
     print_step_parts(rows);
     print_summary(rows, ctx_lens);
     if (!json_path.empty()) write_json(mach, kv, model_json, rows);
@@ -667,12 +680,42 @@ struct BenchCommand : Command {
     return buf;
   }
 
-  static void progress(const Row& r) {
-    std::cerr << "[bench] " << r.phase << " ctx " << r.ctx << " batch " << r.batch << " " << r.backend << " " << r.dtype << ": "
-              << fixed(r.tokens_per_s, 2) << " tok/s\n";
+  static std::string row_name(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt) {
+    return std::string("rows: ") + phase + " ctx " + std::to_string(ctx) + " batch " + std::to_string(batch) + " " +
+           backend_name(be) + " " + weight_dtype_name(dt);
   }
 
-  bool header_done = false;
+  static std::string progress(const Row& r) {
+    return "[bench] " + r.phase + " ctx " + std::to_string(r.ctx) + " batch " + std::to_string(r.batch) + " " +
+           r.backend + " " + r.dtype + ": " + fixed(r.tokens_per_s, 2) + " tok/s";
+  }
+
+  bool header_done = false, over_roofline = false;
+  std::vector<std::string> noisy_rows;
+  double load_before = -1;
+
+  // After the table: plainly, when the figures above cannot be trusted.
+  std::string machine_busy;  // busy_reason of the load average before and after, "" when idle
+
+  void print_trust() {
+    const double load = std::max(load_before, load_average());
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    const std::string machine = machine_busy = busy_reason(0, load, cores);
+    if (!machine.empty())
+      std::printf("warning: the machine was busy (%s): the speeds and roofline fractions above do not mean much; "
+                  "run again on an idle machine\n",
+                  machine.c_str());
+    if (!noisy_rows.empty()) {
+      std::string list;
+      for (const std::string& n : noisy_rows) list += (list.empty() ? "" : ", ") + n;
+      std::printf("warning: %zu row(s) too noisy to compare (repetitions differ by more than %.0f%%): %s\n",
+                  noisy_rows.size(), 100.0 * kNoisySpread, list.c_str());
+    }
+    if (over_roofline)
+      std::printf("warning: a roofline fraction over 100%% is a measurement problem (the limit probes beside the "
+                  "repetitions ran slower than the model did, e.g. on a busy machine), not a speed\n");
+  }
+
   void print_row(const Row& r) {
     if (!header_done) {
       std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %-10s %12s %12s %6s %9s %9s\n", "phase", "ctx",
@@ -687,10 +730,14 @@ struct BenchCommand : Command {
     // Decode: achieved and limit are bytes (weights + caches); arith is the linear kernels' FLOP/s
     // against their peak from cache.
     const std::string arith = dec ? fixed(100.0 * r.arith_fraction, 0) + "%" : "-";
-    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %8.1f%% %-10s %12s %12s %6s %9s %9.0f\n",
+    // Above 100% of the roofline is a measurement problem, not a speed: shown as such (note below).
+    const std::string roof = r.roofline_fraction > 1.0 ? "over 100?" : fixed(100.0 * r.roofline_fraction, 1) + "%";
+    over_roofline = over_roofline || r.roofline_fraction > 1.0;
+    if (!busy_reason(r.spread, 0, 0).empty()) noisy_rows.push_back(r.phase + " ctx " + std::to_string(r.ctx));
+    std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %9s %-10s %12s %12s %6s %9s %9.0f\n",
                 r.phase.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
                 r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
-                100.0 * r.roofline_fraction, dec ? r.bound.c_str() : "arithmetic", ach.c_str(), lim.c_str(),
+                roof.c_str(), dec ? r.bound.c_str() : "arithmetic", ach.c_str(), lim.c_str(),
                 arith.c_str(), dec ? "-" : fixed(r.ttft_ms, 1).c_str(), r.peak_rss_mib);
     std::fflush(stdout);
   }
@@ -725,16 +772,20 @@ struct BenchCommand : Command {
       if (r.phase != "decode" || r.batch != 1 || r.ctx != c0) continue;
       if (c1 != c0)
         if (const Row* far = find(r.backend, r.dtype, c1, 1))
-          std::printf("%s %s: decode at ctx %lld is %.1f%% slower than at ctx %lld (%.1f%% per unit of probed "
-                      "bandwidth)\n",
-                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c1),
-                      100.0 * (1.0 - far->tokens_per_s / r.tokens_per_s), static_cast<long long>(c0),
-                      100.0 * (1.0 - far->tokens_per_limit / r.tokens_per_limit));
+          std::printf("%s %s: %s\n", r.backend.c_str(), r.dtype.c_str(),
+                      speed_comparison("decode at ctx " + std::to_string(c1), far->tokens_per_s, r.tokens_per_s,
+                                       "at ctx " + std::to_string(c0), far->spread, r.spread, machine_busy)
+                          .c_str());
       if (r.dtype != "f32")
-        if (const Row* f = find(r.backend, "f32", c0, 1))
-          std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
-                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s,
-                      r.tokens_per_limit / f->tokens_per_limit);
+        if (const Row* f = find(r.backend, "f32", c0, 1)) {
+          if (!machine_busy.empty())
+            std::printf("%s %s: decode against f32 not comparable, the machine was busy (%s)\n", r.backend.c_str(),
+                        r.dtype.c_str(), machine_busy.c_str());
+          else
+            std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
+                        r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0),
+                        r.tokens_per_s / f->tokens_per_s, r.tokens_per_limit / f->tokens_per_limit);
+        }
     }
     for (const Row& r : rows) {
       if (r.phase != "decode" || r.batch == 1) continue;

@@ -29,6 +29,7 @@
 #include "common.hpp"
 #include "usage.hpp"
 #include "compare_groups.hpp"
+#include "compare_html.hpp"
 #include "compare_report.hpp"
 #include "compare_tasks.hpp"
 #include "ordo/perplexity.hpp"
@@ -217,7 +218,7 @@ struct CompareCommand : Command {
       r["error"] = "no pairs (give --text or --pairs)";
       return r;
     }
-    std::cerr << "[" << s.entry.label << "] word order: " << pairs.size() << " pairs\n";
+    pg.note("[" + s.entry.label + "] word order: " + std::to_string(pairs.size()) + " pairs");
     try {
       const probes::WordOrderResult w = probes::word_order(s.model, pairs, [&](size_t done, size_t total) {
         pg.show("[", s.entry.label, "] word order ", done, "/", total);
@@ -234,9 +235,8 @@ struct CompareCommand : Command {
         r["scores"].push_back({{"original", r6(p.original)}, {"swapped", r6(p.swapped)}, {"margin", r6(p.margin)},
                                {"tie", p.tie}, {"same_tokens", p.same_tokens}});
     } catch (const Error& err) {  // e.g. a sentence longer than a learned table
-      pg.clear();
       r["error"] = err.what();
-      std::cerr << "[" << s.entry.label << "] word order: " << err.what() << "\n";
+      pg.note("[" + s.entry.label + "] word order: " + err.what());
     }
     return r;
   }
@@ -269,7 +269,7 @@ struct CompareCommand : Command {
     for (const probes::LengthMethod& meth : probes::length_methods(s.scheme)) {
       const std::string label = meth.name == "none" ? s.entry.label : s.entry.label + "+" + meth.name;
       json row = s.row({{"method", meth.name}, {"label", label}, {"points", json::array()}});
-      std::cerr << "[" << s.entry.label << "] length: " << label << " on " << ids.size() << " tokens\n";
+      pg.note("[" + s.entry.label + "] length: " + label + " on " + std::to_string(ids.size()) + " tokens");
       std::vector<probes::LengthPoint> points;
       if (s.model.has_tokenizer()) {
         points = probes::length(s.model, ids, meth, multiples, s.base, s.trained,
@@ -305,8 +305,8 @@ struct CompareCommand : Command {
       else
         windows.push_back(probes::probe_ids({}, s.base, s.model.spec().vocab_size, 100 + w));
     }
-    std::cerr << "[" << s.entry.label << "] attention by distance: " << attn_windows << " window(s) of " << s.base
-              << "\n";
+    pg.note("[" + s.entry.label + "] attention by distance: " + std::to_string(attn_windows) + " window(s) of " +
+            std::to_string(s.base));
     json mean = json::array(), mass = json::array();
     try {
       const probes::AttentionProfile a = probes::attention_by_distance(s.model, windows, bk, [&](size_t w) {
@@ -319,8 +319,7 @@ struct CompareCommand : Command {
       }
       return s.row({{"rows", a.rows}, {"mean_weight", mean}, {"mass", mass}});
     } catch (const Error& err) {  // e.g. --ctx-base beyond a learned table
-      pg.clear();
-      std::cerr << "[" << s.entry.label << "] attention by distance: " << err.what() << "\n";
+      pg.note("[" + s.entry.label + "] attention by distance: " + err.what());
       for (size_t b = 0; b < bk.size(); ++b) mean.push_back(nullptr), mass.push_back(nullptr);
       return s.row({{"rows", 0}, {"mean_weight", mean}, {"mass", mass}, {"error", err.what()}});
     }
@@ -408,8 +407,7 @@ struct CompareCommand : Command {
   void probe_entry(const Entry& e, const ModelOptions& opts, const std::string& text,
                    const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples,
                    const Progress& pg, json& doc, Results& r) const {
-    std::cerr << "[" << e.label << "] loading " << e.dir << (e.position.empty() ? "" : " with --position " + e.position)
-              << "\n";
+    pg.note("[" + e.label + "] loading " + e.dir + (e.position.empty() ? "" : " with --position " + e.position));
     std::string tok_error;
     Model m = load_entry(e, opts, tok_error);
     const PositionConfig& pc = m.spec().position;
@@ -432,7 +430,7 @@ struct CompareCommand : Command {
     if (want("permutation")) r.permutation.push_back(permutation_result(s));
     if (want("length")) {
       if (m.spec().graph == GraphKind::Encoder)  // perplexity needs next-token probabilities
-        std::cerr << "[" << e.label << "] length: skipped (an encoder has no causal perplexity)\n";
+        pg.note("[" + e.label + "] length: skipped (an encoder has no causal perplexity)");
       else
         length_results(s, multiples, pg, r.length);
     }
@@ -451,7 +449,6 @@ struct CompareCommand : Command {
     if (max_pairs <= 0) max_pairs = quick ? 8 : 200;
     if (attn_windows <= 0) attn_windows = quick ? 1 : 4;
     if (length_tokens < 0) length_tokens = quick ? -4 : 0;  // negative: that many times the longest context
-    const Progress pg;
 
     std::string zdir;
     const bool model_probes = want("word-order") || want("permutation") || want("length") || want("attention");
@@ -470,7 +467,12 @@ struct CompareCommand : Command {
     ModelOptions opts;
     opts.backend = parse_backend(backend);
     opts.threads = threads;
-    for (const Entry& e : entries) probe_entry(e, opts, text, pairs, multiples, pg, doc, r);
+    Progress pg("ordo compare", entries.size());
+    for (size_t k = 0; k < entries.size(); ++k) {
+      pg.step(k + 1, "models: " + entries[k].label);
+      probe_entry(entries[k], opts, text, pairs, multiples, pg, doc, r);
+    }
+    pg.finish();
     // Every model's bucket list is a prefix of the longest: pad the shorter ones with n/a.
     for (json& row : r.attention)
       for (const char* key : {"mean_weight", "mass"})
@@ -510,7 +512,7 @@ struct CompareCommand : Command {
   void write_outputs(const json& doc) const {
     print_table(doc);
     if (!json_out.empty()) write_file_atomic(json_out, doc.dump(2) + "\n");
-    if (!html_out.empty()) write_file_atomic(html_out, render_html(doc));
+    if (!html_out.empty()) write_file_atomic(html_out, render_compare_html(doc));
   }
 
   // Per (kind, scheme): mean ± 95% interval over seeds and items; paired tests between schemes.
@@ -603,280 +605,6 @@ struct CompareCommand : Command {
     }
     if (doc.contains("synthetic")) print_synthetic(doc, o);
     o << std::flush;
-  }
-
-  // The page head, the settings and the models.
-  static void html_head(const json& doc, std::ostream& h) {
-    h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ordo compare</title>\n<style>"
-         "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px "
-         "8px;text-align:right}"
-         "td:first-child,th:first-child{text-align:left}.na{color:#999}.err{color:#a33;text-align:left;font-"
-         "size:smaller}"
-         "</style></head><body>\n<h1>ordo compare</h1>\n";
-    // Settings and models.
-    h << "<h2>Settings</h2>\n<table>";
-    h << "<tr><th>format</th>" << cell(doc, "/format") << "</tr>";
-    for (auto it = doc["settings"].begin(); it != doc["settings"].end(); ++it) {
-      const std::string ptr = "/settings/" + it.key();
-      h << "<tr><th>" << html_escape(it.key()) << "</th>";
-      if (it->is_number()) {
-        h << cell(doc, ptr);
-      } else if (it->is_array()) {
-        h << "<td>";
-        for (size_t i = 0; i < it->size(); ++i)
-          h << (i ? ", " : "") << cell(doc, ptr + "/" + std::to_string(i), "span");
-        h << "</td>";
-      } else {
-        h << text_cell(it->is_string() ? it->get<std::string>() : it->dump());
-      }
-      h << "</tr>";
-    }
-    h << "</table>\n<h2>Models</h2>\n<table><tr><th>model</th><th>dir</th><th>family</th><th>scheme</th>"
-         "<th>kind</th><th>seed</th><th>trained length</th><th>length base</th><th>held-out tokens</th></tr>\n";
-    for (size_t i = 0; i < doc["models"].size(); ++i) {
-      const json& mm = doc["models"][i];
-      const std::string p = "/models/" + std::to_string(i);
-      h << "<tr>" << text_cell(mm["label"].get<std::string>()) << text_cell(mm["dir"].get<std::string>())
-        << text_cell(mm["family"].get<std::string>())
-        << text_cell(mm["scheme"].get<std::string>() +
-                     (mm["position_override"].get<std::string>().empty() ? "" : " (replaced)"))
-        << text_cell(mm["kind"].get<std::string>()) << cell(doc, p + "/seed") << cell(doc, p + "/trained_length") << cell(doc, p + "/ctx_base") << cell(doc, p + "/heldout_tokens")
-        << "</tr>\n";
-    }
-    h << "</table>\n";
-  }
-
-  // One table row per result of doc[section]: model, scheme, the `lead` fields, then `fields` (n/a
-  // across them when the probe gave no `chart` field), the error; the table closed. Returns the
-  // models and each one's `chart` field (NaN when n/a), for the section's chart.
-  static std::pair<std::vector<std::string>, std::vector<double>> html_result_rows(
-      const json& doc, const std::string& section, std::initializer_list<const char*> lead,
-      std::initializer_list<const char*> fields, const char* chart, std::ostream& h) {
-    std::vector<std::string> labels;
-    std::vector<double> values;
-    const json& results = doc[section]["results"];
-    for (size_t i = 0; i < results.size(); ++i) {
-      const json& r = results[i];
-      const std::string p = "/" + section + "/results/" + std::to_string(i) + "/";
-      labels.push_back(r["model"].get<std::string>());
-      h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["scheme"].get<std::string>());
-      for (const char* f : lead) h << cell(doc, p + f);
-      if (r.contains(chart)) {
-        for (const char* f : fields) h << cell(doc, p + f);
-        values.push_back(r[chart].get<double>());
-      } else {
-        h << "<td class=\"na\" colspan=\"" << fields.size() << "\">n/a</td>";
-        values.push_back(NAN);
-      }
-      h << err_cell(r) << "</tr>\n";
-    }
-    h << "</table>\n";
-    return {labels, values};
-  }
-
-  // The word-order table, its accuracy chart and the pairs.
-  static void html_word_order(const json& doc, std::ostream& h) {
-    h << "<h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when "
-         "the original has the higher score (ties count half): pseudo-log-likelihood for masked-LM encoders, "
-         "total log-probability otherwise. Margin: mean score(original) − score(swapped), nats; a tie is a margin "
-         "within float rounding, counted as 0.</p>\n<table><tr><th>model</th><th>scheme</th><th>pairs</th><th>wins</th><th>ties</th>"
-         "<th>accuracy</th><th>mean margin</th><th></th></tr>\n";
-    const auto [labels, acc] =
-        html_result_rows(doc, "word_order", {}, {"pairs", "wins", "ties", "accuracy", "mean_margin"}, "accuracy", h);
-    ChartOptions co;
-    co.title = "word order: accuracy (0.5 = chance)";
-    co.x_label = "accuracy";
-    h << svg_bar_chart(labels, acc, co);
-    html_word_order_groups(doc, h);
-    html_word_order_pairs(doc, h);
-  }
-
-  static void html_word_order_groups(const json& doc, std::ostream& h) {
-    const json& wo = doc["word_order"];
-    if (wo["groups"].empty()) return;
-    h << "<h3>By kind and scheme</h3>\n<p>Seeds are replicates: mean ± half-width of the 95% Student t "
-         "interval (n − 1 dof) over seeds; item margin: each pair's margin averaged over the seeds, then mean ± "
-         "interval over pairs.</p>\n<table><tr><th>kind</th><th>scheme</th><th>seeds</th><th>accuracy</th><th>±</th>"
-         "<th>mean margin</th><th>±</th><th>pairs</th><th>item margin</th><th>±</th></tr>\n";
-    for (size_t i = 0; i < wo["groups"].size(); ++i) {
-      const json& g = wo["groups"][i];
-      const std::string p = "/word_order/groups/" + std::to_string(i);
-      h << "<tr>" << text_cell(g["kind"].get<std::string>()) << text_cell(g["scheme"].get<std::string>())
-        << cell(doc, p + "/seeds") << pm_cells(doc, p + "/accuracy") << pm_cells(doc, p + "/mean_margin")
-        << cell(doc, p + "/pairs") << pm_cells(doc, p + "/item_margin")
-        << "</tr>\n";
-    }
-    h << "</table>\n<p>Paired t-tests (two-sided) on the per-pair margins averaged over seeds, between every two "
-         "schemes of a kind.</p>\n<table><tr><th>kind</th><th>a</th><th>b</th><th>pairs</th><th>mean a − b</th>"
-         "<th>t</th><th>p</th></tr>\n";
-    for (size_t i = 0; i < wo["tests"].size(); ++i) {
-      const json& t = wo["tests"][i];
-      const std::string p = "/word_order/tests/" + std::to_string(i);
-      h << "<tr>" << text_cell(t["kind"].get<std::string>()) << text_cell(t["a"].get<std::string>())
-        << text_cell(t["b"].get<std::string>()) << cell(doc, p + "/n") << cell(doc, p + "/mean_diff")
-        << cell(doc, p + "/t") << cell(doc, p + "/p") << "</tr>\n";
-    }
-    h << "</table>\n";
-  }
-
-  // Every pair, then one row per model: both scores and the margin.
-  static void html_word_order_pairs(const json& doc, std::ostream& h) {
-    const json& wo = doc["word_order"];
-    h << "<details><summary>the " << wo["pairs"].size()
-      << " pairs, scored by every model</summary><p>Scores in nats: pseudo-log-likelihood for masked-LM "
-         "encoders (pll), log-probability otherwise (logprob). A tie (margin 0) is a margin within float rounding: "
-         "|margin| ≤ " << show(json(probes::kTieTolerance)) << " × Σ|per-token terms| of both texts.</p><table><tr><th>model</th><th>score</th>"
-         "<th>original</th><th>swapped</th><th>margin</th><th></th></tr>";
-    for (size_t i = 0; i < wo["pairs"].size(); ++i) {
-      const json& pr = wo["pairs"][i];
-      h << "<tr><th colspan=\"6\">#" << i + 1 << " " << html_escape(pr["original"].get<std::string>()) << " / "
-        << html_escape(pr["swapped"].get<std::string>()) << "</th></tr>\n";
-      for (size_t m = 0; m < wo["results"].size(); ++m) {
-        const json& r = wo["results"][m];
-        if (!r.contains("scores")) continue;
-        const std::string p = "/word_order/results/" + std::to_string(m) + "/scores/" + std::to_string(i);
-        h << "<tr>" << text_cell(r["model"].get<std::string>()) << text_cell(r["method"].get<std::string>())
-          << cell(doc, p + "/original") << cell(doc, p + "/swapped") << cell(doc, p + "/margin")
-          << text_cell(r["scores"][i]["tie"].get<bool>() ? "tie" : "") << "</tr>\n";
-      }
-    }
-    h << "</table></details>\n";
-  }
-
-  // The permutation probe table and its chart.
-  static void html_permutation(const json& doc, std::ostream& h) {
-    h << "<h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a token "
-         "sequence and on a "
-         "fixed permutation of it; error = max |h(perm x) − perm h(x)| over the final hidden states, "
-         "relative = error "
-         "/ max |h|. Without positions attention is permutation-equivariant, so the error is rounding "
-         "only.</p>\n"
-         "<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th><th>relative</th>"
-         "<th>max |h|</th><th></th></tr>\n";
-    const auto [labels, errs] = html_result_rows(doc, "permutation", {"tokens"},
-                                                 {"max_abs_error", "rel_error", "max_abs_hidden"}, "rel_error", h);
-    ChartOptions co;
-    co.title = "permutation probe: relative error (log scale)";
-    co.x_label = "max |h(perm x) − perm h(x)| / max |h|";
-    co.log_x = true;
-    h << svg_bar_chart(labels, errs, co);
-    html_seed_groups(doc, "permutation", h);
-  }
-
-  // Perplexity per length and method: table, charts, every window setting.
-  static void html_length(const json& doc, std::ostream& h) {
-    const json& multiples = doc["settings"]["multiples"];
-    h << "<h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the "
-         "trained length "
-         "(the text is cut to a whole number of the longest windows, so every length scores the same "
-         "tokens). Rows "
-         "with a method apply that long-context scaling with factor k; n/a rows show "
-         "why.</p>\n<table><tr><th>row</th>";
-    for (size_t j = 0; j < multiples.size(); ++j)
-      h << cell(doc, "/settings/multiples/" + std::to_string(j), "th");
-    h << "</tr>\n";
-    std::vector<Series> plain, scaled;
-    for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
-      const json& r = doc["length"]["results"][i];
-      const std::string p = "/length/results/" + std::to_string(i);
-      Series s;
-      s.name = r["label"].get<std::string>();
-      h << "<tr>" << text_cell(r["label"].get<std::string>());
-      for (size_t j = 0; j < r["points"].size(); ++j) {
-        const json& pt = r["points"][j];
-        h << cell(doc, p + "/points/" + std::to_string(j) + "/ppl");
-        s.x.push_back(pt["ctx"].get<double>());
-        s.y.push_back(pt["ppl"].is_null() ? NAN : pt["ppl"].get<double>());
-      }
-      h << "</tr>\n";
-      (r["method"] == "none" ? plain : scaled).push_back(s);
-    }
-    h << "</table>\n";
-    ChartOptions co;
-    co.x_label = "context length (tokens)";
-    co.y_label = "perplexity";
-    co.log_x = co.log_y = true;
-    co.title = "perplexity vs context length, no scaling";
-    h << svg_line_chart(plain, co);
-    if (!scaled.empty()) {
-      co.title = "perplexity vs context length, with long-context scaling (factor = multiple)";
-      h << svg_line_chart(scaled, co);
-    }
-    html_seed_groups(doc, "length", h);
-    h << "<details><summary>every window "
-         "setting</summary><table><tr><th>row</th><th>multiple</th><th>ctx</th>"
-         "<th>factor</th><th>windows</th><th>tokens</th><th>ppl</th><th></th></tr>\n";
-    for (size_t i = 0; i < doc["length"]["results"].size(); ++i) {
-      const json& r = doc["length"]["results"][i];
-      for (size_t j = 0; j < r["points"].size(); ++j) {
-        const std::string p = "/length/results/" + std::to_string(i) + "/points/" + std::to_string(j);
-        h << "<tr>" << text_cell(r["label"].get<std::string>()) << cell(doc, p + "/multiple")
-          << cell(doc, p + "/ctx") << cell(doc, p + "/factor") << cell(doc, p + "/windows")
-          << cell(doc, p + "/tokens") << cell(doc, p + "/ppl") << err_cell(r["points"][j]) << "</tr>\n";
-      }
-    }
-    h << "</table></details>\n";
-  }
-
-  // Attention weight and mass by distance bucket, and the chart.
-  static void html_attention(const json& doc, std::ostream& h) {
-    const json& a = doc["attention"];
-    h << "<h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained length, "
-         "over all "
-         "layers, heads and queries, grouped by query−key distance. Mean weight: average probability of "
-         "one key at "
-         "that distance; mass: average share of a query's attention that falls in the bucket.</p>\n";
-    for (const char* key : {"mean_weight", "mass"}) {
-      h << "<table><tr><th>" << key << "</th><th>rows</th>";
-      for (size_t b = 0; b < a["buckets"].size(); ++b) {
-        const std::string p = "/attention/buckets/" + std::to_string(b);
-        h << "<th>" << cell(doc, p + "/lo", "span") << "–" << cell(doc, p + "/hi", "span") << "</th>";
-      }
-      h << "</tr>\n";
-      for (size_t i = 0; i < a["results"].size(); ++i) {
-        const std::string p = "/attention/results/" + std::to_string(i);
-        h << "<tr>" << text_cell(a["results"][i]["model"].get<std::string>()) << cell(doc, p + "/rows");
-        for (size_t b = 0; b < a["results"][i][key].size(); ++b)
-          h << cell(doc, p + "/" + key + "/" + std::to_string(b));
-        h << "</tr>\n";
-      }
-      h << "</table>\n";
-    }
-    std::vector<Series> series;
-    for (const json& r : a["results"]) {
-      Series s;
-      s.name = r["model"].get<std::string>();
-      for (size_t b = 0; b < a["buckets"].size(); ++b) {
-        s.x.push_back(a["buckets"][b]["lo"].get<double>() + 1.0);
-        s.y.push_back(r["mean_weight"][b].is_null() ? NAN : r["mean_weight"][b].get<double>());
-      }
-      series.push_back(s);
-    }
-    ChartOptions co;
-    co.title = "mean attention weight vs query-key distance";
-    co.x_label = "distance + 1 (bucket start)";
-    co.y_label = "mean attention weight";
-    co.log_x = co.log_y = true;
-    h << svg_line_chart(series, co);
-    html_seed_groups(doc, "attention", h);
-  }
-
-  // One self-contained page: each section rendered from the results document, which is embedded.
-  static std::string render_html(const json& doc) {
-    std::ostringstream h;
-    html_head(doc, h);
-    if (doc.contains("word_order")) html_word_order(doc, h);
-    if (doc.contains("permutation")) html_permutation(doc, h);
-    if (doc.contains("length")) html_length(doc, h);
-    if (doc.contains("attention")) html_attention(doc, h);
-    if (doc.contains("synthetic")) html_synthetic(doc, h);
-    std::string embedded = doc.dump();
-    for (size_t at = 0; (at = embedded.find("</", at)) != std::string::npos; at += 3)
-      embedded.replace(at, 2, "<\\/");
-    h << "<script type=\"application/json\" id=\"ordo-compare-results\">" << embedded
-      << "</script>\n</body></html>\n";
-    return h.str();
   }
 };
 

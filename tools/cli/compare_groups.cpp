@@ -121,22 +121,27 @@ namespace {
 
 void html_length_chart(const json& groups, std::ostream& h) {
   std::vector<Series> plain, scaled;
+  double trained = NAN;
   for (const json& g : groups) {
-    Series s{g["label"].get<std::string>(), {}, {}};
+    Series s{g["label"].get<std::string>(), {}, {}, g["scheme"].get<std::string>(), {}};
     for (const json& p : g["points"]) {
       s.x.push_back(p["ctx"].get<double>());
       s.y.push_back(p["ppl"]["mean"].is_null() ? NAN : p["ppl"]["mean"].get<double>());
+      s.err.push_back(p["ppl"]["half_width"].is_null() ? NAN : p["ppl"]["half_width"].get<double>());
+      if (p["multiple"] == 1) trained = p["ctx"].get<double>();
     }
     (g["method"] == "none" ? plain : scaled).push_back(s);
   }
   ChartOptions co;
   co.x_label = "context length (tokens)";
-  co.y_label = "perplexity (mean over seeds)";
+  co.y_label = "perplexity";
   co.log_x = co.log_y = true;
-  co.title = "perplexity vs context length by scheme, no scaling (mean over seeds)";
+  co.mark = trained;
+  co.mark_label = "trained length";
+  co.title = "perplexity vs context length by scheme, no scaling (mean over seeds, 95% interval)";
   h << svg_line_chart(plain, co);
   if (!scaled.empty()) {
-    co.title = "perplexity vs context length by scheme, with long-context scaling (mean over seeds)";
+    co.title = "perplexity vs context length by scheme, with scaling (mean over seeds, 95% interval)";
     h << svg_line_chart(scaled, co);
   }
 }
@@ -164,9 +169,10 @@ void html_seed_groups(const json& doc, const std::string& section, std::ostream&
     h << "<table><tr><th>" << key << "</th><th>seeds</th>";
     if (length)
       for (size_t j = 0; j < doc["settings"]["multiples"].size(); ++j)
-        h << cell(doc, "/settings/multiples/" + std::to_string(j), "th");
+        h << "<th>" << cell(doc, "/settings/multiples/" + std::to_string(j), "span") << "× trained</th>";
     else
-      for (const json& b : doc["attention"]["buckets"]) h << "<th>" << html_escape(b["label"].get<std::string>()) << "</th>";
+      for (const json& b : doc["attention"]["buckets"])
+        h << "<th>distance " << html_escape(b["label"].get<std::string>()) << "</th>";
     h << "</tr>\n";
     for (size_t i = 0; i < groups.size(); ++i) {
       const std::string p = base + std::to_string(i);

@@ -61,10 +61,52 @@ std::string show(const json& v) {
   if (v.is_null()) return "n/a";
   if (v.is_number_float()) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
     return buf;
   }
   return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+namespace {
+
+// 10^d is the place both numbers of an interval are rounded to: the half-width's leading digit, or
+// its two leading digits when they start with 1 or 2 (0.14 keeps 0.14, 0.6 keeps 0.6).
+int interval_place(double half) {
+  int e = static_cast<int>(std::floor(std::log10(half)));
+  const double lead = half / std::pow(10.0, e);
+  if (lead >= 9.5) ++e;  // rounds up to the next power of ten
+  return lead < 2.95 && lead < 9.5 ? e - 1 : e;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", std::max(0, decimals), v);
+  return buf;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> interval_text(double mean, double half) {
+  if (!std::isfinite(mean)) return {"n/a", ""};
+  if (!std::isfinite(half) || half <= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.4g", mean);
+    const std::string m = buf;
+    if (!std::isfinite(half)) return {m, ""};
+    // every seed gave the same value: ± 0 at the mean's own precision
+    const size_t dot = m.find('.');
+    const int decimals = dot == std::string::npos || m.find('e') != std::string::npos ? 0 : int(m.size() - dot - 1);
+    return {m, fixed(0.0, decimals)};
+  }
+  const int d = interval_place(half);
+  const double q = std::pow(10.0, d);
+  const double m = std::round(mean / q) * q, hr = std::round(half / q) * q;  // as they will print
+  const double big = std::max(std::fabs(m), hr);
+  if (big >= 1e-3 && big < 1e6 && d >= -6) return {fixed(m, -d), fixed(hr, -d)};  // 0.00763 ± 0.00028
+  // Very small or very large: one power of ten for both, "(m ± h)e-7" shown as m, h with the exponent.
+  const int E = static_cast<int>(std::floor(std::log10(big)));
+  const double s = std::pow(10.0, E);
+  return {fixed(m / s, E - d) + "e" + std::to_string(E), fixed(hr / s, E - d) + "e" + std::to_string(E)};
 }
 
 std::string html_escape(const std::string& s) { return xml_escape(s); }
@@ -75,19 +117,24 @@ std::string cell(const json& doc, const std::string& ptr, const char* tag) {
   return std::string("<") + tag + " data-json=\"" + html_escape(ptr) + "\">" + show(v) + "</" + tag + ">";
 }
 
+static double num(const json& v) { return v.is_number() ? v.get<double>() : NAN; }
+
 std::string pm(const json& interval) {
-  return show(interval["mean"]) + (interval["half_width"].is_null() ? "" : " ± " + show(interval["half_width"]));
+  const auto [m, h] = interval_text(num(interval["mean"]), num(interval["half_width"]));
+  return h.empty() ? m : m + " ± " + h;
 }
 
 std::string pm_spans(const json& doc, const std::string& ptr) {
-  const bool half = !doc.at(json::json_pointer(ptr + "/half_width")).is_null();
-  return cell(doc, ptr + "/mean", "span") + (half ? " ± " + cell(doc, ptr + "/half_width", "span") : "");
+  const json& iv = doc.at(json::json_pointer(ptr));
+  if (iv["mean"].is_null()) return "<span class=\"na\">n/a</span>";
+  const auto [m, h] = interval_text(num(iv["mean"]), num(iv["half_width"]));
+  std::string s = "<span data-json=\"" + html_escape(ptr + "/mean") + "\">" + m + "</span>";
+  if (!h.empty()) s += " ± <span data-json=\"" + html_escape(ptr + "/half_width") + "\">" + h + "</span>";
+  return s;
 }
 
-std::string pm_cell(const json& doc, const std::string& ptr) { return "<td>" + pm_spans(doc, ptr) + "</td>"; }
-
-std::string pm_cells(const json& doc, const std::string& ptr) {
-  return cell(doc, ptr + "/mean") + cell(doc, ptr + "/half_width");
+std::string pm_cell(const json& doc, const std::string& ptr) {
+  return "<td class=\"pm\">" + pm_spans(doc, ptr) + "</td>";
 }
 
 std::string text_cell(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }

@@ -1,6 +1,6 @@
 // How `ordo compare` stores and renders numbers, shared by its sections (compare.cpp,
-// compare_tasks.cpp): every number is stored rounded to 6 significant digits, and the table, the
-// HTML (cells tagged with their JSON pointer) and --json all print it from the one document.
+// compare_tasks.cpp, compare_html.cpp): every number is stored rounded to 6 significant digits; the
+// table and the HTML (cells tagged with their JSON pointer) print it at the precision it supports.
 #pragma once
 
 #include <unistd.h>
@@ -8,7 +8,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "progress.hpp"
 
 namespace ordo::cli::report {
 
@@ -37,18 +40,22 @@ std::vector<SeedGroup> seed_groups(const json& rows, std::initializer_list<const
 // The numbers at `ptr` in each row of g (nulls and missing values left out).
 std::vector<double> values_at(const SeedGroup& g, const json::json_pointer& ptr);
 
-// How every rendering prints a number: integers as they are, floats with the 6 significant digits
-// they were stored with (parses back to the identical double); null as "n/a".
+// How every rendering prints a number without an interval: integers as they are, floats with 4
+// significant digits (the JSON keeps 6); null as "n/a".
 std::string show(const json& v);
+
+// mean and half-width at the precision the interval supports: both rounded to the half-width's
+// leading digit (two digits when it starts with 1 or 2); a tiny or huge pair shares one exponent
+// ("1.2e-7", "0.4e-7"). No half-width: the mean with 4 significant digits, half "".
+std::pair<std::string, std::string> interval_text(double mean, double half);
 
 // A number cell carrying its JSON pointer; null → "n/a".
 std::string cell(const json& doc, const std::string& ptr, const char* tag = "td");
-// An interval (interval_json) at `ptr`: "mean ± half" as text, as spans, as one table cell, as two
-// cells.
+// An interval (interval_json) at `ptr`: "mean ± half" (interval_text) as text, as spans tagged with
+// their JSON pointers, as one table cell of class "pm" (never wrapped).
 std::string pm(const json& interval);
 std::string pm_spans(const json& doc, const std::string& ptr);
 std::string pm_cell(const json& doc, const std::string& ptr);
-std::string pm_cells(const json& doc, const std::string& ptr);
 std::string text_cell(const std::string& s);
 // The row's "error" (empty when it has none) as the last cell of an HTML row.
 std::string err_cell(const json& r);
@@ -56,19 +63,5 @@ std::string html_escape(const std::string& s);
 
 // A left-aligned terminal column of `width` characters and a space.
 std::string column(const json& v, int width);
-
-// Progress lines on a terminal are rewritten in place; elsewhere they are left out.
-struct Progress {
-  bool tty = isatty(STDERR_FILENO);
-  template <class... A>
-  void show(const A&... parts) const {
-    if (!tty) return;
-    std::cerr << "\r";
-    (std::cerr << ... << parts) << std::flush;
-  }
-  void clear() const {
-    if (tty) std::cerr << "\r\033[K";
-  }
-};
 
 }  // namespace ordo::cli::report

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common.hpp"
+#include "compare_html.hpp"
 #include "compare_report.hpp"
 #include "ordo/probes.hpp"
 #include "ordo/stats.hpp"
@@ -61,8 +62,8 @@ void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>&
     const std::string label = meth.name == "none" ? t.label : t.label + "+" + meth.name;
     json row = {{"model", t.label}, {"scheme", t.scheme}, {"seed", t.seed}, {"method", meth.name},
                 {"label", label},   {"trained_length", trained}, {"points", json::array()}};
-    std::cerr << "[" << label << "] synthetic tasks: " << suite.size() << " items"
-              << (meth.name == "none" ? "" : ", the points beyond the trained length") << "\n";
+    pg.note("[" + label + "] synthetic tasks: " + std::to_string(suite.size()) + " items" +
+            (meth.name == "none" ? "" : ", the points beyond the trained length"));
     try {
       probes::TaskRunOptions run;
       run.max_batch = batch;
@@ -78,9 +79,8 @@ void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>&
       pg.clear();
       for (const probes::TaskPoint& p : points) row["points"].push_back(point_json(p));
     } catch (const Error& err) {  // e.g. a prompt the tokenizer cannot encode
-      pg.clear();
       row["error"] = err.what();
-      std::cerr << "[" << label << "] synthetic tasks: " << err.what() << "\n";
+      pg.note("[" + label + "] synthetic tasks: " + err.what());
     }
     results.push_back(row);
   }
@@ -229,15 +229,18 @@ json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir
   if (models.empty())
     throw Error("--tasks synthetic: no task models (" + (zoo_dir.empty() ? std::string() : zoo_dir + "/tasks/*, ") +
                 "or -m DIR whose config.json has \"zoo\": {\"kind\": \"tasks\"})");
-  const Progress pg;
+  Progress pg("ordo compare: synthetic tasks", models.size());
   json mlist = json::array(), results = json::array();
-  for (const ZooModel& t : models) {
-    std::cerr << "[" << t.label << "] loading " << t.dir << "\n";
+  for (size_t k = 0; k < models.size(); ++k) {
+    const ZooModel& t = models[k];
+    pg.step(k + 1, "task models: " + t.label);
+    pg.note("[" + t.label + "] loading " + t.dir);
     Model m = Model::load(t.dir, opts);
     mlist.push_back({{"label", t.label}, {"dir", t.dir}, {"scheme", t.scheme}, {"seed", t.seed},
                      {"family", m.family()}, {"trained_length", m.spec().position.max_positions}});
     run_model(t, m, suite, o.batch, pg, results);
   }
+  pg.finish();
   const json points = suite_points(suite), groups = group_results(results);
   return {{"suite", suite_file}, {"items", suite.size()}, {"batch", o.batch},
           {"points", points},    {"models", mlist},       {"results", results},
@@ -278,19 +281,11 @@ void print_synthetic(const json& doc, std::ostream& o) {
 
 namespace {
 
-// The paired tests as an HTML table.
+// The paired tests as an HTML table, folded to the comparisons that matter (compare_html.hpp).
 void html_synthetic_tests(const json& doc, std::ostream& h) {
-  const json& tests = doc["synthetic"]["tests"];
   h << "<p>Paired t-tests (two-sided) between schemes, item by item, on each item's correctness averaged "
-       "over seeds.</p>\n<table><tr><th>point</th><th>a</th><th>b</th><th>items</th><th>a − b</th><th>t</th>"
-       "<th>p</th></tr>\n";
-  for (size_t i = 0; i < tests.size(); ++i) {
-    const std::string p = "/synthetic/tests/" + std::to_string(i);
-    h << "<tr>" << text_cell(point_name(tests[i])) << text_cell(tests[i]["a"].get<std::string>())
-      << text_cell(tests[i]["b"].get<std::string>()) << cell(doc, p + "/n") << cell(doc, p + "/mean_diff")
-      << cell(doc, p + "/t") << cell(doc, p + "/p") << "</tr>\n";
-  }
-  h << "</table>\n";
+       "over seeds; significance after Holm's correction over all of them.</p>\n";
+  html_test_table(doc, "/synthetic/tests", h, "point", [](const json& t) { return point_name(t); });
 }
 
 // The per-model table: one row per model and method, one accuracy cell per suite point.
@@ -336,9 +331,11 @@ void html_synthetic_groups(const json& doc, std::ostream& h) {
       }
       h << pm_cell(doc, gp + "/points/" + std::to_string(k));
       std::vector<Series>& task = charts[sp["task"].get<std::string>()];
-      if (task.empty() || task.back().name != g["label"]) task.push_back({g["label"].get<std::string>(), {}, {}});
+      if (task.empty() || task.back().name != g["label"])
+        task.push_back({g["label"].get<std::string>(), {}, {}, g.value("scheme", ""), {}});
       task.back().x.push_back(sp["length"].get<double>());
       task.back().y.push_back((*p)["mean"].is_null() ? NAN : (*p)["mean"].get<double>());
+      task.back().err.push_back((*p)["half_width"].is_null() ? NAN : (*p)["half_width"].get<double>());
     }
     h << "</tr>\n";
   }
@@ -346,8 +343,9 @@ void html_synthetic_groups(const json& doc, std::ostream& h) {
   for (const auto& [task, series] : charts) {
     ChartOptions co;
     co.title = task + ": exact-match accuracy vs length (mean over seeds)";
-    co.x_label = "length (n)";
-    co.y_label = "accuracy";
+    co.x_label = "task length n (items)";
+    co.y_label = "exact-match accuracy (0–1)";
+    co.lo = 0, co.hi = 1;
     h << svg_line_chart(series, co);
   }
 }

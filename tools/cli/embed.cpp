@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "progress.hpp"
 #include "usage.hpp"
 
 namespace ordo::cli {
@@ -233,7 +234,14 @@ struct EmbedCommand : Command {
       check_stdout(false);
     };
     Tensor all;  // .npy: pooled vectors [n, d]
+    const size_t nb = (inputs.size() + static_cast<size_t>(batch) - 1) / static_cast<size_t>(batch);
+    Progress pg("ordo embed", nb > 1 ? nb : 0);  // one batch: nothing to count
     for (size_t b = 0; b < inputs.size(); b += static_cast<size_t>(batch)) {
+      if (nb > 1)
+        pg.step(b / static_cast<size_t>(batch) + 1,
+                "batches: inputs " + std::to_string(b + 1) + "-" +
+                    std::to_string(std::min(inputs.size(), b + static_cast<size_t>(batch))) + " of " +
+                    std::to_string(inputs.size()));
       std::vector<EncodeRequest> reqs;
       for (size_t i = b; i < std::min(inputs.size(), b + static_cast<size_t>(batch)); ++i)
         reqs.push_back(EncodeRequest{inputs[i].ids, inputs[i].types, {}});
@@ -255,6 +263,7 @@ struct EmbedCommand : Command {
         }
       }
     }
+    pg.finish();
     if (ends_with(out, ".npy")) {
       write_npy(out, all);
       std::cerr << "wrote " << all.shape_str() << " to " << out << "\n";

@@ -12,7 +12,10 @@
 #include "ordo/finite.hpp"
 #include "usage.hpp"
 #include "ordo/perplexity.hpp"
+#include "ordo/output_file.hpp"
+#include "progress.hpp"
 #include "svg_chart.hpp"
+#include "zoo_index.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -113,7 +116,14 @@ struct PplCommand : Command {
                   "Trained length the scaling starts from (default: the model's)");
     c->add_option("--position", position, "Replace the model's position scheme (see ordo run --help)");
     c->add_option("--json", json_out, "Write results as JSON");
-    c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (.svg)");
+    c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (FILE.svg or FILE.png)")
+        ->check(CLI::Validator(
+            [](std::string& path) {
+              return plot_format(path).empty()
+                         ? "'" + path + "' names no plot format: --plot takes a file ending in .svg or .png"
+                         : std::string();
+            },
+            "FILE.svg|FILE.png"));
     return c;
   }
 
@@ -138,7 +148,8 @@ struct PplCommand : Command {
     if (factor != 0) check_flag_range("--factor", factor, 1e-30, kMaxScalingFactor);
     contexts();
     parse_settings(scaling_list);
-    if (!plot_out.empty() && plot_out.size() < 4) throw Error("--plot needs a file name ending in .svg");
+    if (!plot_out.empty() && plot_format(plot_out).empty())
+      throw Error("--plot: '" + plot_out + "' names no plot format: --plot takes a file ending in .svg or .png");
   }
 
   // The position settings one row runs with: the model's, with `s`'s scaling at context ctx.
@@ -178,7 +189,7 @@ struct PplCommand : Command {
 
   // One (setting, ctx) row, scored and printed; a setting the model refuses is a row with its error.
   nlohmann::json score_row(Model& m, const std::vector<int32_t>& ids, const Setting& s, int64_t ctx,
-                           const PositionConfig& pc, bool tty) const {
+                           const PositionConfig& pc, const Progress& pg) const {
     nlohmann::json row = {{"scaling", s.label},
                           {"type", scaling_name(pc.scaling.type)},
                           {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor},
@@ -188,23 +199,18 @@ struct PplCommand : Command {
       m.engine().set_position(pc);
       PerplexityResult r = perplexity(
           m.engine(), ids, ctx, stride,
-          [&](int64_t done, int64_t total) {
-            if (tty) std::cerr << "\r[" << s.label << "] ctx " << ctx << ": " << done << "/" << total << " windows" << std::flush;
-          },
-          batch);
-      if (tty) std::cerr << "\r\033[K";
+          [&](int64_t done, int64_t total) { pg.show("window ", done, " of ", total); }, batch);
       row["tokens"] = r.tokens;
       row["windows"] = r.windows;
       row["ppl"] = r.ppl();
     } catch (const NonFiniteError&) {
-      if (tty) std::cerr << "\r\033[K";
+      pg.clear();
       throw;  // the model's weights or activations, not this setting: every row would fail alike
     } catch (const Error& e) {
-      if (tty) std::cerr << "\r\033[K";
       row["tokens"] = 0;
       row["ppl"] = nullptr;
       row["error"] = e.what();
-      std::cerr << "[" << s.label << "] ctx " << ctx << ": " << e.what() << "\n";
+      pg.note("[" + s.label + "] ctx " + std::to_string(ctx) + ": " + e.what());
     }
     std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>() << std::setw(24)
               << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
@@ -214,13 +220,18 @@ struct PplCommand : Command {
     return row;
   }
 
-  void write_plot(const std::vector<Series>& series, int64_t trained) const {
+  // The plot names the model and its scheme, marks the trained length, and is written in the format
+  // its extension names.
+  void write_plot(std::vector<Series> series, int64_t trained, const std::string& scheme) const {
     ChartOptions o;
-    o.title = "perplexity vs context length (trained " + std::to_string(trained) + ")";
+    o.title = dir_label(model.resolved_dir()) + " (" + scheme + "): perplexity vs context length";
     o.x_label = "context length (tokens)";
     o.y_label = "perplexity";
     o.log_x = o.log_y = true;
-    write_file_atomic(plot_out, svg_line_chart(series, o));
+    o.mark = static_cast<double>(trained);
+    o.mark_label = "trained length " + std::to_string(trained);
+    for (Series& s : series) s.scheme = scheme;
+    write_file_atomic(plot_out, plot_format(plot_out) == "png" ? png_line_chart(series, o) : svg_line_chart(series, o));
   }
 
   int run() override {
@@ -243,7 +254,6 @@ struct PplCommand : Command {
     const int64_t trained = original_max > 0                          ? original_max
                             : base.scaling.original_max_positions > 0 ? base.scaling.original_max_positions
                                                                       : base.max_positions;
-    const bool tty = isatty(STDERR_FILENO);
     std::cerr << text_file << ": " << ids.size() << " tokens; trained length " << trained << "\n";
 
     nlohmann::json results = nlohmann::json::array();
@@ -252,11 +262,14 @@ struct PplCommand : Command {
               << std::setw(8) << "ctx"
               << std::setw(10) << "tokens"
               << "ppl\n";
+    Progress pg("ordo ppl", settings.size() * ctxs.size());
+    size_t k = 0;
     for (const Setting& s : settings) {
       Series line;
       line.name = s.label;
       for (int64_t ctx : ctxs) {
-        const nlohmann::json row = score_row(m, ids, s, ctx, position_for(base, s, ctx, trained), tty);
+        pg.step(++k, "rows: " + s.label + " at ctx " + std::to_string(ctx));
+        const nlohmann::json row = score_row(m, ids, s, ctx, position_for(base, s, ctx, trained), pg);
         if (!row["ppl"].is_null()) {
           line.x.push_back(static_cast<double>(ctx));
           line.y.push_back(row["ppl"].get<double>());
@@ -265,6 +278,7 @@ struct PplCommand : Command {
       }
       series.push_back(line);
     }
+    pg.finish();
     m.engine().set_position(base);
     if (!json_out.empty()) {
       nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file},
@@ -272,7 +286,7 @@ struct PplCommand : Command {
                             {"trained_length", trained},     {"results", results}};
       write_file_atomic(json_out, doc.dump(2) + "\n");
     }
-    if (!plot_out.empty()) write_plot(series, trained);
+    if (!plot_out.empty()) write_plot(series, trained, position.empty() ? base.scheme : position);
     return 0;
   }
 };
