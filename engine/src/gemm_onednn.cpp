@@ -13,6 +13,7 @@
 // logits, no error). Every primitive here is therefore created in user scratchpad mode and each
 // call passes a scratchpad of the calling thread.
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -107,8 +108,11 @@ Entry make_entry(const Key& k) {
 // packed copies of the operands. An allocation failing there throws through oneDNN's C interface
 // (the process aborts), so under an address-space limit each call first checks that this much is
 // free. Generous on purpose: an Error a little early beats an abort.
+// Inside a parallel region every thread of it may be in oneDNN at once, each allocating: the room
+// checked is the whole team's (a probe reserves nothing).
 size_t onednn_room(int64_t M, int64_t N, int64_t K) {
-  return (size_t(32) << 20) + 2 * sizeof(float) * static_cast<size_t>(M * K + K * N + M * N);
+  const size_t per_call = (size_t(32) << 20) + 2 * sizeof(float) * static_cast<size_t>(M * K + K * N + M * N);
+  return per_call * static_cast<size_t>(omp_in_parallel() ? omp_get_num_threads() : 1);
 }
 
 Entry lookup(const Key& k) {
