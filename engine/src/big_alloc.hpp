@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "ordo/input.hpp"
 #include "ordo/tensor.hpp"
 
 namespace ordo::detail {
@@ -24,7 +25,7 @@ inline std::shared_ptr<void> alloc_streamed(size_t bytes, const std::string& wha
   const size_t align = huge ? kHuge : 64;
   const size_t size = std::max<size_t>(align, (bytes + align - 1) / align * align);
   void* p = std::aligned_alloc(align, size);
-  if (!p) throw Error("out of memory allocating " + what + " (" + std::to_string(bytes) + " bytes)");
+  if (!p) throw out_of_memory(what, bytes);
 #ifdef MADV_HUGEPAGE
   if (huge) madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice: without it the block still works
 #endif

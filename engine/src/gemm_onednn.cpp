@@ -13,12 +13,14 @@
 // logits, no error). Every primitive here is therefore created in user scratchpad mode and each
 // call passes a scratchpad of the calling thread.
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstdlib>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "address_space.hpp"
 #include "gemm_backend.hpp"
 
 
@@ -55,7 +57,7 @@ memory thread_scratchpad(const memory::desc& desc) {
   if (need > buf.size) {
     const size_t bytes = (need + 4095) / 4096 * 4096;
     buf.data.reset(std::aligned_alloc(4096, bytes));
-    if (!buf.data) throw Error("oneDNN: out of memory for a " + std::to_string(bytes) + "-byte scratchpad");
+    if (!buf.data) throw out_of_memory("a oneDNN scratchpad", bytes);
     buf.size = bytes;
   }
   return memory(desc, cpu_engine(), buf.data.get());
@@ -102,6 +104,17 @@ Entry make_entry(const Key& k) {
   return e;
 }
 
+// Address space a oneDNN call may allocate inside the library: JIT code and its bookkeeping, plus
+// packed copies of the operands. An allocation failing there throws through oneDNN's C interface
+// (the process aborts), so under an address-space limit each call first checks that this much is
+// free. Generous on purpose: an Error a little early beats an abort.
+// Inside a parallel region every thread of it may be in oneDNN at once, each allocating: the room
+// checked is the whole team's (a probe reserves nothing).
+size_t onednn_room(int64_t M, int64_t N, int64_t K) {
+  const size_t per_call = (size_t(32) << 20) + 2 * sizeof(float) * static_cast<size_t>(M * K + K * N + M * N);
+  return per_call * static_cast<size_t>(omp_in_parallel() ? omp_get_num_threads() : 1);
+}
+
 Entry lookup(const Key& k) {
   {
     std::lock_guard<std::mutex> lock(g_cache_mu);
@@ -118,6 +131,7 @@ Entry lookup(const Key& k) {
 
 void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  require_address_space(onednn_room(M, N, K), "oneDNN's GEMM (its kernels and packed copies of the operands)");
   dnnl_status_t st = dnnl_sgemm('N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st != dnnl_success)
     throw Error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ") for M=" +
@@ -144,6 +158,7 @@ void execute(const Entry& e, const float* x, const float* W, const float* bias, 
 
 void onednn_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
                    int64_t N, const float* bias, float* y, int64_t ldy) {
+  require_address_space(onednn_room(M, N, K), "oneDNN's matmul (its kernels and packed copies of the operands)");
   try {
     execute(lookup(Key{M, N, K, ldx, ldw, ldy, bias != nullptr}), x, W, bias, y);
   } catch (const dnnl::error& err) {

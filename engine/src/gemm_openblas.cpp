@@ -13,9 +13,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 
+#include "address_space.hpp"
 #include "gemm_backend.hpp"
+#include "parallel_errors.hpp"
 
 namespace ordo::detail {
 
@@ -25,8 +29,53 @@ namespace {
 constexpr double kSplitMinWork = 1 << 18;
 constexpr int64_t kPanelAlign = 16;
 
+// OpenBLAS (0.3.21) takes a work buffer of 128 MiB from a process-wide pool for every call in
+// flight and grows the pool when all its buffers are busy; it never frees them. When growing
+// fails it retries forever: under `ulimit -v` a call hangs instead of failing. So a call that may
+// grow the pool (more calls in flight than ever before) first checks, one at a time, that the
+// address space has room for one more buffer, and is an out-of-memory Error if not. Without an
+// address-space limit nothing is checked.
+constexpr size_t kBlasBuffer = size_t(128) << 20;
+constexpr size_t kBlasProbe = kBlasBuffer + (size_t(8) << 20);  // the buffer and its alignment slack
+
+std::atomic<int> g_in_flight{0};
+std::atomic<int> g_buffers{0};  // buffers the pool is known to hold: the most calls ever in flight
+std::mutex g_grow;
+
+class BlasBufferGuard {
+ public:
+  BlasBufferGuard() {
+    if (!address_space_limited()) return;
+    counted_ = true;
+    const int n = g_in_flight.fetch_add(1) + 1;
+    if (n <= g_buffers.load()) return;
+    // Growing: held until the call has taken its buffer, so two growers do not count on the same room.
+    grow_ = std::unique_lock<std::mutex>(g_grow);
+    if (n <= g_buffers.load()) return;
+    if (!address_space_room(kBlasProbe)) {
+      g_in_flight.fetch_sub(1);
+      counted_ = false;
+      throw out_of_memory("OpenBLAS's work buffer (one per GEMM in flight; --backend onednn needs none)",
+                          kBlasBuffer);
+    }
+    grows_to_ = n;
+  }
+  ~BlasBufferGuard() {
+    if (grows_to_ > g_buffers.load()) g_buffers.store(grows_to_);
+    if (counted_) g_in_flight.fetch_sub(1);
+  }
+  BlasBufferGuard(const BlasBufferGuard&) = delete;
+  BlasBufferGuard& operator=(const BlasBufferGuard&) = delete;
+
+ private:
+  bool counted_ = false;
+  int grows_to_ = 0;
+  std::unique_lock<std::mutex> grow_;
+};
+
 void sgemm1(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, float* C, int64_t ldc) {
+  const BlasBufferGuard buffer;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N),
               static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta,
               C, static_cast<blasint>(ldc));
@@ -47,14 +96,16 @@ void openblas_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, c
   int64_t panel = (len + nt - 1) / nt;
   if (split_n) panel = (panel + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
   const int64_t parts = (len + panel - 1) / panel;
+  ParallelErrors errors;
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (int64_t p = 0; p < parts; ++p) {
+  for (int64_t p = 0; p < parts; ++p) errors.run([&] {
     const int64_t b = p * panel, n = std::min(panel, len - b);
     if (split_n)  // columns [b, b + n) of C: rows of B (Bᵀ used) or its columns
       sgemm1(trans_b, M, n, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta, C + b, ldc);
     else
       sgemm1(trans_b, n, N, K, alpha, A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
-  }
+  });
+  errors.rethrow();
 }
 
 void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
@@ -73,6 +124,7 @@ void openblas_gemv(const float* x, int64_t K, const float* W, int64_t N, const f
     std::memcpy(y, bias, static_cast<size_t>(N) * sizeof(float));
     beta = 1.0f;
   }
+  const BlasBufferGuard buffer;  // a large sgemv takes a pool buffer too
   cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, W,
               static_cast<blasint>(K), x, 1, beta, y, 1);
 }

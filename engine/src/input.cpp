@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace ordo {
@@ -59,6 +60,17 @@ void check_json_limits(const char* text, size_t size, const std::string& origin)
       --depth;
     }
   }
+}
+
+Error out_of_memory(const std::string& what, uint64_t bytes) {
+  char size[32];
+  if (bytes >= (uint64_t{1} << 20))
+    std::snprintf(size, sizeof size, "%.0f MiB", static_cast<double>(bytes) / (1 << 20));
+  else if (bytes >= 1024)
+    std::snprintf(size, sizeof size, "%.0f KiB", static_cast<double>(bytes) / 1024);
+  else
+    std::snprintf(size, sizeof size, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return Error("out of memory allocating " + std::string(size) + " for " + what + " (ulimit -v?)");
 }
 
 }  // namespace ordo

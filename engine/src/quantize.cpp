@@ -14,6 +14,7 @@
 
 #include "gemm_backend.hpp"
 #include "panels.hpp"
+#include "parallel_errors.hpp"
 
 namespace ordo {
 
@@ -94,11 +95,14 @@ Linear convert_linear(const Linear& l, DType to) {
   out.weight = Tensor::zeros({N, K}, to);
   if (to == DType::I8) out.scales = Tensor::zeros({N});
   detail::ensure_threads();
+  detail::ParallelErrors errors;  // an exception must not leave the parallel region
 #pragma omp parallel
   {
-    std::vector<float> row(K);
+    std::vector<float> row;
+    errors.run([&] { row.resize(static_cast<size_t>(K)); });
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < N; ++r) {
+    for (int64_t r = 0; r < N; ++r) errors.run([&] {
+      if (row.empty()) return;  // this thread's row failed to allocate: the error is kept
       row_f32(w, in_scales, r, row.data());
       switch (to) {
         case DType::F32: std::memcpy(out.weight.f32() + r * K, row.data(), K * sizeof(float)); break;
@@ -112,8 +116,9 @@ Linear convert_linear(const Linear& l, DType to) {
           quantize_row(row.data(), K, static_cast<int8_t*>(out.weight.data) + r * K, out.scales.f32() + r);
           break;
       }
-    }
+    });
   }
+  errors.rethrow();
   return out;
 }
 

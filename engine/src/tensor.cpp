@@ -1,5 +1,7 @@
 #include "ordo/tensor.hpp"
 
+#include "ordo/input.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -53,7 +55,7 @@ Tensor Tensor::uninitialized(std::vector<int64_t> shape, DType dtype) {
   // 64-byte alignment so SIMD kernels can use aligned loads on rows of owned tensors.
   size_t bytes = (t.nbytes() + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes ? bytes : 64);
-  if (!p) throw Error("out of memory allocating tensor " + t.shape_str());
+  if (!p) throw out_of_memory("a " + t.shape_str() + " tensor", bytes);
   t.owner = std::shared_ptr<void>(p, std::free);
   t.data = p;
   return t;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "address_space.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
 
@@ -34,6 +35,20 @@ constexpr bool kOneThreadPerCaller = true;
 #else
 constexpr bool kOneThreadPerCaller = false;
 #endif
+// Under an address-space limit, the most of n threads whose stacks fit: libgomp ends the process
+// when it cannot create a thread, so a team too big for the limit is made smaller instead (one
+// thread always fits: the caller's). Each thread reserves its stack (RLIMIT_STACK, or glibc's
+// 32 MiB when that is unlimited) and a little more; room is kept for the work itself.
+int threads_that_fit(int n) {
+  if (n <= 1 || !detail::address_space_limited()) return n;
+  rlimit st{};
+  size_t stack = size_t(32) << 20;
+  if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY) stack = static_cast<size_t>(st.rlim_cur);
+  const size_t per_thread = stack + (size_t(1) << 20), margin = size_t(16) << 20;
+  while (n > 1 && !detail::address_space_room(static_cast<size_t>(n - 1) * per_thread + margin)) --n;
+  return n;
+}
+
 }  // namespace
 
 void set_num_threads(int n) {
@@ -43,6 +58,7 @@ void set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (n <= 0) n = all_cores();
   if (kOneThreadPerCaller) n = 1;
+  n = threads_that_fit(n);
   openblas_set_num_threads(1);
   g_threads.store(n, std::memory_order_release);
   uint64_t gen = g_generation.fetch_add(1, std::memory_order_acq_rel) + 1;

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "big_alloc.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/quantize.hpp"
+#include "parallel_errors.hpp"
 #include "team.hpp"
 
 namespace ordo {
@@ -171,7 +173,12 @@ int64_t ModelSpec::parameter_count() const {
 StepTimes::Recording::Recording(StepTimes& into) : previous_(t_recording) { t_recording = &into; }
 StepTimes::Recording::~Recording() { t_recording = previous_; }
 
-Transformer::Transformer(ModelSpec spec, Backend backend) : spec_(std::move(spec)), backend_(backend) {
+namespace {
+std::atomic<uint64_t> g_next_serial{1};
+}  // namespace
+
+Transformer::Transformer(ModelSpec spec, Backend backend)
+    : spec_(std::move(spec)), backend_(backend), serial_(g_next_serial.fetch_add(1)) {
   if (spec_.d_model <= 0 || spec_.n_heads <= 0 || spec_.head_dim <= 0 || spec_.vocab_size <= 0)
     throw Error("model spec: d_model, n_heads, head_dim and vocab_size must be positive");
   if (spec_.n_kv_heads <= 0) spec_.n_kv_heads = spec_.n_heads;
@@ -319,9 +326,23 @@ Sequence Transformer::new_sequence(int64_t capacity) const {
   if (!sized) capacity = spec_.position.max_positions > 0 ? spec_.position.max_positions : 512;
   check_context(capacity, "a sequence");
   Sequence s;
+  s.owner_ = serial_;
+  s.owner_name_ = name();
   s.self = make_cache(static_cast<int64_t>(spec_.decoder.layers.size()), capacity, kv_dtype_, grouped_keys(), sized);
   s.extension = spec_.position.extension;
   return s;
+}
+
+std::string Transformer::name() const {
+  return (label_.empty() ? spec_.architecture : label_) + " (model #" + std::to_string(serial_) + ")";
+}
+
+void Transformer::check_owner(const Sequence& seq, const std::string& what) const {
+  if (seq.owner_ == serial_) return;
+  if (seq.owner_ == 0)
+    throw Error(what + ": this sequence was not made by a model (use new_sequence() of " + name() + ")");
+  throw Error(what + ": this sequence was made by " + seq.owner_name_ + " and cannot be used with " + name() +
+              "; a sequence belongs to the model whose new_sequence() made it");
 }
 
 void Sequence::truncate(int64_t n) {
@@ -350,6 +371,10 @@ bool Sequence::has_evicted() const {
 
 void Sequence::copy_from(const Sequence& other) {
   if (this == &other) return;
+  if (owner_ != other.owner_)
+    throw Error("Sequence::copy_from: the source sequence was made by " +
+                (other.owner_ ? other.owner_name_ : std::string("no model")) + " and this one by " +
+                (owner_ ? owner_name_ : std::string("no model")) + "; both must come from the same model");
   KVCache& c = self;
   const KVCache& o = other.self;
   if (o.length > c.capacity)
@@ -662,13 +687,19 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
       KFf = cache_as_f32(static_cast<decltype(K)>(cache.kg[l].data), Ks ? cache.kg_scale[l].f32() : nullptr, KV,
                          cache.capacity, total, hd, kScrKgf, stride);
     }
+    detail::ParallelErrors errors;
 #pragma omp parallel
     {
-      float* S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
-      float* S2 = row.ext ? scratch(kScrScores2, std::min(T, kQueryBlock) * total) : nullptr;
+      float* S = nullptr;
+      float* S2 = nullptr;
+      errors.run([&] {
+        S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
+        S2 = row.ext ? scratch(kScrScores2, std::min(T, kQueryBlock) * total) : nullptr;
+      });
 #pragma omp for collapse(2) schedule(dynamic)
       for (int64_t hh = 0; hh < H; ++hh)
-        for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t b = 0; b < blocks; ++b) errors.run([&] {
+          if (!S) return;  // this thread's scratch failed: the error is kept
           const int64_t g = hh / group;
           const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
           const int64_t kend = causal ? base + t0 + m : total;
@@ -696,8 +727,9 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
           gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vf + g * stride * hd, hd, 0.0f, &ctx[(t0 * H + hh) * hd],
                   H * hd);
           for (int64_t i = 0; i < m; ++i) scale_row(&ctx[((t0 + i) * H + hh) * hd], hd, row_scale[i]);
-        }
+        });
     }
+    errors.rethrow();
   });
 }
 
@@ -933,6 +965,7 @@ Tensor Transformer::pool(const Tensor& encoder_out) const {
 
 void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const std::vector<uint8_t>& mask) const {
   if (spec_.graph != GraphKind::EncoderDecoder) throw Error(spec_.architecture + " has no cross-attention");
+  check_owner(seq, "attach_encoder");
   const int64_t T = encoder_out.dim(0), d = spec_.d_model, KV = spec_.n_kv_heads, hd = spec_.head_dim;
   const int64_t L = static_cast<int64_t>(spec_.decoder.layers.size());
   seq.cross = make_cache(L, std::max<int64_t>(T, 1));
@@ -958,6 +991,8 @@ void Transformer::check_step(const std::vector<StepInput>& in, Batch& b) const {
   for (size_t i = 0; i < in.size(); ++i) {
     const StepInput& r = in[i];
     if (!r.seq) throw Error("decode: request " + std::to_string(i) + " has no sequence");
+    if (r.seq->owner() != serial_)  // the message is only built on failure: this runs every step
+      check_owner(*r.seq, in.size() > 1 ? "decode_batch: request " + std::to_string(i) : std::string("decode"));
     if (r.T <= 0) throw Error("decode: no tokens");
     if (spec_.graph == GraphKind::EncoderDecoder && r.seq->cross.k.empty())
       throw Error("encoder-decoder decode needs the encoder output: call attach_encoder first");

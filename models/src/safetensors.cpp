@@ -189,6 +189,7 @@ std::shared_ptr<Mapping> map_file(const std::string& path) {
     fail(path, "file too short for a safetensors header (" + std::to_string(file_size) + " bytes, need at least 8)");
   auto mapping = std::make_shared<Mapping>();
   void* addr = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (addr == MAP_FAILED && errno == ENOMEM) throw out_of_memory("mapping " + path, file_size);
   if (addr == MAP_FAILED) fail(path, "mmap failed: " + errno_str());
   mapping->addr = addr;
   mapping->size = file_size;

@@ -17,8 +17,19 @@ import os
 # OMP_WAIT_POLICY or GOMP_SPINCOUNT yourself to choose otherwise.
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-from . import _ordo  # noqa: E402
+# OpenBLAS starts worker threads at load, each taking a 128 MiB buffer; ordo never uses them (it runs
+# OpenBLAS single-threaded inside its own threads), and under `ulimit -v` a worker that cannot get its
+# buffer retries forever, so the interpreter never exits. With one thread it starts none. (Like the
+# wait policy, only if nothing imported earlier loaded OpenBLAS.) Set for the import only, so that a
+# numpy imported later with its own OpenBLAS keeps its threads.
+_blas_env = "OPENBLAS_NUM_THREADS" not in os.environ
+if _blas_env:
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+try:
+    from . import _ordo  # noqa: E402
+finally:
+    if _blas_env:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 from ._ordo import Array, Error, Generation, Perplexity, Score, Tokenizer, schemes, __version__  # noqa: E402
 from . import probes  # noqa: E402
 from .compare import compare  # noqa: E402

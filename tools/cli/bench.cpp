@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -30,6 +31,7 @@
 
 #include "bench_noise.hpp"
 #include "common.hpp"
+#include "ordo/input.hpp"
 #include "progress.hpp"
 #include "usage.hpp"
 #include "ordo/quantize.hpp"
@@ -109,7 +111,7 @@ class ReadProbe {
  public:
   explicit ReadProbe(size_t bytes) : n_(bytes / sizeof(float) / 4096 * 4096) {
     buf_ = static_cast<float*>(std::aligned_alloc(64, n_ * sizeof(float)));
-    if (!buf_) throw Error("bench: cannot allocate the bandwidth buffer");
+    if (!buf_) throw out_of_memory("the bandwidth probe's buffer", n_ * sizeof(float));
     const int nt = num_threads();
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (size_t i = 0; i < n_; ++i) buf_[i] = static_cast<float>(i & 7) * 0.25f;  // first touch by the reader
@@ -215,14 +217,21 @@ class LinearProbe {
     for (int r = 0; r <= reps; ++r) {  // the first pass warms the caches
       int ran = 0;                     // threads the runtime gave the region
       const auto t0 = Clock::now();
+      std::exception_ptr error;  // carried out of the region (an exception there ends the process)
 #pragma omp parallel num_threads(threads)
       {
 #pragma omp master
         ran = omp_get_num_threads();
-        std::vector<float> y(static_cast<size_t>(M * kN));
-        const Linear& w = ws_[static_cast<size_t>(omp_get_thread_num())];
-        for (int c = 0; c < calls; ++c) linear(be, x.data(), M, kK, w, y.data());
+        try {
+          std::vector<float> y(static_cast<size_t>(M * kN));
+          const Linear& w = ws_[static_cast<size_t>(omp_get_thread_num())];
+          for (int c = 0; c < calls; ++c) linear(be, x.data(), M, kK, w, y.data());
+        } catch (...) {
+#pragma omp critical(ordo_bench_error)
+          if (!error) error = std::current_exception();
+        }
       }
+      if (error) std::rethrow_exception(error);
       const double t = seconds_since(t0);
       if (r > 0) best = std::max(best, ran * calls * per_call / t / 1e9);
     }

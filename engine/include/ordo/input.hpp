@@ -34,6 +34,10 @@ inline void check_json_limits(const std::string& text, const std::string& origin
   check_json_limits(text.data(), text.size(), origin);
 }
 
+// The Error for an allocation that failed: "out of memory allocating <size> for <what> (ulimit -v?)",
+// the size in MiB (KiB or bytes when smaller). Every allocation ordo checks itself says it this way.
+Error out_of_memory(const std::string& what, uint64_t bytes);
+
 // Runs f(); any exception other than ordo::Error leaves as ordo::Error "<what>: <message>" (an
 // allocation failure as "<what>: out of memory"), so callers of the public API see one type.
 template <class F>
@@ -43,7 +47,7 @@ auto with_ordo_errors(const std::string& what, F&& f) -> decltype(f()) {
   } catch (const Error&) {
     throw;
   } catch (const std::bad_alloc&) {
-    throw Error(what + ": out of memory");
+    throw Error(what + ": out of memory (ulimit -v?)");
   } catch (const std::exception& e) {
     throw Error(what + ": " + e.what());
   }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ordo/ops.hpp"
@@ -62,6 +63,17 @@ struct Sequence {
   // values are copied, its encoder keys/values shared (they are never written). Both must come
   // from the same Transformer; this one keeps its own storage and needs room for other.length().
   void copy_from(const Sequence& other);
+
+  // The Transformer that made it (Transformer::new_sequence; 0 for a default-constructed one):
+  // every other model refuses it with an Error naming both, so a cache laid out for one model is
+  // never written or read by another, even one of the same shapes or at the same address.
+  uint64_t owner() const { return owner_; }
+  const std::string& owner_name() const { return owner_name_; }
+
+ private:
+  friend class Transformer;
+  uint64_t owner_ = 0;      // Transformer::serial()
+  std::string owner_name_;  // Transformer::name() when made
 };
 
 // Which rows of logits a decoder forward computes.
@@ -137,6 +149,15 @@ class Transformer {
   explicit Transformer(ModelSpec spec, Backend backend = Backend::OpenBLAS);
 
   const ModelSpec& spec() const { return spec_; }
+  // Process-unique and never reused (a model allocated where a destroyed one was gets a new
+  // one): the identity a Sequence keeps of the model that made it.
+  uint64_t serial() const { return serial_; }
+  // How errors name this model: "<label> (model #<serial>)", the label being set_label's (the
+  // model directory, for a loaded Model) or else the architecture.
+  std::string name() const;
+  void set_label(std::string label) { label_ = std::move(label); }
+  // Error naming both models unless seq was made by this one (new_sequence); `what` names the call.
+  void check_owner(const Sequence& seq, const std::string& what) const;
   void set_backend(Backend b) { backend_ = b; }
 
   // Replaces the position scheme and/or its scaling (ablations, long context).
@@ -293,6 +314,8 @@ class Transformer {
   DType kv_dtype_ = DType::F32;
   int64_t context_limit_ = 0;  // 0: the default
   AttentionObserver observer_;
+  uint64_t serial_;
+  std::string label_;
 };
 
 }  // namespace ordo

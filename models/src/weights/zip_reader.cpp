@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ordo/input.hpp"
 #include "ordo/tensor.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ZIP fields are little-endian");
@@ -84,8 +85,10 @@ ZipReader ZipReader::open(const std::string& path) {
   }
   auto m = std::make_shared<Mapping>();
   void* addr = ::mmap(nullptr, z.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
   ::close(fd);
-  if (addr == MAP_FAILED) fail(path, std::string("mmap failed: ") + std::strerror(errno));
+  if (addr == MAP_FAILED && map_errno == ENOMEM) throw out_of_memory("mapping " + path, z.size_);
+  if (addr == MAP_FAILED) fail(path, std::string("mmap failed: ") + std::strerror(map_errno));
   m->addr = addr;
   m->size = z.size_;
   z.mapping_ = m;
