@@ -86,6 +86,9 @@ SHORTENED = {
     "ordo bench --parallel 1,4,16,64 --ctx-lengths 128": (
         f"--quick {TINY}", "64 sequences of 128 tokens on the 110M model take 2 minutes even with --quick: "
         "the batch paths on a tiny synthetic model"),
+    "ordo bench --batch 1,4,16,64 --contexts 128": (
+        f"--quick {TINY}", "64 sequences of 128 tokens on the 110M model take 2 minutes even with --quick: "
+        "the batch paths on a tiny synthetic model"),
     "ordo bench --parallel 1,4,16 --ctx-lengths 128": (
         f"--quick {TINY}", "16 sequences of 128 tokens on the 110M model: the batch paths on a tiny model"),
     "ordo compare --no-zoo -m models/stories260K --position none --position alibi": (
@@ -95,6 +98,8 @@ SHORTENED = {
 
 # Blocks that are not commands, by (file, first line): a reason each.
 OTHER_BLOCKS = {
+    ("docs/reports.md", "ordo compare: 3 of 36 models: lm/learned-s1 (elapsed 1 s, ETA 11 s)"):
+        "a line of progress output as a log shows it (ReportProgress tests check its format)",
     ("README.md", "phase       ctx batch backend   dtype  tok/s(med) tok/s(best)  roofline bound          achieved        limit  arith"):
         "output of `ordo bench` on the 110M model: machine-dependent figures",
     ("docs/adding-a-scheme.md", "// xPos: RoPE with an exponential decay split between queries (× ζ^(p/γ)) and keys (× ζ^(-p/γ))."):

@@ -31,46 +31,37 @@ constexpr int64_t kPanelAlign = 16;
 
 // OpenBLAS (0.3.21) takes a work buffer of 128 MiB from a process-wide pool for every call in
 // flight and grows the pool when all its buffers are busy; it never frees them. When growing
-// fails it retries forever: under `ulimit -v` a call hangs instead of failing. So a call that may
-// grow the pool (more calls in flight than ever before) first checks, one at a time, that the
-// address space has room for one more buffer, and is an out-of-memory Error if not. Without an
-// address-space limit nothing is checked.
+// fails it retries forever: under `ulimit -v` a call hangs instead of failing. So under an
+// address-space limit ordo makes one OpenBLAS call at a time (the pool never needs a second
+// buffer), and the call that grows the pool to its one buffer first checks that the address space
+// has room for it, with a margin for what other threads allocate meanwhile (the check is not a
+// reservation), and is an out-of-memory Error if not. Without a limit nothing is checked or
+// serialised.
 constexpr size_t kBlasBuffer = size_t(128) << 20;
-constexpr size_t kBlasProbe = kBlasBuffer + (size_t(8) << 20);  // the buffer and its alignment slack
+constexpr size_t kBlasProbe = kBlasBuffer + (size_t(64) << 20);  // the buffer, alignment slack, and a margin
 
-std::atomic<int> g_in_flight{0};
-std::atomic<int> g_buffers{0};  // buffers the pool is known to hold: the most calls ever in flight
-std::mutex g_grow;
+std::atomic<bool> g_has_buffer{false};
+std::mutex g_one_call;
 
 class BlasBufferGuard {
  public:
   BlasBufferGuard() {
     if (!address_space_limited()) return;
-    counted_ = true;
-    const int n = g_in_flight.fetch_add(1) + 1;
-    if (n <= g_buffers.load()) return;
-    // Growing: held until the call has taken its buffer, so two growers do not count on the same room.
-    grow_ = std::unique_lock<std::mutex>(g_grow);
-    if (n <= g_buffers.load()) return;
-    if (!address_space_room(kBlasProbe)) {
-      g_in_flight.fetch_sub(1);
-      counted_ = false;
-      throw out_of_memory("OpenBLAS's work buffer (one per GEMM in flight; --backend onednn needs none)",
-                          kBlasBuffer);
-    }
-    grows_to_ = n;
+    lock_ = std::unique_lock<std::mutex>(g_one_call);
+    if (g_has_buffer.load()) return;
+    if (!address_space_room(kBlasProbe))
+      throw out_of_memory("OpenBLAS's work buffer (--backend onednn needs none)", kBlasBuffer);
+    grows_ = true;
   }
   ~BlasBufferGuard() {
-    if (grows_to_ > g_buffers.load()) g_buffers.store(grows_to_);
-    if (counted_) g_in_flight.fetch_sub(1);
+    if (grows_) g_has_buffer.store(true);
   }
   BlasBufferGuard(const BlasBufferGuard&) = delete;
   BlasBufferGuard& operator=(const BlasBufferGuard&) = delete;
 
  private:
-  bool counted_ = false;
-  int grows_to_ = 0;
-  std::unique_lock<std::mutex> grow_;
+  bool grows_ = false;
+  std::unique_lock<std::mutex> lock_;
 };
 
 void sgemm1(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,

@@ -21,16 +21,17 @@ namespace fs = std::filesystem;
 namespace ordo {
 
 namespace {
-int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype);
+int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype, const QuantizeProgress& progress);
 }  // namespace
 
-int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace) {
+int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace,
+                   const QuantizeProgress& progress) {
   // Refusals first (output inside or linked into the input, a folder holding another model), then
   // everything is written into a new directory beside out_dir and swapped in at the end.
   OutputDir dest(out_dir, {in_dir}, replace, "ordo quantize");
   int converted = 0;
   try {
-    converted = quantize_into(in_dir, dest, dtype);
+    converted = quantize_into(in_dir, dest, dtype, progress);
   } catch (const Error& e) {  // name the user's directory, not the hidden one being built
     std::string what = e.what();
     for (size_t at = 0; (at = what.find(dest.path(), at)) != std::string::npos; at += out_dir.size())
@@ -43,7 +44,7 @@ int quantize_model(const std::string& in_dir, const std::string& out_dir, DType 
 
 namespace {
 
-int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype) {
+int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype, const QuantizeProgress& progress) {
   Loaded l = load_dir(in_dir);
   check_weights(l, l.spec, dtype, false);  // a NaN, Inf or F16 overflow is refused, not written
   const fs::path in(in_dir), out(dest.path());
@@ -70,6 +71,7 @@ int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype)
       tensors.emplace_back(name, kv.second);
       continue;
     }
+    if (progress) progress(static_cast<size_t>(converted) + 1, convert.size(), name);
     Linear q = convert_linear(*it->second, dtype);
     tensors.emplace_back(name, q.weight);
     if (dtype == DType::I8) tensors.emplace_back(name + ".scales", q.scales);

@@ -29,7 +29,7 @@ std::string chat_turn(const Model& m, const std::vector<ChatMessage>& messages, 
     const std::string piece = stream.push(id);
     reply += piece;
     std::cout << piece << std::flush;
-    check_stdout(false);
+    check_stdout();
     return true;
   });
   const std::string rest = stream.flush();

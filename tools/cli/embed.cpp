@@ -231,7 +231,7 @@ struct EmbedCommand : Command {
     auto emit = [&](const std::string& line) {
       if (fout) return fout->write(line + "\n");
       std::cout << line << "\n";
-      check_stdout(false);
+      check_stdout();
     };
     Tensor all;  // .npy: pooled vectors [n, d]
     const size_t nb = (inputs.size() + static_cast<size_t>(batch) - 1) / static_cast<size_t>(batch);

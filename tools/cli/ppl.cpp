@@ -216,7 +216,7 @@ struct PplCommand : Command {
               << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
               << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
               << std::flush;
-    check_stdout(false);
+    check_stdout();
     return row;
   }
 

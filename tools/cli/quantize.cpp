@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "progress.hpp"
 #include "ordo/quantize.hpp"
 
 namespace ordo::cli {
@@ -27,7 +28,13 @@ struct QuantizeCommand : Command {
   }
 
   int run() override {
-    const int n = quantize_model(dir, out, parse_weight_dtype(dtype), replace);
+    std::unique_ptr<Progress> pg;  // made at the first weight, when their number is known
+    const int n = quantize_model(dir, out, parse_weight_dtype(dtype), replace,
+                                 [&](size_t k, size_t total, const std::string& name) {
+                                   if (!pg) pg = std::make_unique<Progress>("ordo quantize", total);
+                                   pg->step(k, "weights: " + name);
+                                 });
+    if (pg) pg->finish();
     std::cout << "wrote " << out << ": " << n << " linear weights stored as " << weight_dtype_name(parse_weight_dtype(dtype))
               << "\n";
     return 0;

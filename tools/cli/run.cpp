@@ -105,10 +105,10 @@ struct RunCommand : Command {
       print_ids = true;
     } else {
       std::cout << shown_prompt << std::flush;
-      check_stdout(false);
+      check_stdout();
       TextResult r = m.generate(prompt, p, [](const std::string& piece) {
         std::cout << piece << std::flush;
-        check_stdout(false);  // a full disk stops the run now, naming stdout
+        check_stdout();  // a full disk stops the run now, naming stdout
         return true;
       });
       std::cout << "\n";
@@ -255,7 +255,7 @@ struct RunCommand : Command {
       }
     }
     std::cout << std::flush;
-    check_stdout(false);
+    check_stdout();
     if (!quiet)
       std::cerr << "[" << prompts.size() << " prompts, up to " << batch << " in flight; generated "
                 << generated << " tokens in " << seconds << " s, " << generated / std::max(seconds, 1e-9)

@@ -244,6 +244,9 @@ class Model {
 // are copied. Returns the number of tensors converted. out_dir is built beside itself and swapped in
 // whole (OutputDir): refused if it is inside or linked into in_dir, or if it is not empty and not an
 // earlier ordo output unless `replace` (then its old contents are removed, never mixed).
-int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace = false);
+// `progress`, if given, is called before each weight is converted: (k, n, tensor name), k from 1.
+using QuantizeProgress = std::function<void(size_t k, size_t n, const std::string& name)>;
+int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace = false,
+                   const QuantizeProgress& progress = {});
 
 }  // namespace ordo
