@@ -67,6 +67,14 @@ void set_num_threads(int n) {
   if (!omp_in_parallel()) {
     omp_set_num_threads(n);
     t_seen_generation = gen;
+    // Under a limit, start the team now, while its stacks were just found to fit: libgomp keeps
+    // the threads for later regions, so allocations made before the first region (a 64 MiB
+    // bench buffer) cannot leave it without room and end the process.
+    if (n > 1 && detail::address_space_limited()) {
+      std::atomic<int> started{0};  // a region with no effect would be compiled away
+#pragma omp parallel num_threads(n)
+      started.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 
