@@ -26,11 +26,30 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#ifndef ORDO_CLI_MODULE
+#if !defined(ORDO_CLI_MODULE) && !defined(ORDO_CLI_DIRECT)
 #error "ORDO_CLI_MODULE: the CLI module's path relative to the launcher's directory"
 #endif
 
 typedef int (*ordo_main_fn)(int, char**);
+int ordo_main(int argc, char** argv);
+
+/* Sets the libraries' settings the user left unset; whether it set any. */
+static int set_library_environment(void) {
+  int set = 0;
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) set |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
+  if (!getenv("OPENBLAS_NUM_THREADS")) set |= setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0;
+  return set;
+}
+
+#ifdef ORDO_CLI_DIRECT
+/* Sanitizer builds link the CLI into this executable: LeakSanitizer crashes at exit ("Tracer
+ * caught signal 11") when the CLI is a dlopen()ed module. The libraries are loaded already, so
+ * the settings take effect by running this program again with them. */
+int main(int argc, char** argv) {
+  if (set_library_environment()) execv("/proc/self/exe", argv); /* on failure: the defaults */
+  return ordo_main(argc, argv);
+}
+#else
 
 /* dlopen's message when mapping or relocating ran out of address space (glibc's wording). */
 static int out_of_memory(const char* message, int saved_errno) {
@@ -42,8 +61,7 @@ static int out_of_memory(const char* message, int saved_errno) {
 }
 
 int main(int argc, char** argv) {
-  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  set_library_environment();
 
   static char path[PATH_MAX + sizeof ORDO_CLI_MODULE + 1];
   const ssize_t n = readlink("/proc/self/exe", path, PATH_MAX);
@@ -83,3 +101,4 @@ int main(int argc, char** argv) {
   }
   return ordo_main(argc, argv);
 }
+#endif
