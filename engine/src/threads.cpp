@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -67,6 +68,19 @@ void set_num_threads(int n) {
   if (!omp_in_parallel()) {
     omp_set_num_threads(n);
     t_seen_generation = gen;
+    // Under a limit, start the team now, while its stacks were just found to fit: libgomp keeps
+    // the threads for later regions, so allocations made before the first region (a 64 MiB
+    // bench buffer) cannot leave it without room and end the process. Each thread's first
+    // malloc also reserves its own 64 MiB arena: done here, it cannot take the room that
+    // OpenBLAS's buffer was just found to have (gemm_openblas.cpp), which made OpenBLAS retry
+    // its allocation forever.
+    if (n > 1 && detail::address_space_limited()) {
+#pragma omp parallel num_threads(n)
+      {
+        void* volatile first = std::malloc(64);  // volatile: a malloc/free pair is compiled away
+        std::free(first);
+      }
+    }
   }
 }
 
