@@ -16,9 +16,13 @@ class ParallelErrors {
     try {
       f();
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!first_) first_ = std::current_exception();
+      keep_current();
     }
+  }
+  // For a catch (...) block of the caller's own: keeps the exception being handled.
+  void keep_current() noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_) first_ = std::current_exception();
   }
   void rethrow() const {
     if (first_) std::rethrow_exception(first_);

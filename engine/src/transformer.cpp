@@ -692,42 +692,50 @@ void Transformer::attend_prompt(const Segment& s, const KVCache& cache, int laye
     {
       float* S = nullptr;
       float* S2 = nullptr;
-      errors.run([&] {
+      // try/catch rather than errors.run's lambda: clang 14 cannot capture this function's locals
+      // in a lambda inside an OpenMP region inside a generic lambda.
+      try {
         S = scratch(kScrScores, std::min(T, kQueryBlock) * total);
         S2 = row.ext ? scratch(kScrScores2, std::min(T, kQueryBlock) * total) : nullptr;
-      });
+      } catch (...) {
+        errors.keep_current();
+      }
 #pragma omp for collapse(2) schedule(dynamic)
       for (int64_t hh = 0; hh < H; ++hh)
-        for (int64_t b = 0; b < blocks; ++b) errors.run([&] {
-          if (!S) return;  // this thread's scratch failed: the error is kept
-          const int64_t g = hh / group;
-          const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
-          const int64_t kend = causal ? base + t0 + m : total;
-          gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kf + g * stride * hd, hd, 0.0f, S,
-                  kend);
-          KeyRegions kr[kQueryBlock];
-          int64_t far = 0;
-          for (int64_t i = 0; i < m; ++i) {
-            kr[i] = key_regions(row.ext, s.pos[t0 + i], row.key_pos, row.key_valid, causal ? base + t0 + i + 1 : total);
-            far = std::max(far, kr[i].far_end);
+        for (int64_t b = 0; b < blocks; ++b) {
+          if (!S) continue;  // this thread's scratch failed: the error is kept
+          try {
+            const int64_t g = hh / group;
+            const int64_t t0 = b * kQueryBlock, m = std::min(kQueryBlock, T - t0);
+            const int64_t kend = causal ? base + t0 + m : total;
+            gemm_nt(backend_, m, kend, hd, scale, &q[(t0 * H + hh) * hd], H * hd, Kf + g * stride * hd, hd, 0.0f, S,
+                    kend);
+            KeyRegions kr[kQueryBlock];
+            int64_t far = 0;
+            for (int64_t i = 0; i < m; ++i) {
+              kr[i] = key_regions(row.ext, s.pos[t0 + i], row.key_pos, row.key_valid, causal ? base + t0 + i + 1 : total);
+              far = std::max(far, kr[i].far_end);
+            }
+            if (far > 0) {  // the far keys' scores from the queries at their alternate positions
+              gemm_nt(backend_, m, far, hd, scale, &q2[(t0 * H + hh) * hd], H * hd, KFf + g * stride * hd, hd, 0.0f, S2,
+                      far);
+              for (int64_t i = 0; i < m; ++i)
+                std::copy(S2 + i * far, S2 + i * far + kr[i].far_end, S + i * kend);
+            }
+            float row_scale[kQueryBlock];
+            for (int64_t i = 0; i < m; ++i) {
+              float* r = S + i * kend;
+              const int64_t nk = causal ? base + t0 + i + 1 : total;
+              row_scale[i] = finish_scores(row, hh, s.pos[t0 + i], base + t0 + i, r, nk, kr[i]);
+              std::fill(r + nk, r + kend, 0.0f);
+            }
+            gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vf + g * stride * hd, hd, 0.0f, &ctx[(t0 * H + hh) * hd],
+                    H * hd);
+            for (int64_t i = 0; i < m; ++i) scale_row(&ctx[((t0 + i) * H + hh) * hd], hd, row_scale[i]);
+          } catch (...) {
+            errors.keep_current();
           }
-          if (far > 0) {  // the far keys' scores from the queries at their alternate positions
-            gemm_nt(backend_, m, far, hd, scale, &q2[(t0 * H + hh) * hd], H * hd, KFf + g * stride * hd, hd, 0.0f, S2,
-                    far);
-            for (int64_t i = 0; i < m; ++i)
-              std::copy(S2 + i * far, S2 + i * far + kr[i].far_end, S + i * kend);
-          }
-          float row_scale[kQueryBlock];
-          for (int64_t i = 0; i < m; ++i) {
-            float* r = S + i * kend;
-            const int64_t nk = causal ? base + t0 + i + 1 : total;
-            row_scale[i] = finish_scores(row, hh, s.pos[t0 + i], base + t0 + i, r, nk, kr[i]);
-            std::fill(r + nk, r + kend, 0.0f);
-          }
-          gemm_nn(backend_, m, hd, kend, 1.0f, S, kend, Vf + g * stride * hd, hd, 0.0f, &ctx[(t0 * H + hh) * hd],
-                  H * hd);
-          for (int64_t i = 0; i < m; ++i) scale_row(&ctx[((t0 + i) * H + hh) * hd], hd, row_scale[i]);
-        });
+        }
     }
     errors.rethrow();
   });
