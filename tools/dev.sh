@@ -25,6 +25,8 @@ case "${ORDO_SANITIZE:-0}" in
   thread) BUILD_DIR=${BUILD_DIR:-build-tsan}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=thread) ;;
   *) echo "tools/dev.sh: ORDO_SANITIZE must be 1, address or thread, not '$ORDO_SANITIZE'" >&2; exit 2 ;;
 esac
+[[ ${ORDO_SANITIZE:-0} == 1 || ${ORDO_SANITIZE:-0} == address ]] &&
+  export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 fail() {
   echo "tools/dev.sh: $*" >&2
