@@ -132,13 +132,7 @@ void html_length_chart(const json& groups, std::ostream& h) {
     }
     (g["method"] == "none" ? plain : scaled).push_back(s);
   }
-  ChartOptions co;
-  co.x_label = "context length (tokens)";
-  co.y_label = "perplexity";
-  co.log_x = co.log_y = true;
-  co.mark = trained;
-  co.mark_label = "trained length";
-  co.title = "perplexity vs context length by scheme, no scaling (mean over seeds, 95% interval)";
+  ChartOptions co = perplexity_chart(trained, "perplexity vs context length by scheme, no scaling (mean over seeds, 95% interval)");
   h << svg_line_chart(plain, co);
   if (!scaled.empty()) {
     co.title = "perplexity vs context length by scheme, with scaling (mean over seeds, 95% interval)";

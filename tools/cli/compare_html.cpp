@@ -225,13 +225,7 @@ void html_length(const json& doc, std::ostream& h) {
     (r["method"] == "none" ? plain : scaled).push_back(s);
   }
   h << "</table>\n";
-  ChartOptions co;
-  co.x_label = "context length (tokens)";
-  co.y_label = "perplexity";
-  co.log_x = co.log_y = true;
-  co.mark = trained;
-  co.mark_label = "trained length";
-  co.title = "perplexity vs context length per model, no scaling";
+  ChartOptions co = perplexity_chart(trained, "perplexity vs context length per model, no scaling");
   h << svg_line_chart(plain, co);
   if (!scaled.empty()) {
     co.title = "perplexity vs context length per model, with long-context scaling (factor = multiple)";

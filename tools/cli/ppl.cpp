@@ -223,13 +223,9 @@ struct PplCommand : Command {
   // The plot names the model and its scheme, marks the trained length, and is written in the format
   // its extension names.
   void write_plot(std::vector<Series> series, int64_t trained, const std::string& scheme) const {
-    ChartOptions o;
-    o.title = dir_label(model.resolved_dir()) + " (" + scheme + "): perplexity vs context length";
-    o.x_label = "context length (tokens)";
-    o.y_label = "perplexity";
-    o.log_x = o.log_y = true;
-    o.mark = static_cast<double>(trained);
-    o.mark_label = "trained length " + std::to_string(trained);
+    ChartOptions o = perplexity_chart(static_cast<double>(trained),
+                                      dir_label(model.resolved_dir()) + " (" + scheme + "): perplexity vs context length");
+    o.mark_label += " " + std::to_string(trained);
     for (Series& s : series) s.scheme = scheme;
     write_file_atomic(plot_out, plot_format(plot_out) == "png" ? png_line_chart(series, o) : svg_line_chart(series, o));
   }

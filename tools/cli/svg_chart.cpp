@@ -435,6 +435,17 @@ class SvgCanvas : public Canvas {
 
 }  // namespace
 
+ChartOptions perplexity_chart(double trained_length, const std::string& title) {
+  ChartOptions co;
+  co.title = title;
+  co.x_label = "context length (tokens)";
+  co.y_label = "perplexity";
+  co.log_x = co.log_y = true;
+  co.mark = trained_length;
+  co.mark_label = "trained length";
+  return co;
+}
+
 std::string svg_line_chart(const std::vector<Series>& series, const ChartOptions& opts) {
   SvgCanvas c;
   draw_line_chart(c, series, opts);

@@ -29,6 +29,10 @@ struct ChartOptions {
   std::string mark_label;             // e.g. "trained length 512", "chance"
 };
 
+// Perplexity against context length, both axes log, the trained length marked: every such chart
+// (compare's per-model and per-scheme charts, ppl --plot) starts from these options.
+ChartOptions perplexity_chart(double trained_length, const std::string& title);
+
 // Escapes <, >, & and " for SVG/HTML text and attributes.
 std::string xml_escape(const std::string& s);
 
