@@ -22,26 +22,27 @@ except RoPE angles, computed as float32(pos) * float32(inv_freq) as Hugging Face
 
 Models: the Llama-family fixtures with static RoPE (llama, llama-linear, llama-yarn, llama-llama3;
 their inv_freq and attention scaling as the fixture recorded them), stories260K (the bundled model)
-and the zoo's six seed-1 decoders (models/zoo/lm/<scheme>-s1, via tools/zoo/train_zoo.py's
-definitions). Self-Extend is not
+and the zoo's six seed-1 decoders (models/zoo/lm/<scheme>-s1, via the zoo trainer's
+ordo_zoo package). Self-Extend is not
 defined for learned/sinusoidal (positions enter at the embeddings), so the zoo's two have sinks only.
 
 Output: tests/data/longctx/golden.json + golden.safetensors (float32): for every case, the logits of
 a few positions of a long input, and a greedy continuation (ids and step logits).
 Needs Debian's python3-torch and a built `ordo` (to tokenize the stories text). Run from the
-repository root:  python3 tools/longctx/reference.py
+repository root, with the zoo trainer's package on the path:
+  PYTHONPATH=tools/zoo python3 tools/longctx/reference.py
 """
 import json
 import math
 import os
 import subprocess
-import sys
 
 import torch
+from ordo_zoo import files as zoo_files  # the zoo's safetensors reader and writer
+from ordo_zoo import model as zoo_model  # the zoo's bias tables and position helpers
+from ordo_zoo.settings import BOS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools", "zoo"))
-import train_zoo  # noqa: E402  (the zoo's PyTorch model: weights, bias tables, helpers)
 
 torch.set_default_dtype(torch.float64)
 D = torch.float64
@@ -50,11 +51,11 @@ D = torch.float64
 # ---------------------------------------------------------------- checkpoints
 
 def read_safetensors(path):
-    return {name: t.to(D) for name, t in train_zoo.read_safetensors(path).items()}
+    return {name: t.to(D) for name, t in zoo_files.read_safetensors(path).items()}
 
 
 def write_safetensors(path, tensors):
-    train_zoo.write_safetensors(path, {name: t.to(torch.float32) for name, t in tensors.items()}, {"format": "pt"})
+    zoo_files.write_safetensors(path, {name: t.to(torch.float32) for name, t in tensors.items()}, {"format": "pt"})
 
 
 class Decoder:
@@ -100,7 +101,7 @@ class Decoder:
             self.buckets, self.max_distance = cfg.get("relative_attention_num_buckets", 32), cfg.get(
                 "relative_attention_max_distance", 128)
         if self.scheme == "alibi":
-            self.slopes = train_zoo.alibi_slopes(self.H).to(D)
+            self.slopes = zoo_model.alibi_slopes(self.H).to(D)
 
     # -- position pieces, at arbitrary (assigned) positions
 
@@ -126,7 +127,7 @@ class Decoder:
         if self.scheme == "alibi":
             return -self.slopes[:, None, None] * (-rp).clamp(min=0).to(D)[None]
         if self.scheme == "relative":
-            b = train_zoo.t5_bucket(rp, self.buckets, self.max_distance, False)
+            b = zoo_model.t5_bucket(rp, self.buckets, self.max_distance, False)
             return self.rel_bias[b].permute(2, 0, 1)
         return torch.zeros(1, *rp.shape)
 
@@ -135,7 +136,7 @@ class Decoder:
         if self.scheme == "learned":
             x = x + self.pos_table[pos]
         elif self.scheme == "sinusoidal":
-            x = x + train_zoo.sinusoidal_table(int(pos.max()) + 1, self.d).to(D)[pos]
+            x = x + zoo_model.sinusoidal_table(int(pos.max()) + 1, self.d).to(D)[pos]
         return x
 
     # -- the shared block
@@ -295,7 +296,7 @@ def main():
     for scheme in ["none", "learned", "sinusoidal", "relative", "rope", "alibi"]:
         d = os.path.join(ROOT, "models", "zoo", "lm", scheme + "-s1")
         m = Decoder("zoo-" + scheme, d)
-        ids = ([train_zoo.BOS] + ordo_ids(heldout, ("-m", d)))[:320]
+        ids = ([BOS] + ordo_ids(heldout, ("-m", d)))[:320]
         assert len(ids) == 320
         rows = spread_rows(len(ids), 8)
         if scheme not in ("learned", "sinusoidal"):
