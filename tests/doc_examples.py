@@ -14,8 +14,8 @@
   EXCLUDED or OTHER_BLOCKS with a reason. A command or block that is neither runnable nor listed
   fails the test, and so does a table entry no doc uses any more: the docs cannot drift from it.
 
-* README.md's `cpp` blocks are compiled as one program (`--write-cpp FILE` writes it; CMake builds
-  it as doc_cpp_examples) and run by DocExamples.Cpp.
+* The `cpp` blocks of README.md and docs/library.md are compiled as one program (`--write-cpp FILE`
+  writes it; CMake builds it as doc_cpp_examples) and run by DocExamples.Cpp.
 
 Usage: doc_examples.py --build BUILD_DIR [--kind sh|python|all] | --write-cpp FILE
 """
@@ -53,7 +53,7 @@ EXCLUDED = {
     "bash tools/dev.sh demo": "installs Debian packages and builds: the step that built this test",
     "bash tools/dev.sh test": "runs the whole suite, this test included",
     "bash tools/dev.sh setup": "installs Debian packages (apt-get, as root)",
-    "bash tools/dev.sh fuzz": "the clang fuzz build and 12 fuzzers x 30 s (about 15 minutes)",
+    "bash tools/dev.sh fuzz": "the clang fuzz build and 13 fuzzers x 30 s (about 15 minutes)",
     "bash tools/dev.sh fuzz 7200": "a deep fuzz run: hours",
     "ordo compare --json compare.json --html compare.html":
         "the whole zoo, every probe: about 10 minutes (CompareCli.QuickZooRun runs the zoo quickly)",
@@ -66,12 +66,10 @@ EXCLUDED = {
         "search is held to Hugging Face on the marian fixture by BeamSearch tests",
     "tools/perf/peak_rss.sh build/bin/ordo \"$HOME/.cache/ordo-peak-rss\" 1b":
         "writes a 1.1B-parameter model in four formats (GBs) and loads each: many minutes",
-    "python3 -m venv --system-site-packages .venv && .venv/bin/python -m pip install --no-build-isolation ./python":
-        "builds the module from scratch through pip (minutes); python/tests covers an installed "
-        "package (ORDO_PYTHON_INSTALLED=1)",
     "python3 -m venv --system-site-packages .venv": "creates the venv for the pip install below (excluded)",
     ".venv/bin/python -m pip install --no-build-isolation ./python":
-        "builds the module from scratch through pip (minutes)",
+        "builds the module from scratch through pip (minutes); python/tests covers an installed "
+        "package (ORDO_PYTHON_INSTALLED=1)",
 }
 
 # Commands run with flags appended: (flags, reason). Each still runs the code path the doc shows.
@@ -100,7 +98,7 @@ SHORTENED = {
 OTHER_BLOCKS = {
     ("docs/reports.md", "ordo compare: 3 of 36 models: lm/learned-s1 (elapsed 1 s, ETA 11 s)"):
         "a line of progress output as a log shows it (ReportProgress tests check its format)",
-    ("README.md", "phase       ctx batch backend   dtype  tok/s(med) tok/s(best)  roofline bound          achieved        limit  arith"):
+    ("docs/performance.md", "phase       ctx batch backend   dtype  tok/s(med) tok/s(best)  roofline bound          achieved        limit  arith"):
         "output of `ordo bench` on the 110M model: machine-dependent figures",
     ("docs/adding-a-scheme.md", "// xPos: RoPE with an exponential decay split between queries (× ζ^(p/γ)) and keys (× ζ^(-p/γ))."):
         "a sketch of a new scheme's file, with elided bodies",
@@ -116,7 +114,7 @@ def jsonl_with(*keys):
     return check
 
 
-# README.md's C++ blocks are compiled as one program, each block in its own scope after the one
+# The C++ blocks of CPP_DOCS are compiled as one program, each block in its own scope after the one
 # before it, and run by DocExamples.Cpp (--write-cpp). Names the fragments use without defining
 # them, declared before the block that starts with the key.
 CPP_PREAMBLE = {
@@ -125,11 +123,11 @@ CPP_PREAMBLE = {
         "auto on_piece = [](size_t, const std::string&) { return true; };",
     ],
 }
-CPP_DOCS = ["README.md"]
+CPP_DOCS = ["README.md", "docs/library.md"]
 
 
 def write_cpp(path):
-    """README.md's C++ blocks as one program: the first block's statements open main(), every
+    """CPP_DOCS' C++ blocks as one program: the first block's statements open main(), every
     later block runs in a scope of its own that sees them."""
     includes, body, k = ["#include <iostream>", "#include <string>", "#include <vector>"], [], 0
     for doc in CPP_DOCS:
@@ -182,9 +180,9 @@ FORBID = {
 # as the table rounds.
 TABLE_CHECKS = {
     "ordo ppl --text tests/data/text/stories-sampled.txt --ctx-lengths 512,1024,2048,4096 --scaling none,linear,ntk,yarn,dynamic --json ppl.json --plot ppl.svg":
-        ("README.md", "| scaling | 512 |", "ppl.json", None),
+        ("docs/results-long-context.md", "| scaling | 512 |", "ppl.json", None),
     "ordo ppl --text tests/data/text/stories-sampled-long.txt --ctx-lengths 512,1024,2048,4096,8192 --scaling none,ntk,yarn,self-extend,sinks --json ppl.json":
-        ("README.md", "| model | setting | 1x |", "ppl.json", "stories260K"),
+        ("docs/results-long-context.md", "| model | setting | 1x |", "ppl.json", "stories260K"),
 }
 # Python blocks, by (file, first line) -> regexes their stdout must match.
 EXPECT_PYTHON = {
@@ -348,7 +346,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", help="the build directory (its bin/ordo and python/ordo)")
     ap.add_argument("--kind", choices=["sh", "python", "all"], default="all")
-    ap.add_argument("--write-cpp", metavar="FILE", help="write README.md's C++ blocks as one program and stop")
+    ap.add_argument("--write-cpp", metavar="FILE", help="write the C++ blocks of CPP_DOCS as one program and stop")
     args = ap.parse_args()
     if args.write_cpp:
         write_cpp(Path(args.write_cpp))
