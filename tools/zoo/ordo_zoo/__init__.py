@@ -1,3 +1,4 @@
+# The zoo trainer as a package: one module per job; the docstring below is its --help description.
 """Trains ordo's position-scheme zoo: small models identical in everything (data, batch order, seed,
 size, steps) except the position scheme, in three kinds, three seeds each.
 

@@ -63,7 +63,8 @@ def main():
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)))
-    ap.add_argument("--models", default="", help="explicit list kind/scheme-sN,... (instead of kinds x schemes x seeds)")
+    ap.add_argument("--models", default="",
+                    help="explicit list kind/scheme-sN,... (instead of kinds x schemes x seeds)")
     ap.add_argument("--set", action="append", default=[],
                     help="override a setting of the preset, kind.key=JSON (repeatable; e.g. tasks.steps=500)")
     ap.add_argument("--jobs", type=int, default=1, help="models trained at once, one process (one thread) each")

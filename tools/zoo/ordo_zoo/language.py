@@ -43,8 +43,8 @@ def stream(verse_ids):
 
 def word_order_pairs(spm_model, held, n_pairs=4):
     """(original, swapped) texts from held-out verses: the first and the last content word (alphabetic,
-    4+ letters, not the verse's first word; names if there are two) swapped, so the swapped text's tokens are a permutation of
-    the original's (sentencepiece never merges across a space)."""
+    4+ letters, not the verse's first word; names if there are two) swapped, so the swapped text's
+    tokens are a permutation of the original's (sentencepiece never merges across a space)."""
     cands = [v for v in held if 8 <= len(v.split()) <= 14]
     pairs = []
     for v in cands[::max(1, len(cands) // (4 * n_pairs))]:

@@ -19,7 +19,8 @@ PRESETS = {
         "lm": dict(LANG_FULL),
         "mlm": dict(LANG_FULL, mask_prob=0.15),
         # init std d^-1/2: with GPT-2's 0.02 at d = 64 the attention stays uniform for thousands of steps.
-        "tasks": dict(init_std=0.125, d_model=64, n_layers=3, n_heads=4, ffn=64, batch=32, steps=2800, lr=3e-3, warmup=100,
+        "tasks": dict(init_std=0.125, d_model=64, n_layers=3, n_heads=4, ffn=64, batch=32, steps=2800, lr=3e-3,
+                      warmup=100,
                       tasks=["copy", "reverse", "role"], task_weights=[1, 1, 2], train_max_n=20,
                       test_lengths=[20, 40, 80], suite_items=100, item_bits=10),
     },
