@@ -5,7 +5,8 @@
 #include <ctime>
 #include <set>
 
-#include "../internal.hpp"
+#include "../strings.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
 #include "render.hpp"
 
