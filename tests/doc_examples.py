@@ -105,6 +105,8 @@ OTHER_BLOCKS = {
     ("docs/adding-a-scheme.md", "// xPos: RoPE with an exponential decay split between queries (× ζ^(p/γ)) and keys (× ζ^(-p/γ))."):
         "a sketch of a new scheme's file, with elided bodies",
     ("docs/adding-a-scheme.md", "#define ORDO_POSITION_SCHEMES(X) \\"): "an excerpt of a registry list, elided",
+    ("docs/adding-a-scheme.md", "struct PositionConfig {"): "an excerpt of a struct, elided",
+    ("docs/adding-a-scheme.md", "s.position.scheme = \"xpos\";"): "two lines of a family file, out of context",
 }
 
 def jsonl_with(*keys):
