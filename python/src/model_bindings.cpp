@@ -248,7 +248,6 @@ void bind_generation(pyb::class_<SharedModel, ModelPtr>& model) {
   model
       .def(
           "forward",
-          [](const SharedModel& sm, const std::vector<int32_t>& ids, bool hidden,
           &forward,
           pyb::arg("ids"), pyb::kw_only(), pyb::arg("hidden_states") = false,
           pyb::arg("decoder_ids") = pyb::none())
@@ -306,13 +305,11 @@ void bind_scoring(pyb::class_<SharedModel, ModelPtr>& model) {
           pyb::arg("inputs"))
       .def(
           "perplexity",
-          [](const SharedModel& sm, const pyb::object& input, std::optional<int64_t> ctx, int64_t stride,
           &perplexity_of,
           pyb::arg("text_or_ids"), pyb::kw_only(), pyb::arg("ctx") = pyb::none(), pyb::arg("stride") = 0,
           pyb::arg("batch") = 1)
       .def(
           "embed",
-          [](const SharedModel& sm, const pyb::object& texts, std::optional<std::string> pooling,
           &embed,
           pyb::arg("texts"), pyb::kw_only(), pyb::arg("pooling") = pyb::none(),
           pyb::arg("normalize") = pyb::none(), pyb::arg("batch") = 32, pyb::arg("add_special") = true);
