@@ -103,6 +103,8 @@ OTHER_BLOCKS = {
     ("docs/adding-a-scheme.md", "// xPos: RoPE with an exponential decay split between queries (× ζ^(p/γ)) and keys (× ζ^(-p/γ))."):
         "a sketch of a new scheme's file, with elided bodies",
     ("docs/adding-a-scheme.md", "#define ORDO_POSITION_SCHEMES(X) \\"): "an excerpt of a registry list, elided",
+    ("docs/adding-a-scheme.md", "struct PositionConfig {"): "an excerpt of a struct, elided",
+    ("docs/adding-a-scheme.md", "s.position.scheme = \"xpos\";"): "two lines of a family file, out of context",
 }
 
 def jsonl_with(*keys):
@@ -342,6 +344,39 @@ def run_command(cmd, c, where, work, env):
     return [f"{where}: {c}\n  " + "\n  ".join(errs) + f"\n--- stdout (end):\n{p.stdout[-2000:]}"]
 
 
+def run_python_block(lines, key, where, work, env):
+    """Runs a python block in `work`; failures: its exit status and what EXPECT_PYTHON wants of it."""
+    t = time.time()
+    p = subprocess.run([sys.executable, "-"], input="\n".join(lines), cwd=work, env=env,
+                       capture_output=True, text=True, timeout=600)
+    print(f"ran       {where}  python block ({time.time() - t:.1f} s, exit {p.returncode})", flush=True)
+    errs = [] if p.returncode == 0 else [f"exit {p.returncode}\n--- stderr:\n{p.stderr[-3000:]}"]
+    if key not in EXPECT_PYTHON:
+        errs.append("no entry in EXPECT_PYTHON (what does this block promise?)")
+    for rx in EXPECT_PYTHON.get(key, []):
+        if not matches(rx, p.stdout):
+            errs.append(f"stdout does not match /{rx}/")
+    if not errs:
+        return []
+    return [f"{where}: python block\n  " + "\n  ".join(errs) + f"\n--- stdout (end):\n{p.stdout[-2000:]}"]
+
+
+def stale_entries(seen_cmds, seen_blocks):
+    """Table entries that no doc uses any more: the docs moved and the test must follow."""
+    failures = []
+    for table, name in ((EXCLUDED, "EXCLUDED"), (SHORTENED, "SHORTENED"), (EXPECT, "EXPECT"),
+                        (FORBID, "FORBID"), (TABLE_CHECKS, "TABLE_CHECKS"), (PLACEHOLDERS_FOR, "PLACEHOLDERS_FOR"),
+                        (EXPECT_FILES, "EXPECT_FILES")):
+        for k in table:
+            if k not in seen_cmds:
+                failures.append(f"{name} names '{k}', which no doc's command block holds")
+    for table, name in ((OTHER_BLOCKS, "OTHER_BLOCKS"), (EXPECT_PYTHON, "EXPECT_PYTHON")):
+        for k in table:
+            if k not in seen_blocks:
+                failures.append(f"{name} names a block of {k[0]} starting '{k[1]}', which is not there")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", help="the build directory (its bin/ordo and python/ordo)")
@@ -399,20 +434,8 @@ def main():
                     seen_blocks.add(key)
                     if "python" not in kinds:
                         continue
-                    t = time.time()
-                    p = subprocess.run([sys.executable, "-"], input="\n".join(lines), cwd=work, env=env,
-                                       capture_output=True, text=True, timeout=600)
                     n_py += 1
-                    print(f"ran       {where}  python block ({time.time() - t:.1f} s, exit {p.returncode})", flush=True)
-                    errs = [] if p.returncode == 0 else [f"exit {p.returncode}\n--- stderr:\n{p.stderr[-3000:]}"]
-                    if key not in EXPECT_PYTHON:
-                        errs.append("no entry in EXPECT_PYTHON (what does this block promise?)")
-                    for rx in EXPECT_PYTHON.get(key, []):
-                        if not matches(rx, p.stdout):
-                            errs.append(f"stdout does not match /{rx}/")
-                    if errs:
-                        failures.append(f"{where}: python block\n  " + "\n  ".join(errs) +
-                                        f"\n--- stdout (end):\n{p.stdout[-2000:]}")
+                    failures += run_python_block(lines, key, where, work, env)
                 elif lang == "cpp" and doc in CPP_DOCS:
                     n_cpp += 1
                     print(f"compiled  {where}  cpp block (built and run by DocExamples.Cpp)")
@@ -425,17 +448,7 @@ def main():
                         failures.append(f"{where}: a {lang or 'untagged'} block starting '{first}' is "
                                         "neither runnable nor in OTHER_BLOCKS")
 
-    # Table entries that no doc uses any more are stale: the docs moved and the test must follow.
-    for table, name in ((EXCLUDED, "EXCLUDED"), (SHORTENED, "SHORTENED"), (EXPECT, "EXPECT"),
-                        (FORBID, "FORBID"), (TABLE_CHECKS, "TABLE_CHECKS"), (PLACEHOLDERS_FOR, "PLACEHOLDERS_FOR"),
-                        (EXPECT_FILES, "EXPECT_FILES")):
-        for k in table:
-            if k not in seen_cmds:
-                failures.append(f"{name} names '{k}', which no doc's command block holds")
-    for table, name in ((OTHER_BLOCKS, "OTHER_BLOCKS"), (EXPECT_PYTHON, "EXPECT_PYTHON")):
-        for k in table:
-            if k not in seen_blocks:
-                failures.append(f"{name} names a block of {k[0]} starting '{k[1]}', which is not there")
+    failures += stale_entries(seen_cmds, seen_blocks)
 
     print(f"\ndoc examples: {n_blocks} blocks in {len(DOCS)} files; {n_run} command lines run for "
           f"{len(seen_cmds) - len(EXCLUDED)} doc commands ({n_short} shortened), {n_excl} excluded, {n_py} python blocks run, "

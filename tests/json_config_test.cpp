@@ -1,3 +1,4 @@
+// Tests of JsonConfig: typed fields, missing and null values, key paths, malformed files.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

@@ -123,30 +123,11 @@ TEST(ReportCharts, RoundTicksAndSchemeColours) {
   EXPECT_EQ(ordo::cli::plot_format("dir.svg/x"), "");
 }
 
-// A quick compare over the bundled zoo (6 schemes × 3 seeds, decoders and encoders).
-TEST(ReportHtml, SummaryColoursErrorBarsPrecisionAxesAndTests) {
-  const std::string dir = ordo::test::make_temp_dir("report-html");
-  auto r = run_cli("compare --quick --zoo " + shell_quote(kZoo) + " --json " + shell_quote(dir + "/r.json") +
-                   " --html " + shell_quote(dir + "/r.html"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
-  const std::string html = ordo::test::read_file(dir + "/r.html");
+namespace {
 
-  // The summary of findings comes first, before any probe's details, and names the tests' verdict.
-  const size_t summary = html.find("<h2>Summary of findings</h2>");
-  ASSERT_NE(summary, std::string::npos);
-  for (const char* h : {"<h2>Word order</h2>", "<h2>Permutation probe</h2>", "<h2>Length</h2>",
-                        "<h2>Attention by distance</h2>", "<h2>Setup</h2>"}) {
-    ASSERT_NE(html.find(h), std::string::npos) << h;
-    EXPECT_LT(summary, html.find(h)) << h;
-  }
-  const std::string sum = html.substr(summary, html.find("</section>", summary) - summary);
-  EXPECT_NE(sum.find("Holm"), std::string::npos);
-  EXPECT_NE(sum.find("order-blind"), std::string::npos);
-  EXPECT_NE(sum.find("±"), std::string::npos);
-
-  // Every chart element that names a series has its scheme's colour: one colour per scheme, the
-  // same in every chart.
+// Every chart element that names a series has its scheme's colour: one colour per scheme, the same
+// in every chart; means over seeds carry error bars; axes are labelled.
+void expect_charts_coloured_by_scheme(const json& doc, const std::string& html) {
   std::map<std::string, std::string> scheme_of;
   for (const json& m : doc.at("models")) scheme_of[m.at("label")] = m.at("scheme");
   auto scheme_of_name = [&](std::string name) {
@@ -189,8 +170,11 @@ TEST(ReportHtml, SummaryColoursErrorBarsPrecisionAxesAndTests) {
   EXPECT_GT(titled, 100u);
   EXPECT_EQ(colours.size(), 6u);
   for (const auto& [scheme, cs] : colours) EXPECT_EQ(cs.size(), 1u) << scheme;
+}
 
-  // Every "mean ± half" is at its interval's precision, and never wraps.
+// Every "mean ± half" is at its interval's precision, and never wraps; no number in the page's
+// text has more than 4 significant digits.
+void expect_numbers_at_their_precision(const std::string& html) {
   EXPECT_NE(html.find(".pm{white-space:nowrap}"), std::string::npos);
   std::vector<std::string> pms = pieces(html, "<td class=\"pm\">", "</td>");
   for (const std::string& p : pieces(html, "<span class=\"pm\">", "</span>")) pms.push_back(p);
@@ -208,6 +192,34 @@ TEST(ReportHtml, SummaryColoursErrorBarsPrecisionAxesAndTests) {
   const std::string body = strip_tags(html.substr(0, html.find("<script")));
   for (const std::string& n : all_matches(body, std::regex("\\d+\\.\\d+(e-?\\d+)?")))
     EXPECT_LE(significant_digits(n), 4) << n;
+}
+
+}  // namespace
+
+// A quick compare over the bundled zoo (6 schemes × 3 seeds, decoders and encoders).
+TEST(ReportHtml, SummaryColoursErrorBarsPrecisionAxesAndTests) {
+  const std::string dir = ordo::test::make_temp_dir("report-html");
+  auto r = run_cli("compare --quick --zoo " + shell_quote(kZoo) + " --json " + shell_quote(dir + "/r.json") +
+                   " --html " + shell_quote(dir + "/r.html"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
+  const std::string html = ordo::test::read_file(dir + "/r.html");
+
+  // The summary of findings comes first, before any probe's details, and names the tests' verdict.
+  const size_t summary = html.find("<h2>Summary of findings</h2>");
+  ASSERT_NE(summary, std::string::npos);
+  for (const char* h : {"<h2>Word order</h2>", "<h2>Permutation probe</h2>", "<h2>Length</h2>",
+                        "<h2>Attention by distance</h2>", "<h2>Setup</h2>"}) {
+    ASSERT_NE(html.find(h), std::string::npos) << h;
+    EXPECT_LT(summary, html.find(h)) << h;
+  }
+  const std::string sum = html.substr(summary, html.find("</section>", summary) - summary);
+  EXPECT_NE(sum.find("Holm"), std::string::npos);
+  EXPECT_NE(sum.find("order-blind"), std::string::npos);
+  EXPECT_NE(sum.find("±"), std::string::npos);
+
+  expect_charts_coloured_by_scheme(doc, html);
+  expect_numbers_at_their_precision(html);
 
   // The t-test table shows the comparisons that matter; the rest are folded.
   const size_t tests = doc.at("word_order").at("tests").size();

@@ -1,3 +1,4 @@
+// Tests of the safetensors reader and writer: fixtures, round trips and hostile headers.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

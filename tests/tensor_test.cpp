@@ -1,3 +1,4 @@
+// Tests of Tensor: f16/bf16 conversions, shapes and views.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Tokenizers against Hugging Face slow-tokenizer goldens (tests/data/fixtures/tokenizers), the
-// stories260K SentencePiece goldens, streaming decode and load_tokenizer's choice of kind.
+// stories260K SentencePiece goldens, and streaming decode (load_tokenizer: load_tokenizer_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,134 +14,14 @@
 
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
+#include "support/slow_tokenizers.hpp"
 #include "support/stream.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace ordo::test::slow_tokenizers;
 
 namespace {
-
-const std::string kData = ORDO_TEST_DATA;
-const std::string kTokDir = kData + "/fixtures/tokenizers";
-const std::string kStories = std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
-
-const json& load_json(const std::string& path) {
-  static std::map<std::string, json> cache;
-  auto it = cache.find(path);
-  if (it == cache.end()) {
-    std::ifstream f(path);
-    if (!f) throw std::runtime_error("cannot open " + path);
-    it = cache.emplace(path, json::parse(f)).first;
-  }
-  return it->second;
-}
-
-const json& tok_golden() { return load_json(kTokDir + "/golden.json"); }
-const json& stories_golden() { return load_json(kData + "/fixtures/stories260K/golden.json"); }
-
-const json& golden_entry(const std::string& name) {
-  for (const auto& t : tok_golden()["tokenizers"])
-    if (t["name"] == name) return t;
-  throw std::runtime_error("no golden tokenizer " + name);
-}
-
-// Builds the tokenizer a golden entry describes (hf_class + init_kwargs + files).
-const ordo::Tokenizer& golden_tokenizer(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<ordo::Tokenizer>> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return *it->second;
-  const json& e = golden_entry(name);
-  const std::string cls = e["hf_class"];
-  const json& kw = e["init_kwargs"];
-  const auto file = [&](size_t i) { return kTokDir + "/" + e["files"][i].get<std::string>(); };
-  ordo::TokenizerOptions o;
-  std::unique_ptr<ordo::Tokenizer> tok;
-  if (cls == "LlamaTokenizer" || cls == "T5Tokenizer") {
-    if (kw.contains("legacy")) o.legacy = kw["legacy"].get<bool>();
-    if (cls == "T5Tokenizer") {
-      o.sp_style = "t5";
-      o.extra_ids = kw.value("extra_ids", 100);
-    }
-    tok = ordo::load_sentencepiece(file(0), o);
-  } else if (cls == "GPT2Tokenizer") {
-    tok = ordo::load_bpe(file(0), file(1), o);
-  } else if (cls == "BertTokenizer") {
-    if (kw.contains("do_lower_case")) o.do_lower_case = kw["do_lower_case"].get<bool>();
-    tok = ordo::load_wordpiece(file(0), o);
-  } else {
-    throw std::runtime_error("unknown hf_class " + cls);
-  }
-  return *cache.emplace(name, std::move(tok)).first->second;
-}
-
-std::string sanitize(std::string s) {
-  for (auto& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
-bool valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    if (n == 2 && b < 0xC2) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
-}
-
-// A fresh temporary directory, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("ordo_tok_test_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  void copy(const std::string& from, const std::string& name) const { fs::copy_file(from, path / name); }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
-  std::string str() const { return path.string(); }
-};
-
-// tokenizer.json (HF tokenizers format) built from GPT-2's vocab.json + merges.txt.
-std::string gpt2_tokenizer_json() {
-  json vocab = load_json(kTokDir + "/gpt2/vocab.json");
-  std::ifstream mf(kTokDir + "/gpt2/merges.txt");
-  std::string line;
-  json merges = json::array();
-  bool first = true;
-  while (std::getline(mf, line)) {
-    if (first && line.rfind("#version", 0) == 0) {
-      first = false;
-      continue;
-    }
-    first = false;
-    if (line.empty()) continue;
-    const auto sp = line.find(' ');
-    merges.push_back(json::array({line.substr(0, sp), line.substr(sp + 1)}));  // newer [a, b] form
-  }
-  json j = {
-      {"version", "1.0"},
-      {"added_tokens",
-       json::array({{{"id", 50256}, {"content", "<|endoftext|>"}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", true}, {"special", true}}})},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
-      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
-        {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
-        {"merges", merges}}}};
-  return j.dump();
-}
 
 // ---- HF goldens: every tokenizer x every string ------------------------------------------------
 
@@ -381,131 +261,6 @@ TEST(StreamDecoder, FlushEmitsIncompleteTailAsReplacementCharacter) {
   const std::string rest = sd.flush();
   EXPECT_TRUE(valid_utf8(rest));
   EXPECT_NE(rest.find("\xEF\xBF\xBD"), std::string::npos);
-}
-
-// ---- load_tokenizer -----------------------------------------------------------------------------
-
-TEST(LoadTokenizer, PicksKindFromFiles) {
-  {
-    TempDir d;
-    d.copy(kTokDir + "/llama2/tokenizer.model", "tokenizer.model");
-    auto tok = ordo::load_tokenizer(d.str());
-    EXPECT_STREQ(tok->kind(), "sentencepiece");
-    EXPECT_EQ(tok->vocab_size(), 32000);
-    EXPECT_EQ(tok->bos_id(), 1);
-    EXPECT_EQ(tok->eos_id(), 2);
-    EXPECT_EQ(tok->encode("Hello world"), (std::vector<int32_t>{1, 15043, 3186}));  // Llama default: BOS
-  }
-  {
-    TempDir d;
-    d.copy(kTokDir + "/t5/spiece.model", "spiece.model");
-    d.write("config.json", R"({"model_type": "t5", "eos_token_id": 1, "pad_token_id": 0})");
-    auto tok = ordo::load_tokenizer(d.str());
-    EXPECT_STREQ(tok->kind(), "sentencepiece");
-    EXPECT_EQ(tok->vocab_size(), 2100);
-    EXPECT_EQ(tok->id_to_piece(2099), "<extra_id_0>");
-    EXPECT_EQ(tok->id_to_piece(2000), "<extra_id_99>");
-    EXPECT_EQ(tok->pad_id(), 0);
-    const auto& g = golden_entry("t5-kjv-legacy-true")["cases"][1];
-    EXPECT_EQ(tok->encode(g["text"]), g["ids_with_special"].get<std::vector<int32_t>>());  // T5: EOS appended
-    // Extra ids eat the spaces around them and decode apart, joined with spaces.
-    const auto ids = tok->encode("In the <extra_id_0> beginning", false);
-    EXPECT_NE(std::find(ids.begin(), ids.end(), 2099), ids.end());
-    EXPECT_EQ(tok->decode(ids), "In the <extra_id_0> beginning");
-  }
-  {
-    TempDir d;
-    d.copy(kTokDir + "/gpt2/vocab.json", "vocab.json");
-    d.copy(kTokDir + "/gpt2/merges.txt", "merges.txt");
-    auto tok = ordo::load_tokenizer(d.str());
-    EXPECT_STREQ(tok->kind(), "bpe");
-    EXPECT_EQ(tok->vocab_size(), 50257);
-    EXPECT_EQ(tok->eos_id(), 50256);
-    EXPECT_EQ(tok->encode("Hello world<|endoftext|>"), (std::vector<int32_t>{15496, 995, 50256}));
-  }
-  {
-    TempDir d;
-    d.write("tokenizer.json", gpt2_tokenizer_json());
-    d.write("config.json", R"({"model_type": "gpt2", "bos_token_id": 50256, "eos_token_id": 50256})");
-    auto tok = ordo::load_tokenizer(d.str());
-    EXPECT_STREQ(tok->kind(), "bpe");
-    EXPECT_EQ(tok->eos_id(), 50256);
-    EXPECT_EQ(tok->decode({15496, 995, 50256}), "Hello world<|endoftext|>");
-    EXPECT_EQ(tok->decode({15496, 995, 50256}, true), "Hello world");
-  }
-  {
-    TempDir d;
-    d.copy(kTokDir + "/bert/vocab.txt", "vocab.txt");
-    auto tok = ordo::load_tokenizer(d.str());
-    EXPECT_STREQ(tok->kind(), "wordpiece");
-    const auto& g = golden_entry("bert-kjv-uncased")["cases"][1];
-    EXPECT_EQ(tok->encode(g["text"]), g["ids_with_special"].get<std::vector<int32_t>>());
-  }
-  {
-    // The bundled model directory: Llama-family sentencepiece with config.json ids.
-    auto tok = ordo::load_tokenizer(kStories);
-    EXPECT_STREQ(tok->kind(), "sentencepiece");
-    EXPECT_EQ(tok->vocab_size(), 512);
-    EXPECT_EQ(tok->bos_id(), 1);
-    EXPECT_EQ(tok->eos_id(), 2);
-    const auto& c = stories_golden()["tokenizer"]["cases"][4];  // "Once upon a time, ..."
-    auto ids = c["ids"].get<std::vector<int32_t>>();
-    EXPECT_EQ(tok->encode(c["text"], false), ids);
-    ids.insert(ids.begin(), 1);
-    EXPECT_EQ(tok->encode(c["text"], true), ids);
-    EXPECT_EQ(tok->decode(ids), "<s>" + c["decoded"].get<std::string>());  // HF keeps specials
-    EXPECT_EQ(tok->decode(ids, true), c["decoded"].get<std::string>());
-  }
-}
-
-TEST(LoadTokenizer, TokenizerConfigOverridesDefaults) {
-  TempDir d;
-  d.copy(kTokDir + "/llama2/tokenizer.model", "tokenizer.model");
-  d.write("tokenizer_config.json", R"({"legacy": false, "add_bos_token": false, "add_eos_token": true})");
-  auto tok = ordo::load_tokenizer(d.str());
-  const json& g = golden_entry("llama2-legacy-false")["cases"];
-  const json& c = g[g.size() - 1];  // the special-looking strings differ between legacy modes
-  auto ids = c["ids"].get<std::vector<int32_t>>();
-  EXPECT_EQ(tok->encode(c["text"], false), ids);
-  ids.push_back(2);
-  EXPECT_EQ(tok->encode(c["text"], true), ids);
-  EXPECT_EQ(tok->decode(c["ids"].get<std::vector<int32_t>>()), c["decoded"].get<std::string>());
-  // Options beat the directory.
-  ordo::TokenizerOptions o;
-  o.add_eos = false;
-  o.add_bos = true;
-  EXPECT_EQ(ordo::load_tokenizer(d.str(), o)->encode("Hello world"), (std::vector<int32_t>{1, 15043, 3186}));
-}
-
-TEST(LoadTokenizer, EmptyDirectoryErrorNamesIt) {
-  TempDir d;
-  d.write("config.json", R"({"model_type": "llama"})");
-  try {
-    ordo::load_tokenizer(d.str());
-    FAIL() << "expected ordo::Error";
-  } catch (const ordo::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(d.str()), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(ordo::load_tokenizer((d.path / "missing").string()), ordo::Error);
-}
-
-TEST(LoadTokenizer, BadFilesAreErrorsNamingThem) {
-  TempDir d;
-  d.write("tokenizer.model", "not a sentencepiece model");
-  try {
-    ordo::load_tokenizer(d.str());
-    FAIL() << "expected ordo::Error";
-  } catch (const ordo::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer.model"), std::string::npos) << e.what();
-  }
-  TempDir j;
-  j.write("tokenizer.json", R"({"model": {"type": "SentencePieceBPE", "vocab": []}})");  // not a tokenizers model
-  try {
-    ordo::load_tokenizer(j.str());
-    FAIL() << "expected ordo::Error";
-  } catch (const ordo::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("model.type"), std::string::npos) << e.what();
-  }
 }
 
 TEST(TokenizerDecode, OutOfRangeIdIsErrorNamingTheId) {

@@ -1,3 +1,4 @@
+// FamilyContext: config.json fields and checkpoint tensors by Hugging Face name, for the family files.
 #include "family_context.hpp"
 
 #include <climits>

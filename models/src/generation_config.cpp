@@ -16,6 +16,25 @@ namespace {
 
 constexpr const char* kGen = "generation_config.json";
 
+// bad_words_ids: a list of non-empty lists of token ids.
+std::vector<std::vector<int32_t>> read_bad_words(const JsonConfig& c) {
+  const nlohmann::json& v = c.raw().at("bad_words_ids");
+  std::vector<std::vector<int32_t>> words;
+  const std::string want = "a list of non-empty lists of token ids";
+  auto bad = [&] { throw Error(c.origin() + ": field 'bad_words_ids' must be " + want); };
+  if (!v.is_array()) bad();
+  for (const nlohmann::json& w : v) {
+    if (!w.is_array() || w.empty()) bad();
+    std::vector<int32_t> ids;
+    for (const nlohmann::json& id : w) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) bad();
+      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    words.push_back(std::move(ids));
+  }
+  return words;
+}
+
 // Reads one file's fields into g (fields already set stay: the first file read wins).
 void read_fields(const JsonConfig& c, const std::string& name, GenerationConfig& g, std::vector<int32_t>& eos) {
   auto bad = [&](const std::string& key, const std::string& what) {
@@ -66,22 +85,7 @@ void read_fields(const JsonConfig& c, const std::string& name, GenerationConfig&
     else
       bad("early_stopping", "true, false or \"never\", got " + v.dump());
   }
-  if (take("bad_words_ids")) {
-    const nlohmann::json& v = c.raw().at("bad_words_ids");
-    std::vector<std::vector<int32_t>> words;
-    const std::string want = "a list of non-empty lists of token ids";
-    if (!v.is_array()) bad("bad_words_ids", want);
-    for (const nlohmann::json& w : v) {
-      if (!w.is_array() || w.empty()) bad("bad_words_ids", want);
-      std::vector<int32_t> ids;
-      for (const nlohmann::json& id : w) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) bad("bad_words_ids", want);
-        ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
-      }
-      words.push_back(std::move(ids));
-    }
-    g.bad_words_ids = std::move(words);
-  }
+  if (take("bad_words_ids")) g.bad_words_ids = read_bad_words(c);
   count("min_length", g.min_length, 0);
   count("min_new_tokens", g.min_new_tokens, 0);
   if (take("renormalize_logits")) g.renormalize_logits = c.get_bool("renormalize_logits");
@@ -100,6 +104,59 @@ void read_fields(const JsonConfig& c, const std::string& name, GenerationConfig&
         bad("eos_token_id", "a token id or a list of them in [-1, 2147483647], got " + std::to_string(id));
       if (id >= 0) eos.push_back(static_cast<int32_t>(id));
     }
+}
+
+// Sampling or not and the number of beams, each with who said so: "flag", the file, "default".
+struct Decoding {
+  bool sample = true;
+  std::string sample_src = "default";
+  int beams = 1;
+  std::string beams_src = "default";
+};
+
+// The file a setting came from (generation_config.json when it does not say).
+std::string source_of(const GenerationConfig& config, const char* key) {
+  auto it = config.source.find(key);
+  return it != config.source.end() ? it->second : std::string(kGen);
+}
+
+Decoding decoding_of(const GenerationConfig& overrides, const GenerationConfig& config) {
+  Decoding d;
+  if (overrides.do_sample) {
+    d.sample = *overrides.do_sample;
+    d.sample_src = "flag";
+  } else if (overrides.temperature) {
+    d.sample = *overrides.temperature > 0;
+    d.sample_src = "flag";
+  } else if (overrides.num_beams && *overrides.num_beams > 1) {
+    d.sample = false;
+    d.sample_src = "flag";
+  } else if (config.do_sample) {
+    d.sample = *config.do_sample;
+    d.sample_src = source_of(config, "do_sample");
+  } else if (config.num_beams && *config.num_beams > 1) {
+    d.sample = false;  // transformers' do_sample default
+    d.sample_src = source_of(config, "num_beams");
+  }
+  if (overrides.num_beams) {
+    d.beams = *overrides.num_beams;
+    d.beams_src = "flag";
+  } else if (config.num_beams) {
+    d.beams = *config.num_beams;
+    d.beams_src = source_of(config, "num_beams");
+  }
+  if (d.beams < 1) throw Error("num_beams must be >= 1, got " + std::to_string(d.beams));
+  if (d.sample && d.beams > 1) {
+    if (d.sample_src == "flag" && d.beams_src != "flag") {
+      d.beams = 1;  // the caller asked to sample: the file's beams give way
+      d.beams_src = "flag";
+    } else {
+      throw Error("beam sampling (do_sample from " + d.sample_src + " with num_beams " + std::to_string(d.beams) +
+                  " from " + d.beams_src + ") is not supported: sample with num_beams 1, or use beam search " +
+                  "without sampling (temperature 0)");
+    }
+  }
+  return d;
 }
 
 std::string text_of(double v) {
@@ -123,68 +180,77 @@ GenerationFiles read_generation_files(const std::string& dir) {
   return out;
 }
 
-TextGenerateParams resolve_generation(const GenerationConfig& overrides, const GenerationConfig& config,
-                                      std::vector<GenerationSetting>* used) {
-  TextGenerateParams p;
-  std::vector<GenerationSetting> report;
-  auto from = [&](const char* key) {
-    auto it = config.source.find(key);
-    return it != config.source.end() ? it->second : std::string(kGen);
-  };
-  // The value of one setting: the caller's, the file's or the default, with its source recorded.
-  auto pick = [&](const char* key, const auto& flag, const auto& file, auto def, bool show) {
+namespace {
+
+// The value of one setting: the caller's, the file's or the default, with its source recorded
+// in `report` when `show`.
+struct Picker {
+  const GenerationConfig& config;
+  std::vector<GenerationSetting>& report;
+  template <class Flag, class File, class T>
+  T operator()(const char* key, const Flag& flag, const File& file, T def, bool show) const {
     std::string src = "default";
-    auto v = def;
+    T v = def;
     if (flag) {
       v = *flag;
       src = "flag";
     } else if (file) {
       v = *file;
-      src = from(key);
+      src = source_of(config, key);
     }
     if (show) report.push_back({key, text_of(static_cast<double>(v)), src});
     return v;
-  };
+  }
+};
 
-  // Sampling or not, and who said so.
-  bool sample = true;
-  std::string sample_src = "default";
-  if (overrides.do_sample) {
-    sample = *overrides.do_sample;
-    sample_src = "flag";
-  } else if (overrides.temperature) {
-    sample = *overrides.temperature > 0;
-    sample_src = "flag";
-  } else if (overrides.num_beams && *overrides.num_beams > 1) {
-    sample = false;
-    sample_src = "flag";
-  } else if (config.do_sample) {
-    sample = *config.do_sample;
-    sample_src = from("do_sample");
-  } else if (config.num_beams && *config.num_beams > 1) {
-    sample = false;  // transformers' do_sample default
-    sample_src = from("num_beams");
+// Beam search's settings: beams, length penalty, early stopping.
+void set_beam_search(const GenerationConfig& overrides, const GenerationConfig& config, const Decoding& d,
+                     const Picker& pick, TextGenerateParams& p) {
+  p.beams.num_beams = d.beams;
+  pick.report.push_back({"num_beams", std::to_string(d.beams), d.beams_src});
+  p.beams.length_penalty = pick("length_penalty", overrides.length_penalty, config.length_penalty, 1.0, true);
+  const EarlyStopping es = overrides.early_stopping ? *overrides.early_stopping
+                                                    : config.early_stopping ? *config.early_stopping
+                                                                            : EarlyStopping::Heuristic;
+  p.beams.early_stopping = es;
+  pick.report.push_back(
+      {"early_stopping", es == EarlyStopping::OnFull ? "true" : es == EarlyStopping::Never ? "never" : "false",
+       overrides.early_stopping ? "flag" : config.early_stopping ? source_of(config, "early_stopping") : "default"});
+}
+
+// Hugging Face's length rules and renormalisation, as the file (or caller) sets them.
+void set_length_rules(const GenerationConfig& overrides, const GenerationConfig& config, bool beam_search,
+                      const Picker& pick, TextGenerateParams& p) {
+  if (overrides.min_length || config.min_length)
+    p.min_length = pick("min_length", overrides.min_length, config.min_length, 0, true);
+  if (overrides.min_new_tokens || config.min_new_tokens)
+    p.min_new_tokens = pick("min_new_tokens", overrides.min_new_tokens, config.min_new_tokens, 0, true);
+  const auto& forced = overrides.forced_eos_token_id ? overrides.forced_eos_token_id : config.forced_eos_token_id;
+  if (forced && !forced->empty()) {
+    p.forced_eos_ids = *forced;
+    pick.report.push_back({"forced_eos_token_id",
+                           std::to_string(forced->front()) + (forced->size() > 1 ? ", ..." : ""),
+                           overrides.forced_eos_token_id ? "flag" : source_of(config, "forced_eos_token_id")});
   }
-  int beams = 1;
-  std::string beams_src = "default";
-  if (overrides.num_beams) {
-    beams = *overrides.num_beams;
-    beams_src = "flag";
-  } else if (config.num_beams) {
-    beams = *config.num_beams;
-    beams_src = from("num_beams");
-  }
-  if (beams < 1) throw Error("num_beams must be >= 1, got " + std::to_string(beams));
-  if (sample && beams > 1) {
-    if (sample_src == "flag" && beams_src != "flag") {
-      beams = 1;  // the caller asked to sample: the file's beams give way
-      beams_src = "flag";
-    } else {
-      throw Error("beam sampling (do_sample from " + sample_src + " with num_beams " + std::to_string(beams) +
-                  " from " + beams_src + ") is not supported: sample with num_beams 1, or use beam search " +
-                  "without sampling (temperature 0)");
-    }
-  }
+  if (overrides.renormalize_logits || config.renormalize_logits)
+    p.renormalize =
+        pick("renormalize_logits", overrides.renormalize_logits, config.renormalize_logits, false, beam_search);
+}
+
+}  // namespace
+
+TextGenerateParams resolve_generation(const GenerationConfig& overrides, const GenerationConfig& config,
+                                      std::vector<GenerationSetting>* used) {
+  TextGenerateParams p;
+  std::vector<GenerationSetting> report;
+  auto from = [&](const char* key) { return source_of(config, key); };
+  const Picker pick{config, report};
+
+  Decoding d = decoding_of(overrides, config);
+  bool sample = d.sample;
+  const std::string sample_src = d.sample_src;
+  const int beams = d.beams;
+  const std::string beams_src = d.beams_src;
   const float temp = sample ? pick("temperature", overrides.temperature, config.temperature, 0.8f, false) : 0.0f;
   if (sample && temp == 0) sample = false;
   report.push_back({"decoding", beams > 1 ? "beam search" : sample ? "sampling" : "greedy",
@@ -198,18 +264,7 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
   }
   p.sampling.repetition_penalty =
       pick("repetition_penalty", overrides.repetition_penalty, config.repetition_penalty, 1.0f, true);
-  if (beams > 1) {
-    p.beams.num_beams = beams;
-    report.push_back({"num_beams", std::to_string(beams), beams_src});
-    p.beams.length_penalty = pick("length_penalty", overrides.length_penalty, config.length_penalty, 1.0, true);
-    const EarlyStopping es = overrides.early_stopping ? *overrides.early_stopping
-                                                      : config.early_stopping ? *config.early_stopping
-                                                                              : EarlyStopping::Heuristic;
-    p.beams.early_stopping = es;
-    report.push_back({"early_stopping",
-                      es == EarlyStopping::OnFull ? "true" : es == EarlyStopping::Never ? "never" : "false",
-                      overrides.early_stopping ? "flag" : config.early_stopping ? from("early_stopping") : "default"});
-  }
+  if (beams > 1) set_beam_search(overrides, config, d, pick, p);
   const int returned = pick("num_return_sequences", overrides.num_return_sequences, config.num_return_sequences, 1,
                             beams > 1);
   if (returned > 1 && beams == 1 && overrides.num_return_sequences)
@@ -239,19 +294,7 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
     report.push_back({"bad_words_ids", std::to_string(bad->size()) + " sequences",
                       overrides.bad_words_ids ? "flag" : from("bad_words_ids")});
   }
-  // Hugging Face's length rules and renormalisation, as the file (or caller) sets them.
-  if (overrides.min_length || config.min_length)
-    p.min_length = pick("min_length", overrides.min_length, config.min_length, 0, true);
-  if (overrides.min_new_tokens || config.min_new_tokens)
-    p.min_new_tokens = pick("min_new_tokens", overrides.min_new_tokens, config.min_new_tokens, 0, true);
-  const auto& forced = overrides.forced_eos_token_id ? overrides.forced_eos_token_id : config.forced_eos_token_id;
-  if (forced && !forced->empty()) {
-    p.forced_eos_ids = *forced;
-    report.push_back({"forced_eos_token_id", std::to_string(forced->front()) + (forced->size() > 1 ? ", ..." : ""),
-                      overrides.forced_eos_token_id ? "flag" : from("forced_eos_token_id")});
-  }
-  if (overrides.renormalize_logits || config.renormalize_logits)
-    p.renormalize = pick("renormalize_logits", overrides.renormalize_logits, config.renormalize_logits, false, beams > 1);
+  set_length_rules(overrides, config, beams > 1, pick, p);
   if (used) *used = std::move(report);
   return p;
 }

@@ -1,3 +1,4 @@
+// JsonConfig: typed config.json fields with errors that name the file and the field.
 #include "json_config.hpp"
 
 #include <climits>

@@ -1,3 +1,4 @@
+// JSON Lines reading for the probes' data files, each line held to the JSON limits.
 #include "jsonl.hpp"
 
 #include <sstream>

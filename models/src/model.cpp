@@ -1,3 +1,4 @@
+// Model: loading a model directory (spec, weights, tokenizer) and the forward/encode/decode calls.
 #include <algorithm>
 #include <chrono>
 #include <exception>

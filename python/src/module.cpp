@@ -124,14 +124,11 @@ pyb::list schemes() {
       scalings.append(scaling_name(sc.type));
       if (sc.factor_only) factor_only.append(scaling_name(sc.type));
     }
-    pyb::dict params;
-    for (const PositionParameter& p : s->parameters) params[p.name] = p.default_value;
     pyb::dict d;
     d["name"] = s->name;
     d["acts"] = s->acts;
     d["scalings"] = scalings;
     d["factor_only_scalings"] = factor_only;
-    d["parameters"] = params;
     out.append(d);
   }
   return out;
@@ -158,7 +155,7 @@ PYBIND11_MODULE(_ordo, m) {
   py::bind_tokenizer(m);
   m.def("schemes", &py::schemes,
         "The registered position schemes: name, where each acts, the scalings it accepts (and those "
-        "that run from a factor alone) and its parameters.");
+        "that run from a factor alone).");
   py::bind_model(m);
   py::bind_probes(m);
 }

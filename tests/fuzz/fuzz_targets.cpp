@@ -1,3 +1,4 @@
+// The fuzz targets: each feeds the raw bytes to one parser or entry point.
 #include "fuzz_targets.hpp"
 
 #include <unistd.h>

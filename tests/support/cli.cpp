@@ -1,3 +1,4 @@
+// Runs the built `ordo` binary and captures its output and exit code.
 #include "support/cli.hpp"
 
 #include "support/golden.hpp"

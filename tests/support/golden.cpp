@@ -1,3 +1,4 @@
+// Reading the reference fixtures (golden.json + golden.safetensors) and comparing against them.
 #include "support/golden.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Streaming decode in one call, for tests.
 #include "stream.hpp"
 
 namespace ordo::test {

@@ -5,7 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "hf/hf.hpp"
-#include "internal.hpp"
+#include "dir_config.hpp"
+#include "files.hpp"
+#include "loaders.hpp"
+#include "strings.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;

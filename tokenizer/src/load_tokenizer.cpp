@@ -1,6 +1,10 @@
 // load_tokenizer(): pick the tokenizer kind from the files a model directory holds and apply the
 // directory's tokenizer_config.json / config.json / generation_config.json settings.
-#include "internal.hpp"
+#include "dir_config.hpp"
+#include "files.hpp"
+#include "loaders.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/input.hpp"
 
 namespace ordo {

@@ -7,7 +7,15 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "internal.hpp"
+#include "added_tokens.hpp"
+#include "dir_config.hpp"
+#include "files.hpp"
+#include "loaders.hpp"
+#include "strings.hpp"
+#include "token_ids.hpp"
+#include "utf8.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;

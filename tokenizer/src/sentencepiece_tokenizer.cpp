@@ -6,7 +6,15 @@
 
 #include <unordered_set>
 
-#include "internal.hpp"
+#include "added_tokens.hpp"
+#include "dir_config.hpp"
+#include "files.hpp"
+#include "loaders.hpp"
+#include "strings.hpp"
+#include "token_ids.hpp"
+#include "utf8.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/input.hpp"
 
 namespace ordo {

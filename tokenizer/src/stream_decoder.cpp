@@ -4,7 +4,10 @@
 // incomplete byte-fallback / byte-level character) is held back until it completes. After a long
 // run of tokens none of which can start a window, the window restarts at the run's last id behind
 // an anchor: an ordinary token decoded in front, so the window's text reads as mid-text, as it is.
-#include "internal.hpp"
+#include "strings.hpp"
+#include "utf8.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;

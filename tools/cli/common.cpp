@@ -1,3 +1,4 @@
+// Shared pieces of the `ordo` subcommands: model options, id lists, output files.
 #include "common.hpp"
 
 #include "ordo/input.hpp"

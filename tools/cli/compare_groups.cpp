@@ -1,4 +1,4 @@
-// `ordo compare`: seed groups of the permutation, length and attention sections (compare_groups.hpp).
+// `ordo compare`: seed groups of every section and the word-order tests (compare_groups.hpp).
 #include "compare_groups.hpp"
 
 #include <algorithm>
@@ -187,6 +187,37 @@ void html_seed_groups(const json& doc, const std::string& section, std::ostream&
     h << "</table>\n";
   }
   if (length) html_length_chart(groups, h);
+}
+
+
+// word_order["groups"]: per (kind, scheme), accuracy and mean margin as mean ± 95% interval over
+// seeds, and each pair's margin averaged over the seeds as mean ± interval over pairs;
+// word_order["tests"]: a paired t-test on those per-pair margins between every two schemes of a kind.
+void word_order_stats(json& wo) {
+  const std::vector<SeedGroup> groups = seed_groups(wo["results"], {"kind", "scheme"});
+  std::vector<std::vector<double>> items(groups.size());  // per group: per pair, the margin averaged over seeds
+  wo["groups"] = json::array();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const SeedGroup& g = groups[i];
+    items[i].assign(g.rows[0]->at("scores").size(), 0.0);
+    for (const json* r : g.rows)
+      for (size_t k = 0; k < items[i].size(); ++k) items[i][k] += r->at("scores")[k]["margin"].get<double>();
+    for (double& v : items[i]) v /= static_cast<double>(g.rows.size());
+    json head = g.head;
+    head.update({{"pairs", items[i].size()},
+                 {"accuracy", interval_json(values_at(g, json::json_pointer("/accuracy")))},
+                 {"mean_margin", interval_json(values_at(g, json::json_pointer("/mean_margin")))},
+                 {"item_margin", interval_json(items[i])}});
+    wo["groups"].push_back(head);
+  }
+  wo["tests"] = json::array();
+  for (size_t a = 0; a < groups.size(); ++a)
+    for (size_t b = a + 1; b < groups.size(); ++b) {
+      if (groups[a].head["kind"] != groups[b].head["kind"] || items[a].size() != items[b].size()) continue;
+      json test = {{"kind", groups[a].head["kind"]}, {"a", groups[a].head["scheme"]}, {"b", groups[b].head["scheme"]}};
+      test.update(paired_test_json(items[a], items[b]));
+      wo["tests"].push_back(test);
+    }
 }
 
 }  // namespace ordo::cli

@@ -1,3 +1,4 @@
+// How `ordo compare` stores and renders numbers: rounding, intervals, tests, table cells.
 #include "compare_report.hpp"
 
 #include <algorithm>

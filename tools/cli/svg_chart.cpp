@@ -146,11 +146,13 @@ constexpr double kLegendRow = 18;
 
 void axis_frame(Canvas& c, double L, double T, double pw, double ph) { c.rect(L, T, pw, ph, "none", "#444"); }
 
-}  // namespace
+// The plotted range: every finite point with its error bar (and the mark), widened to round
+// numbers unless ChartOptions fixes it.
+struct PlotRange {
+  double x0, x1, y0, y1;
+};
 
-void draw_line_chart(Canvas& c, const std::vector<Series>& series, const ChartOptions& o) {
-  auto tx = [&](double v) { return o.log_x ? std::log10(v) : v; };
-  auto ty = [&](double v) { return o.log_y ? std::log10(v) : v; };
+PlotRange plot_range(const std::vector<Series>& series, const ChartOptions& o) {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (const Series& s : series)
     for (size_t i = 0; i < s.x.size(); ++i) {
@@ -179,10 +181,13 @@ void draw_line_chart(Canvas& c, const std::vector<Series>& series, const ChartOp
       if (!std::isfinite(o.hi)) y1 += d;
     }
   }
-  // A series identical to an earlier one would hide behind it: its markers are dodged sideways and
-  // its legend entry names the twin.
+  return {x0, x1, y0, y1};
+}
+
+// Legend names; a series identical to an earlier one would hide behind it: its legend entry names
+// the twin and dodge[i] counts its twins, to shift its markers sideways.
+std::vector<std::string> legend_names(const std::vector<Series>& series, std::vector<int>& dodge) {
   std::vector<std::string> names;
-  std::vector<int> dodge(series.size(), 0);
   for (size_t i = 0; i < series.size(); ++i) {
     names.push_back(series[i].name);
     int twins = 0;
@@ -192,6 +197,32 @@ void draw_line_chart(Canvas& c, const std::vector<Series>& series, const ChartOp
       }
     dodge[i] = twins;
   }
+  return names;
+}
+
+// x ticks: the measured lengths themselves when they are a few whole numbers (128, 256, 512), else
+// round ticks.
+std::vector<double> x_ticks(const std::vector<Series>& series, const ChartOptions& o, double x0, double x1) {
+  std::vector<double> xt;
+  for (const Series& s : series)
+    for (double v : s.x)
+      if (std::isfinite(v) && (!o.log_x || v > 0)) xt.push_back(v);
+  std::sort(xt.begin(), xt.end());
+  xt.erase(std::unique(xt.begin(), xt.end()), xt.end());
+  const bool whole = std::all_of(xt.begin(), xt.end(), [](double v) { return v == std::round(v); });
+  if (xt.size() < 2 || xt.size() > 8 || !whole) xt = nice_ticks(x0, x1, o.log_x);
+  return xt;
+}
+
+}  // namespace
+
+void draw_line_chart(Canvas& c, const std::vector<Series>& series, const ChartOptions& o) {
+  auto tx = [&](double v) { return o.log_x ? std::log10(v) : v; };
+  auto ty = [&](double v) { return o.log_y ? std::log10(v) : v; };
+  const PlotRange r = plot_range(series, o);
+  const double x0 = r.x0, x1 = r.x1, y0 = r.y0, y1 = r.y1;
+  std::vector<int> dodge(series.size(), 0);
+  const std::vector<std::string> names = legend_names(series, dodge);
   const LegendLayout lg = legend_layout(names, o.width);
   const double L = 78, R = 24, T = 40, B = 56;
   const double pw = o.width - L - R, ph = o.height - T - B;
@@ -210,15 +241,7 @@ void draw_line_chart(Canvas& c, const std::vector<Series>& series, const ChartOp
     c.line(L - 5, py(v), L + pw, py(v), {"#ddd", 1, 0});
     c.text(L - 8, py(v) + 4, tick_label(v), 1, 12);
   }
-  // x: the measured lengths themselves when they are a few whole numbers (128, 256, 512), else round ticks
-  std::vector<double> xt;
-  for (const Series& s : series)
-    for (double v : s.x)
-      if (std::isfinite(v) && (!o.log_x || v > 0)) xt.push_back(v);
-  std::sort(xt.begin(), xt.end());
-  xt.erase(std::unique(xt.begin(), xt.end()), xt.end());
-  const bool whole = std::all_of(xt.begin(), xt.end(), [](double v) { return v == std::round(v); });
-  if (xt.size() < 2 || xt.size() > 8 || !whole) xt = nice_ticks(x0, x1, o.log_x);
+  const std::vector<double> xt = x_ticks(series, o, x0, x1);
   for (double v : xt) {
     c.line(px(v), T, px(v), T + ph + 5, {"#eee", 1, 0});
     c.text(px(v), T + ph + 18, tick_label(v), 0, 12);

@@ -1,3 +1,4 @@
+// Finding the zoo's models for `ordo compare`: ordo-zoo directories and their place in the experiment.
 #include "zoo_index.hpp"
 
 #include <algorithm>

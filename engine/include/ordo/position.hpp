@@ -121,13 +121,10 @@ struct PositionConfig {
   int64_t num_buckets = 32, max_distance = 128;
   // alibi
   double alibi_max_bias = 8.0;
-  // Any other scheme's parameters, by the names its PositionSchemeInfo::parameters declares;
-  // param() gives the declared default for a name not set here.
-  std::map<std::string, double> params;
+  // A new scheme's parameters go above as named fields under its name, with their defaults
+  // (docs/adding-a-scheme.md).
   Scaling scaling;
   ContextExtension extension;
-
-  double param(const std::string& name) const;  // Error for a name no registered scheme declares
 };
 
 // What a scheme may know about the attention it serves.
@@ -195,12 +192,6 @@ struct ScalingSupport {
   bool factor_only;  // runs from a factor alone (what `ordo compare`'s length probe tries)
 };
 
-struct PositionParameter {  // a parameter kept in PositionConfig::params
-  const char* name;
-  double default_value;
-  const char* meaning;
-};
-
 struct PositionWeightInfo {  // a tensor read from the checkpoint, kept in PositionWeights
   const char* name;
   const char* shape;  // e.g. "[num_buckets, n_heads]", for messages
@@ -210,7 +201,6 @@ struct PositionSchemeInfo {
   const char* name;
   const char* acts;                            // where it acts: "input embeddings", "q/k rotation", "attention scores", "nothing"
   std::vector<ScalingSupport> scalings;        // ScalingType::None is always supported and not listed
-  std::vector<PositionParameter> parameters;   // beyond PositionConfig's named fields
   std::vector<PositionWeightInfo> weights;
   // Its settings in a few words, for `ordo inspect`, e.g. "theta 10000, rotary_dim 8, half-split".
   std::string (*describe)(const PositionConfig& cfg, const PositionContext& ctx);

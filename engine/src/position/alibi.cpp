@@ -66,7 +66,6 @@ const PositionSchemeInfo& scheme_alibi() {
       "attention scores",
       {{ScalingType::Linear, true}},
       {},
-      {},
       [](const PositionConfig& cfg, const PositionContext&) { return "max_bias " + num_str(cfg.alibi_max_bias); },
       [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
         return std::make_unique<Alibi>(cfg, ctx);

@@ -103,7 +103,6 @@ const PositionSchemeInfo& scheme_learned() {
       "learned",
       "input embeddings",
       {{ScalingType::Linear, true}},
-      {},
       {{"table", "[rows, d_model]"}},
       [](const PositionConfig& cfg, const PositionContext&) {
         return cfg.learned_offset ? "offset " + std::to_string(cfg.learned_offset) : std::string();

@@ -17,7 +17,6 @@ const PositionSchemeInfo& scheme_none() {
       "nothing",
       {},  // nothing to scale
       {},
-      {},
       [](const PositionConfig&, const PositionContext&) { return std::string(); },
       [](const PositionConfig&, const PositionContext&, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
         return std::make_unique<NoPosition>();

@@ -7,7 +7,7 @@
 #include "internal.hpp"
 
 // The registry: one line per scheme. Each scheme's file defines
-// `const PositionSchemeInfo& scheme_<name>()` (name, scalings, parameters, weights, factory).
+// `const PositionSchemeInfo& scheme_<name>()` (name, scalings, weights, factory).
 #define ORDO_POSITION_SCHEMES(X) \
   X(none)                        \
   X(learned)                     \
@@ -150,14 +150,6 @@ const Tensor& PositionWeights::get(const std::string& name) const {
   static const Tensor kAbsent;
   const auto it = tensors.find(name);
   return it == tensors.end() ? kAbsent : it->second;
-}
-
-double PositionConfig::param(const std::string& name) const {
-  if (const auto it = params.find(name); it != params.end()) return it->second;
-  for (const PositionSchemeInfo* e : position_schemes())
-    for (const PositionParameter& p : e->parameters)
-      if (name == p.name) return p.default_value;
-  throw Error("position parameter '" + name + "' is declared by no registered scheme");
 }
 
 }  // namespace ordo

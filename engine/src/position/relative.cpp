@@ -94,7 +94,6 @@ const PositionSchemeInfo& scheme_relative() {
       "relative",
       "attention scores",
       {{ScalingType::Linear, true}},
-      {},
       {{"relative_bias", "[num_buckets, n_heads]"}},
       [](const PositionConfig& cfg, const PositionContext&) {
         return std::to_string(cfg.num_buckets) + " buckets, max_distance " + std::to_string(cfg.max_distance);

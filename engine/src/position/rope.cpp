@@ -158,7 +158,6 @@ const PositionSchemeInfo& scheme_rope() {
        {ScalingType::Llama3, false},     // low/high frequency factors around the original length
        {ScalingType::LongRoPE, false}},  // per-dimension factor lists
       {},
-      {},
       [](const PositionConfig& cfg, const PositionContext& ctx) {
         return "theta " + num_str(cfg.rope_theta) + ", rotary_dim " +
                std::to_string(cfg.rotary_dim ? cfg.rotary_dim : ctx.head_dim) + ", " +

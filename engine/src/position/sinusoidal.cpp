@@ -79,7 +79,6 @@ const PositionSchemeInfo& scheme_sinusoidal() {
       "input embeddings",
       {{ScalingType::Linear, true}},
       {},
-      {},
       [](const PositionConfig& cfg, const PositionContext&) {
         return std::string(cfg.sinusoidal_layout == SinusoidalLayout::Concat ? "sin|cos" : "interleaved");
       },

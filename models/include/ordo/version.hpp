@@ -1,3 +1,4 @@
+// ordo's version string.
 #pragma once
 namespace ordo {
 const char* version();

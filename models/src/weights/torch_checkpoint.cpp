@@ -61,6 +61,28 @@ bool looks_like_safetensors(const std::string& h, uint64_t size) {
 
 const std::string kLegacyHead("\x80\x02\x8a\x0a", 4);
 
+// The archive's one <prefix>/data.pkl (prefix: the archive's top folder), after checking its
+// byteorder entry, if any, says little-endian.
+const ZipEntry* find_pickle(const ZipReader& z, const std::string& path, std::string* prefix) {
+  const ZipEntry* pkl = nullptr;
+  for (const ZipEntry& e : z.entries()) {
+    const size_t slash = e.name.find('/');
+    if (slash == std::string::npos || e.name.compare(slash, std::string::npos, "/data.pkl") != 0) continue;
+    if (pkl)
+      throw Error(path + ": two pickles ('" + pkl->name + "', '" + e.name + "'); a checkpoint has one");
+    pkl = &e;
+    *prefix = e.name.substr(0, slash);
+  }
+  if (!pkl) throw Error(path + ": no '<archive>/data.pkl' entry; not a PyTorch checkpoint");
+  if (const ZipEntry* bo = z.find(*prefix + "/byteorder")) {
+    const std::string order(reinterpret_cast<const char*>(z.data(*bo)), std::min<uint64_t>(bo->size, 16));
+    if (order != "little")
+      throw Error(path + ": " + bo->name + " says '" + order +
+                  "'; ordo reads little-endian checkpoints only");
+  }
+  return pkl;
+}
+
 }  // namespace
 
 bool is_legacy_torch_file(const std::string& path) {
@@ -81,23 +103,8 @@ TorchCheckpoint read_torch_checkpoint(const std::string& path) {
                 ": a legacy (torch < 1.6) checkpoint; ordo reads the zip format torch.save has written "
                 "since 1.6 (re-save it, or use safetensors)");
   const ZipReader z = ZipReader::open(path);
-  const ZipEntry* pkl = nullptr;
   std::string prefix;
-  for (const ZipEntry& e : z.entries()) {
-    const size_t slash = e.name.find('/');
-    if (slash == std::string::npos || e.name.compare(slash, std::string::npos, "/data.pkl") != 0) continue;
-    if (pkl)
-      throw Error(path + ": two pickles ('" + pkl->name + "', '" + e.name + "'); a checkpoint has one");
-    pkl = &e;
-    prefix = e.name.substr(0, slash);
-  }
-  if (!pkl) throw Error(path + ": no '<archive>/data.pkl' entry; not a PyTorch checkpoint");
-  if (const ZipEntry* bo = z.find(prefix + "/byteorder")) {
-    const std::string order(reinterpret_cast<const char*>(z.data(*bo)), std::min<uint64_t>(bo->size, 16));
-    if (order != "little")
-      throw Error(path + ": " + bo->name + " says '" + order +
-                  "'; ordo reads little-endian checkpoints only");
-  }
+  const ZipEntry* pkl = find_pickle(z, path, &prefix);
   const auto entries = unpickle_state_dict(z.data(*pkl), pkl->size, path + ": " + pkl->name);
 
   TorchCheckpoint out;

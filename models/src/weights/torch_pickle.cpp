@@ -12,8 +12,12 @@
 #include <set>
 #include <unordered_map>
 
+#include "pickle_objects.hpp"
+
 namespace ordo {
 namespace {
+
+using namespace pickle;
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxGlobalName = 256;
@@ -21,101 +25,6 @@ constexpr size_t kMaxRank = 32;  // dimensions of one tensor
 // Objects, memo entries and open MARKs a pickle may create: a 70B model's state dict needs about
 // 20,000; the cap keeps a hostile pickle's memory in the low hundreds of MB.
 constexpr size_t kMaxObjects = 1'000'000;
-
-enum class Kind { None, Bool, Int, Float, Str, Tuple, List, Dict, Global, Storage, Tensor };
-
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::None:
-      return "None";
-    case Kind::Bool:
-      return "bool";
-    case Kind::Int:
-      return "int";
-    case Kind::Float:
-      return "float";
-    case Kind::Str:
-      return "str";
-    case Kind::Tuple:
-      return "tuple";
-    case Kind::List:
-      return "list";
-    case Kind::Dict:
-      return "dict";
-    case Kind::Global:
-      return "global";
-    case Kind::Storage:
-      return "storage";
-    case Kind::Tensor:
-      return "tensor";
-  }
-  return "?";
-}
-
-struct Obj;
-using Val = std::shared_ptr<Obj>;
-struct Obj {
-  explicit Obj(Kind k) : kind(k) {}
-  Kind kind;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;           // Str; Global: "module.name"
-  std::vector<Val> items;  // Tuple, List; Dict: key, value, key, value, ...
-  std::shared_ptr<const PickledStorage> storage;
-  PickledTensor tensor;
-  int depth = 0;
-  bool contained = false;  // placed inside another object: frozen from then on
-};
-
-struct StorageType {
-  const char* name;
-  bool supported;
-  DType dtype;
-  size_t size;
-};
-// torch.<name> storage classes a checkpoint may name. Only the float ones become tensors; the
-// others (buffers such as BERT's int64 position_ids) are kept as "unsupported dtype" entries.
-constexpr StorageType kStorageTypes[] = {
-    {"FloatStorage", true, DType::F32, 4},         {"HalfStorage", true, DType::F16, 2},
-    {"BFloat16Storage", true, DType::BF16, 2},     {"DoubleStorage", false, DType::F32, 8},
-    {"LongStorage", false, DType::F32, 8},         {"IntStorage", false, DType::F32, 4},
-    {"ShortStorage", false, DType::F32, 2},        {"CharStorage", false, DType::F32, 1},
-    {"ByteStorage", false, DType::F32, 1},         {"BoolStorage", false, DType::F32, 1},
-    {"ComplexFloatStorage", false, DType::F32, 8}, {"ComplexDoubleStorage", false, DType::F32, 16},
-    {"QInt8Storage", false, DType::F32, 1},        {"QUInt8Storage", false, DType::F32, 1},
-    {"QInt32Storage", false, DType::F32, 4},       {"QUInt4x2Storage", false, DType::F32, 1},
-    {"QUInt2x4Storage", false, DType::F32, 1},     {"Float8_e4m3fnStorage", false, DType::F32, 1},
-    {"Float8_e5m2Storage", false, DType::F32, 1}};
-
-const StorageType* storage_type(const std::string& global) {
-  if (global.compare(0, 6, "torch.") != 0) return nullptr;
-  for (const StorageType& t : kStorageTypes)
-    if (global.compare(6, std::string::npos, t.name) == 0) return &t;
-  return nullptr;
-}
-
-constexpr const char* kOrderedDict = "collections.OrderedDict";
-constexpr const char* kRebuildTensor = "torch._utils._rebuild_tensor_v2";
-constexpr const char* kRebuildParameter = "torch._utils._rebuild_parameter";
-constexpr const char* kRebuildParameterWithState = "torch._utils._rebuild_parameter_with_state";
-
-// A name from the input, printable and short, for messages.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (char c : s.substr(0, 80)) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f) {
-      out += c;
-    } else {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    }
-  }
-  if (s.size() > 80) out += "...";
-  return out;
-}
 
 class Unpickler {
  public:
@@ -126,177 +35,208 @@ class Unpickler {
       if (pos_ >= n_) fail_at(n_, "the pickle ends without STOP (truncated?)");
       op_at_ = pos_;
       const unsigned char op = d_[pos_++];
-      switch (op) {
-        case 0x80: {  // PROTO
-          const unsigned v = *take(1);
-          if (v < 2 || v > 5) fail("pickle protocol " + std::to_string(v) + " (torch.save writes 2 to 5)");
-          break;
-        }
-        case 0x95:
-          take(8);
-          break;  // FRAME: a length hint only
-        case '.':
-          return pop();  // STOP
-        case '(':
-          if (marks_.size() >= kMaxObjects) fail("more than " + std::to_string(kMaxObjects) + " open MARKs");
-          marks_.push_back(stack_.size());
-          break;
-        case '}':
-          push(make(Kind::Dict));
-          break;
-        case ']':
-          push(make(Kind::List));
-          break;
-        case ')':
-          push(make(Kind::Tuple));
-          break;
-        case 't':
-          push(container(Kind::Tuple, pop_mark()));
-          break;
-        case 'l':
-          push(container(Kind::List, pop_mark()));
-          break;
-        case 0x85:
-        case 0x86:
-        case 0x87: {  // TUPLE1..3
-          std::vector<Val> items(op - 0x84);
-          for (size_t i = items.size(); i-- > 0;) items[i] = pop();
-          push(container(Kind::Tuple, std::move(items)));
-          break;
-        }
-        case 'd': {
-          std::vector<Val> items = pop_mark();
-          if (items.size() % 2) fail("DICT with an odd number of items");
-          push(container(Kind::Dict, std::move(items)));
-          break;
-        }
-        case 's': {  // SETITEM
-          Val v = pop(), k = pop();
-          add_items(Kind::Dict, {k, v});
-          break;
-        }
-        case 'u': {  // SETITEMS
-          std::vector<Val> items = pop_mark();
-          if (items.size() % 2) fail("SETITEMS with an odd number of items");
-          add_items(Kind::Dict, std::move(items));
-          break;
-        }
-        case 'a': {  // APPEND
-          Val v = pop();
-          add_items(Kind::List, {v});
-          break;
-        }
-        case 'e':
-          add_items(Kind::List, pop_mark());
-          break;  // APPENDS
-        case 'N':
-          push(make(Kind::None));
-          break;
-        case 0x88:
-        case 0x89: {  // NEWTRUE, NEWFALSE
-          Val b = make(Kind::Bool);
-          b->i = op == 0x88;
-          push(b);
-          break;
-        }
-        case 'J':
-          push_int(static_cast<int32_t>(read_le(4)));
-          break;  // BININT
-        case 'K':
-          push_int(static_cast<int64_t>(read_le(1)));
-          break;  // BININT1
-        case 'M':
-          push_int(static_cast<int64_t>(read_le(2)));
-          break;      // BININT2
-        case 0x8a: {  // LONG1
-          const size_t len = *take(1);
-          if (len > 8) fail("LONG1 of " + std::to_string(len) + " bytes (larger than 64 bits)");
-          uint64_t u = len ? read_le(len) : 0;
-          if (len && len < 8 && (u >> (8 * len - 1)) & 1) u |= ~uint64_t{0} << (8 * len);  // sign-extend
-          push_int(static_cast<int64_t>(u));
-          break;
-        }
-        case 'G': {  // BINFLOAT, big-endian
-          const unsigned char* p = take(8);
-          uint64_t u = 0;
-          for (int i = 0; i < 8; ++i) u = (u << 8) | p[i];
-          Val f = make(Kind::Float);
-          std::memcpy(&f->f, &u, 8);
-          push(f);
-          break;
-        }
-        case 'X':
-          push_str(read_le(4));
-          break;  // BINUNICODE
-        case 0x8c:
-          push_str(read_le(1));
-          break;  // SHORT_BINUNICODE
-        case 0x8d:
-          push_str(read_le(8));
-          break;     // BINUNICODE8
-        case 'c': {  // GLOBAL "module\nname\n"
-          const std::string module = read_line();
-          const std::string name = read_line();
-          push(global(module, name));
-          break;
-        }
-        case 0x93: {  // STACK_GLOBAL
-          Val name = pop(), module = pop();
-          if (module->kind != Kind::Str || name->kind != Kind::Str) fail("STACK_GLOBAL needs two strings");
-          push(global(module->s, name->s));
-          break;
-        }
-        case 'R':
-          reduce();
-          break;
-        case 'b': {  // BUILD: only the state of a dict (a state dict's _metadata), which is dropped
-          Val state = pop();
-          (void)state;
-          Val& target = top();
-          if (target->kind != Kind::Dict)
-            fail(std::string("BUILD on a ") + kind_name(target->kind) +
-                 " (only a state dict's metadata is expected)");
-          break;
-        }
-        case 'Q':
-          push(persistent(pop()));
-          break;  // BINPERSID
-        case 'q':
-          memo_put(read_le(1));
-          break;  // BINPUT
-        case 'r':
-          memo_put(read_le(4));
-          break;  // LONG_BINPUT
-        case 0x94:
-          memo_put(memo_.size());
-          break;  // MEMOIZE
-        case 'h':
-          memo_get(read_le(1));
-          break;  // BINGET
-        case 'j':
-          memo_get(read_le(4));
-          break;   // LONG_BINGET
-        case '0':  // POP (pops the mark when nothing is above it, as pickle does)
-          if (!marks_.empty() && marks_.back() == stack_.size())
-            marks_.pop_back();
-          else
-            pop();
-          break;
-        case '1':
-          pop_mark();
-          break;  // POP_MARK
-        case '2':
-          push(top());
-          break;  // DUP
-        default: {
-          static const char* hex = "0123456789abcdef";
-          std::string shown =
-              op >= 0x20 && op < 0x7f ? "'" + std::string(1, static_cast<char>(op)) + "' " : "";
-          fail("unsupported pickle opcode " + shown + "0x" + hex[op >> 4] + hex[op & 15] +
-               " (a state dict saved by torch.save uses none)");
-        }
-      }
+      if (op == '.') return pop();  // STOP
+      if (!container_op(op) && !value_op(op) && !memo_op(op) && !object_op(op)) unsupported(op);
     }
+  }
+
+  // MARK, the empty containers and the opcodes that fill them.
+  bool container_op(unsigned char op) {
+    switch (op) {
+      case '(':
+        if (marks_.size() >= kMaxObjects) fail("more than " + std::to_string(kMaxObjects) + " open MARKs");
+        marks_.push_back(stack_.size());
+        return true;
+      case '}':
+        push(make(Kind::Dict));
+        return true;
+      case ']':
+        push(make(Kind::List));
+        return true;
+      case ')':
+        push(make(Kind::Tuple));
+        return true;
+      case 't':
+        push(container(Kind::Tuple, pop_mark()));
+        return true;
+      case 'l':
+        push(container(Kind::List, pop_mark()));
+        return true;
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
+        std::vector<Val> items(op - 0x84);
+        for (size_t i = items.size(); i-- > 0;) items[i] = pop();
+        push(container(Kind::Tuple, std::move(items)));
+        return true;
+      }
+      case 'd': {
+        std::vector<Val> items = pop_mark();
+        if (items.size() % 2) fail("DICT with an odd number of items");
+        push(container(Kind::Dict, std::move(items)));
+        return true;
+      }
+      case 's': {  // SETITEM
+        Val v = pop(), k = pop();
+        add_items(Kind::Dict, {k, v});
+        return true;
+      }
+      case 'u': {  // SETITEMS
+        std::vector<Val> items = pop_mark();
+        if (items.size() % 2) fail("SETITEMS with an odd number of items");
+        add_items(Kind::Dict, std::move(items));
+        return true;
+      }
+      case 'a': {  // APPEND
+        Val v = pop();
+        add_items(Kind::List, {v});
+        return true;
+      }
+      case 'e':
+        add_items(Kind::List, pop_mark());
+        return true;  // APPENDS
+      default:
+        return false;
+    }
+  }
+
+  // None, booleans, integers, floats and strings.
+  bool value_op(unsigned char op) {
+    switch (op) {
+      case 'N':
+        push(make(Kind::None));
+        return true;
+      case 0x88:
+      case 0x89: {  // NEWTRUE, NEWFALSE
+        Val b = make(Kind::Bool);
+        b->i = op == 0x88;
+        push(b);
+        return true;
+      }
+      case 'J':
+        push_int(static_cast<int32_t>(read_le(4)));
+        return true;  // BININT
+      case 'K':
+        push_int(static_cast<int64_t>(read_le(1)));
+        return true;  // BININT1
+      case 'M':
+        push_int(static_cast<int64_t>(read_le(2)));
+        return true;      // BININT2
+      case 0x8a: {  // LONG1
+        const size_t len = *take(1);
+        if (len > 8) fail("LONG1 of " + std::to_string(len) + " bytes (larger than 64 bits)");
+        uint64_t u = len ? read_le(len) : 0;
+        if (len && len < 8 && (u >> (8 * len - 1)) & 1) u |= ~uint64_t{0} << (8 * len);  // sign-extend
+        push_int(static_cast<int64_t>(u));
+        return true;
+      }
+      case 'G': {  // BINFLOAT, big-endian
+        const unsigned char* p = take(8);
+        uint64_t u = 0;
+        for (int i = 0; i < 8; ++i) u = (u << 8) | p[i];
+        Val f = make(Kind::Float);
+        std::memcpy(&f->f, &u, 8);
+        push(f);
+        return true;
+      }
+      case 'X':
+        push_str(read_le(4));
+        return true;  // BINUNICODE
+      case 0x8c:
+        push_str(read_le(1));
+        return true;  // SHORT_BINUNICODE
+      case 0x8d:
+        push_str(read_le(8));
+        return true;     // BINUNICODE8
+      default:
+        return false;
+    }
+  }
+
+  // The memo and the stack: PUT, GET, POP, DUP.
+  bool memo_op(unsigned char op) {
+    switch (op) {
+      case 'q':
+        memo_put(read_le(1));
+        return true;  // BINPUT
+      case 'r':
+        memo_put(read_le(4));
+        return true;  // LONG_BINPUT
+      case 0x94:
+        memo_put(memo_.size());
+        return true;  // MEMOIZE
+      case 'h':
+        memo_get(read_le(1));
+        return true;  // BINGET
+      case 'j':
+        memo_get(read_le(4));
+        return true;   // LONG_BINGET
+      case '0':  // POP (pops the mark when nothing is above it, as pickle does)
+        if (!marks_.empty() && marks_.back() == stack_.size())
+          marks_.pop_back();
+        else
+          pop();
+        return true;
+      case '1':
+        pop_mark();
+        return true;  // POP_MARK
+      case '2':
+        push(top());
+        return true;  // DUP
+      default:
+        return false;
+    }
+  }
+
+  // Protocol framing, globals, REDUCE, BUILD and persistent ids.
+  bool object_op(unsigned char op) {
+    switch (op) {
+      case 0x80: {  // PROTO
+        const unsigned v = *take(1);
+        if (v < 2 || v > 5) fail("pickle protocol " + std::to_string(v) + " (torch.save writes 2 to 5)");
+        return true;
+      }
+      case 0x95:
+        take(8);
+        return true;  // FRAME: a length hint only
+      case 'c': {  // GLOBAL "module\nname\n"
+        const std::string module = read_line();
+        const std::string name = read_line();
+        push(global(module, name));
+        return true;
+      }
+      case 0x93: {  // STACK_GLOBAL
+        Val name = pop(), module = pop();
+        if (module->kind != Kind::Str || name->kind != Kind::Str) fail("STACK_GLOBAL needs two strings");
+        push(global(module->s, name->s));
+        return true;
+      }
+      case 'R':
+        reduce();
+        return true;
+      case 'b': {  // BUILD: only the state of a dict (a state dict's _metadata), which is dropped
+        Val state = pop();
+        (void)state;
+        Val& target = top();
+        if (target->kind != Kind::Dict)
+          fail(std::string("BUILD on a ") + kind_name(target->kind) +
+               " (only a state dict's metadata is expected)");
+        return true;
+      }
+      case 'Q':
+        push(persistent(pop()));
+        return true;  // BINPERSID
+      default:
+        return false;
+    }
+  }
+
+  [[noreturn]] void unsupported(unsigned char op) const {
+    static const char* hex = "0123456789abcdef";
+    std::string shown =
+        op >= 0x20 && op < 0x7f ? "'" + std::string(1, static_cast<char>(op)) + "' " : "";
+    fail("unsupported pickle opcode " + shown + "0x" + hex[op >> 4] + hex[op & 15] +
+         " (a state dict saved by torch.save uses none)");
   }
 
  private:

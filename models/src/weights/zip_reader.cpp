@@ -66,36 +66,13 @@ void apply_zip64_extra(const std::string& path, const std::string& name, const u
     fail(path, "entry '" + name + "': sizes say ZIP64 but there is no ZIP64 extra field");
 }
 
-}  // namespace
+// Where the central directory is and how many entries it holds, from the end-of-central-directory
+// record (and its ZIP64 record when the sizes say so), each checked against the file.
+struct CentralDirectory {
+  uint64_t entries, size, offset;
+};
 
-ZipReader ZipReader::open(const std::string& path) {
-  ZipReader z;
-  z.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  z.size_ = static_cast<uint64_t>(st.st_size);
-  if (z.size_ < kEocdSize) {
-    ::close(fd);
-    fail(path, "too short for a zip archive (" + num(z.size_) + " bytes; truncated?)");
-  }
-  auto m = std::make_shared<Mapping>();
-  void* addr = ::mmap(nullptr, z.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);
-  if (addr == MAP_FAILED && map_errno == ENOMEM) throw out_of_memory("mapping " + path, z.size_);
-  if (addr == MAP_FAILED) fail(path, std::string("mmap failed: ") + std::strerror(map_errno));
-  m->addr = addr;
-  m->size = z.size_;
-  z.mapping_ = m;
-  z.base_ = static_cast<const unsigned char*>(addr);
-  const unsigned char* b = z.base_;
-  const uint64_t size = z.size_;
-
+CentralDirectory find_central_directory(const std::string& path, const unsigned char* b, uint64_t size) {
   // The EOCD is the last 22 bytes plus a comment of at most 65535 bytes.
   uint64_t eocd = UINT64_MAX;
   const uint64_t lowest = size - kEocdSize > 65535 ? size - kEocdSize - 65535 : 0;
@@ -132,6 +109,41 @@ ZipReader ZipReader::open(const std::string& path) {
   if (n_entries > cd_size / kCentralSize)
     fail(path, "central directory of " + num(cd_size) + " bytes cannot hold the " + num(n_entries) +
                    " entries the end record claims");
+  return {n_entries, cd_size, cd_offset};
+}
+
+}  // namespace
+
+ZipReader ZipReader::open(const std::string& path) {
+  ZipReader z;
+  z.path_ = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "not a regular file");
+  }
+  z.size_ = static_cast<uint64_t>(st.st_size);
+  if (z.size_ < kEocdSize) {
+    ::close(fd);
+    fail(path, "too short for a zip archive (" + num(z.size_) + " bytes; truncated?)");
+  }
+  auto m = std::make_shared<Mapping>();
+  void* addr = ::mmap(nullptr, z.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  if (addr == MAP_FAILED && map_errno == ENOMEM) throw out_of_memory("mapping " + path, z.size_);
+  if (addr == MAP_FAILED) fail(path, std::string("mmap failed: ") + std::strerror(map_errno));
+  m->addr = addr;
+  m->size = z.size_;
+  z.mapping_ = m;
+  z.base_ = static_cast<const unsigned char*>(addr);
+  const unsigned char* b = z.base_;
+  const uint64_t size = z.size_;
+
+  const CentralDirectory cd = find_central_directory(path, b, size);
+  const uint64_t n_entries = cd.entries, cd_size = cd.size, cd_offset = cd.offset;
 
   z.entries_.reserve(n_entries);
   uint64_t p = cd_offset;

@@ -5,7 +5,9 @@
 #include <ctime>
 #include <map>
 
-#include "../internal.hpp"
+#include "../strings.hpp"
+#include "../utf8.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
 #include "render.hpp"
 

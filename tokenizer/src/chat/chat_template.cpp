@@ -4,7 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../internal.hpp"
+#include "../files.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/input.hpp"
 #include "ordo/tensor.hpp"
 #include "render.hpp"

@@ -1,11 +1,13 @@
-// Chat-template filters, tests and globals: jinja2's builtins as chat templates use them, with
-// transformers' tojson (ensure_ascii=False, indent) and its raise_exception / strftime_now.
+// Chat-template filters: jinja2's builtins as chat templates use them, with transformers' tojson
+// (ensure_ascii=False, indent). Tests and globals: tests_and_globals.cpp.
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <optional>
 #include <set>
 
-#include "../internal.hpp"
+#include "../strings.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
 #include "render.hpp"
 
@@ -19,14 +21,6 @@ const std::set<std::string>& filter_names() {
                                        "replace", "items", "selectattr", "rejectattr", "map", "select", "reject",
                                        "safe", "abs", "reverse", "unique", "sort", "dictsort", "indent", "round",
                                        "sum", "min", "max", "e", "escape"};
-  return n;
-}
-
-const std::set<std::string>& test_names() {
-  static const std::set<std::string> n{"defined", "undefined", "none", "boolean", "true", "false", "integer", "float",
-                                       "number", "string", "mapping", "iterable", "sequence", "callable", "sameas",
-                                       "equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">", "ge", ">=",
-                                       "in", "lower", "upper", "odd", "even", "divisibleby"};
   return n;
 }
 
@@ -128,12 +122,11 @@ Value indent(const std::string& s, const Value* width, bool first, bool blank) {
 }  // namespace
 
 bool has_filter(const std::string& name) { return filter_names().count(name) > 0; }
-bool has_test(const std::string& name) { return test_names().count(name) > 0; }
 
-Value apply_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
-  auto need_defined = [&] {
-    if (in.is_undefined()) undefined_error(in);
-  };
+namespace {
+
+// Filters over text and single values: default, string, trim, length, case, join, first/last.
+std::optional<Value> text_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
   if (name == "default" || name == "d") {
     const Value* dflt = a.get(0, "default_value");
     const Value* boolean = a.get(1, "boolean");
@@ -187,6 +180,14 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
   }
+  return std::nullopt;
+}
+
+// Conversions and formatting: tojson, int/float, replace, indent, escape.
+std::optional<Value> conversion_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
+  auto need_defined = [&] {
+    if (in.is_undefined()) undefined_error(in);
+  };
   if (name == "tojson") {
     const Value* ind = a.get(1, "indent");
     const Value* seps = a.get(2, "separators");
@@ -232,18 +233,42 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     if (dflt) return *dflt;
     return name == "int" ? Value::integer(0) : Value::number(0.0);
   }
+  if (name == "replace") {
+    need_defined();
+    Args ma;
+    ma.positional = a.positional;
+    return (*get_attr(Value::string(to_str(in)), "replace").fn)(ma);
+  }
+  if (name == "indent") {
+    const Value* first = a.get(1, "first");
+    const Value* blank = a.get(2, "blank");
+    return indent(to_str(in), a.get(0, "width"), first && truthy(*first), blank && truthy(*blank));
+  }
+  if (name == "e" || name == "escape") {
+    std::string out;
+    for (char c : to_str(in)) {
+      switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&#34;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out += c;
+      }
+    }
+    return Value::string(out);
+  }
+  return std::nullopt;
+}
+
+// Filters that pick from a list or mapping: list, items, select/reject(attr), map.
+std::optional<Value> selection_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
   if (name == "list") return Value::make_list(iterate(in));
   if (name == "items") {
     if (in.is_undefined()) return Value::make_list();
     if (!in.is_dict() || in.dict->is_namespace) fail("items filter: expected a mapping, got " + type_name(in) + " at " + where);
     Args none;
     return (*get_attr(in, "items").fn)(none);
-  }
-  if (name == "replace") {
-    need_defined();
-    Args ma;
-    ma.positional = a.positional;
-    return (*get_attr(Value::string(to_str(in)), "replace").fn)(ma);
   }
   if (name == "selectattr" || name == "rejectattr") return Value::make_list(select(in, a, true, name == "selectattr", where));
   if (name == "select" || name == "reject") return Value::make_list(select(in, a, false, name == "select", where));
@@ -267,14 +292,11 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     for (const Value& v : iterate(in)) out.push_back(apply_filter(f, v, rest, where));
     return Value::make_list(std::move(out));
   }
-  if (name == "abs") {
-    if (in.kind == Value::Kind::Float) return Value::number(std::fabs(in.f));
-    if (in.is_number()) {
-      const int64_t x = in.kind == Value::Kind::Bool ? in.b : in.i;
-      return Value::integer(checked_int(x == INT64_MIN, x < 0 ? -x : x));
-    }
-    fail("bad operand type for abs(): '" + type_name(in) + "' at " + where);
-  }
+  return std::nullopt;
+}
+
+// Filters that order or reduce a list: reverse, unique, sort, dictsort, sum/min/max.
+std::optional<Value> ordering_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
   if (name == "reverse") {
     if (in.is_string()) return slice(in, Value::none(), Value::none(), Value::integer(-1));
     List items = iterate(in);
@@ -319,11 +341,6 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     });
     return Value::make_list(std::move(items));
   }
-  if (name == "indent") {
-    const Value* first = a.get(1, "first");
-    const Value* blank = a.get(2, "blank");
-    return indent(to_str(in), a.get(0, "width"), first && truthy(*first), blank && truthy(*blank));
-  }
   if (name == "sum" || name == "min" || name == "max") {
     const List items = iterate(in);
     if (name == "sum") {
@@ -346,6 +363,19 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     }
     return best;
   }
+  return std::nullopt;
+}
+
+// Filters over numbers: abs, round.
+std::optional<Value> number_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
+  if (name == "abs") {
+    if (in.kind == Value::Kind::Float) return Value::number(std::fabs(in.f));
+    if (in.is_number()) {
+      const int64_t x = in.kind == Value::Kind::Bool ? in.b : in.i;
+      return Value::integer(checked_int(x == INT64_MIN, x < 0 ? -x : x));
+    }
+    fail("bad operand type for abs(): '" + type_name(in) + "' at " + where);
+  }
   if (name == "round") {
     const double v = in.as_double();
     const int64_t prec = a.get(0, "precision") ? a.get(0, "precision")->i : 0;
@@ -355,138 +385,18 @@ Value apply_filter(const std::string& name, const Value& in, Args& a, const std:
     double r = how == "ceil" ? std::ceil(v * m) / m : how == "floor" ? std::floor(v * m) / m : std::nearbyint(v * m) / m;  // Python round: half to even
     return Value::number(r);
   }
-  if (name == "e" || name == "escape") {
-    std::string out;
-    for (char c : to_str(in)) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
-      }
-    }
-    return Value::string(out);
-  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Value apply_filter(const std::string& name, const Value& in, Args& a, const std::string& where) {
+  if (std::optional<Value> v = text_filter(name, in, a, where)) return *v;
+  if (std::optional<Value> v = conversion_filter(name, in, a, where)) return *v;
+  if (std::optional<Value> v = selection_filter(name, in, a, where)) return *v;
+  if (std::optional<Value> v = ordering_filter(name, in, a, where)) return *v;
+  if (std::optional<Value> v = number_filter(name, in, a, where)) return *v;
   fail("unsupported filter '" + name + "' at " + where);
-}
-
-bool apply_test(const std::string& name, const Value& in, Args& a, const std::string& where) {
-  const Value* arg = a.get(0, "other");
-  auto need_arg = [&]() -> const Value& {
-    if (!arg) fail("test '" + name + "' needs an argument at " + where);
-    return *arg;
-  };
-  using K = Value::Kind;
-  if (name == "defined") return !in.is_undefined();
-  if (name == "undefined") return in.is_undefined();
-  if (name == "none") return in.is_none();
-  if (name == "boolean") return in.kind == K::Bool;
-  if (name == "true") return in.kind == K::Bool && in.b;
-  if (name == "false") return in.kind == K::Bool && !in.b;
-  if (name == "integer") return in.kind == K::Int;
-  if (name == "float") return in.kind == K::Float;
-  if (name == "number") return in.is_number();
-  if (name == "string") return in.is_string();
-  if (name == "mapping") return in.is_dict() && !in.dict->is_namespace;
-  if (name == "iterable") return in.is_undefined() || in.is_string() || in.is_list() || (in.is_dict() && !in.dict->is_namespace);
-  if (name == "sequence") return in.is_undefined() || in.is_string() || in.is_list() || (in.is_dict() && !in.dict->is_namespace);
-  if (name == "callable") return in.kind == K::Function;
-  if (name == "sameas") {
-    const Value& o = need_arg();
-    if (in.kind != o.kind) return false;
-    if (in.kind == K::None || in.kind == K::Undefined) return true;
-    if (in.kind == K::Bool) return in.b == o.b;
-    if (in.is_list()) return in.list == o.list;
-    if (in.is_dict()) return in.dict == o.dict;
-    return equal(in, o);
-  }
-  if (name == "equalto" || name == "eq" || name == "==") return equal(in, need_arg());
-  if (name == "ne" || name == "!=") return !equal(in, need_arg());
-  if (name == "lt" || name == "<") return compare(in, need_arg()) < 0;
-  if (name == "le" || name == "<=") return compare(in, need_arg()) <= 0;
-  if (name == "gt" || name == ">") return compare(in, need_arg()) > 0;
-  if (name == "ge" || name == ">=") return compare(in, need_arg()) >= 0;
-  if (name == "in") {
-    const Value& o = need_arg();
-    if (o.is_string()) return in.is_string() && o.s.find(in.s) != std::string::npos;
-    if (o.is_dict()) return in.is_string() && o.dict->find(in.s);
-    for (const Value& v : iterate(o))
-      if (equal(v, in)) return true;
-    return false;
-  }
-  if (name == "lower" || name == "upper") {
-    const std::string s = to_str(in);
-    bool any = false;
-    for (char c : s) {
-      if (static_cast<unsigned char>(c) >= 0x80) fail("test '" + name + "' of non-ASCII text is not supported at " + where);
-      if (std::isalpha(static_cast<unsigned char>(c))) {
-        any = true;
-        if (name == "lower" ? std::isupper(static_cast<unsigned char>(c)) : std::islower(static_cast<unsigned char>(c))) return false;
-      }
-    }
-    return any;
-  }
-  if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (in.kind != K::Int) fail("test '" + name + "' needs an integer at " + where);
-    const int64_t d = name == "divisibleby" ? need_arg().i : 2;
-    if (d == 0) fail("division by zero at " + where);
-    const int64_t m = ((in.i % d) + d) % d;
-    return name == "odd" ? m == 1 : m == 0;
-  }
-  fail("unsupported test '" + name + "' at " + where);
-}
-
-void add_globals(std::unordered_map<std::string, Value>& g) {
-  g["range"] = Value::function("range", [](Args& a) -> Value {
-    if (a.positional.empty() || a.positional.size() > 3) fail("range expected 1 to 3 arguments");
-    for (const Value& v : a.positional)
-      if (v.kind != Value::Kind::Int) fail("range() arguments must be integers");
-    int64_t start = 0, stop, step = 1;
-    if (a.positional.size() == 1) stop = a.positional[0].i;
-    else {
-      start = a.positional[0].i;
-      stop = a.positional[1].i;
-      if (a.positional.size() == 3) step = a.positional[2].i;
-    }
-    if (step == 0) fail("range() arg 3 must not be zero");
-    List out;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
-      if (out.size() >= 100000) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-      out.push_back(Value::integer(k));
-      if (__builtin_add_overflow(k, step, &k)) break;
-    }
-    return Value::make_list(std::move(out));
-  });
-  g["namespace"] = Value::function("namespace", [](Args& a) -> Value {
-    auto d = std::make_shared<Dict>();
-    d->is_namespace = true;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) fail("namespace() positional argument must be a mapping");
-      for (const auto& kv : p.dict->items) d->set(kv.first, kv.second);
-    }
-    for (const auto& kv : a.keyword) d->set(kv.first, kv.second);
-    return Value::make_dict(std::move(d));
-  });
-  g["dict"] = Value::function("dict", [](Args& a) -> Value {
-    auto d = std::make_shared<Dict>();
-    for (const auto& kv : a.keyword) d->set(kv.first, kv.second);
-    return Value::make_dict(std::move(d));
-  });
-  // transformers: raise_exception(message) raises jinja2 TemplateError(message).
-  g["raise_exception"] = Value::function("raise_exception", [](Args& a) -> Value {
-    throw Error(a.positional.empty() ? std::string() : to_str(a.positional[0]));
-  });
-  g["strftime_now"] = Value::function("strftime_now", [](Args& a) -> Value {
-    if (a.positional.empty() || !a.positional[0].is_string()) fail("strftime_now() needs a format string");
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
-    char buf[256];
-    const size_t n = std::strftime(buf, sizeof buf, a.positional[0].s.c_str(), &tm);
-    return Value::string(std::string(buf, n));
-  });
 }
 
 }  // namespace ordo::chat

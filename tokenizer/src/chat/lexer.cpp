@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../internal.hpp"
+#include "../utf8.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "syntax.hpp"
 
 namespace ordo::chat {

@@ -286,6 +286,37 @@ class Renderer {
     return c >= 0;
   }
 
+  Value eval_dict(const Node& n, Frame& f) {
+    auto d = std::make_shared<Dict>();
+    for (size_t k = 0; k < n.args.size(); ++k) {
+      const Value key = eval(*n.args[k], f);
+      if (!key.is_string()) fail("only string keys are supported in dict literals at " + n.where());
+      d->set(key.s, eval(*n.kwargs[k], f));
+    }
+    return Value::make_dict(std::move(d));
+  }
+
+  Value eval_unary(const Node& n, Frame& f) {
+    const Value v = eval(*n.a, f);
+    if (v.is_undefined()) undefined_error(v);
+    if (!v.is_number()) fail("bad operand type for unary " + std::string(n.k == Node::K::Neg ? "-" : "+") + ": '" + type_name(v) + "' at " + n.where());
+    if (n.k == Node::K::Pos) return v.kind == Value::Kind::Bool ? Value::integer(v.b) : v;
+    if (v.kind == Value::Kind::Float) return Value::number(-v.f);
+    const int64_t x = v.kind == Value::Kind::Bool ? v.b : v.i;
+    return Value::integer(checked_int(x == INT64_MIN, -x));
+  }
+
+  // a < b <= c ...: every link holds, each operand evaluated once.
+  Value eval_compare(const Node& n, Frame& f) {
+    Value l = eval(*n.args[0], f);
+    for (size_t k = 0; k < n.keys.size(); ++k) {
+      Value r = eval(*n.args[k + 1], f);
+      if (!compare_op(n.keys[k], l, r, n)) return Value::boolean(false);
+      l = std::move(r);
+    }
+    return Value::boolean(true);
+  }
+
   Value eval(const Node& n, Frame& f) {
     tick();
     switch (n.k) {
@@ -301,15 +332,7 @@ class Renderer {
         for (const NodeP& x : n.args) items.push_back(eval(*x, f));
         return n.k == Node::K::TupleLit ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
       }
-      case Node::K::DictLit: {
-        auto d = std::make_shared<Dict>();
-        for (size_t k = 0; k < n.args.size(); ++k) {
-          const Value key = eval(*n.args[k], f);
-          if (!key.is_string()) fail("only string keys are supported in dict literals at " + n.where());
-          d->set(key.s, eval(*n.kwargs[k], f));
-        }
-        return Value::make_dict(std::move(d));
-      }
+      case Node::K::DictLit: return eval_dict(n, f);
       case Node::K::Attr: {
         const Value obj = eval(*n.a, f);
         if (obj.is_undefined()) undefined_error(obj);
@@ -344,15 +367,7 @@ class Renderer {
         return Value::boolean(apply_test(n.s, in, a, n.where()) != n.negated);
       }
       case Node::K::Neg:
-      case Node::K::Pos: {
-        const Value v = eval(*n.a, f);
-        if (v.is_undefined()) undefined_error(v);
-        if (!v.is_number()) fail("bad operand type for unary " + std::string(n.k == Node::K::Neg ? "-" : "+") + ": '" + type_name(v) + "' at " + n.where());
-        if (n.k == Node::K::Pos) return v.kind == Value::Kind::Bool ? Value::integer(v.b) : v;
-        if (v.kind == Value::Kind::Float) return Value::number(-v.f);
-        const int64_t x = v.kind == Value::Kind::Bool ? v.b : v.i;
-        return Value::integer(checked_int(x == INT64_MIN, -x));
-      }
+      case Node::K::Pos: return eval_unary(n, f);
       case Node::K::Not: return Value::boolean(!truthy(eval(*n.a, f)));
       case Node::K::Binary: {
         const Value l = eval(*n.a, f), r = eval(*n.b, f);
@@ -363,15 +378,7 @@ class Renderer {
         }
         return arith(n.s, l, r, n);
       }
-      case Node::K::Compare: {
-        Value l = eval(*n.args[0], f);
-        for (size_t k = 0; k < n.keys.size(); ++k) {
-          Value r = eval(*n.args[k + 1], f);
-          if (!compare_op(n.keys[k], l, r, n)) return Value::boolean(false);
-          l = std::move(r);
-        }
-        return Value::boolean(true);
-      }
+      case Node::K::Compare: return eval_compare(n, f);
       case Node::K::And: {
         Value l = eval(*n.a, f);
         return truthy(l) ? eval(*n.b, f) : l;

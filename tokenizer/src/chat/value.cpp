@@ -9,7 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../hf/hf.hpp"
-#include "../internal.hpp"
+#include "../utf8.hpp"
+#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
 
 namespace ordo::chat {

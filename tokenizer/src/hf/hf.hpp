@@ -15,7 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../internal.hpp"
+#include "../added_tokens.hpp"
+#include "../dir_config.hpp"
+#include "../files.hpp"
+#include "../loaders.hpp"
+#include "../strings.hpp"
+#include "../token_ids.hpp"
+#include "../utf8.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "../leftmost_longest.hpp"
 
 namespace ordo::tokenizer_detail::hf {
