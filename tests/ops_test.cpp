@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../engine/src/gemm_backend.hpp"  // detail::onednn_cache_size (private)
+#include "../engine/src/kernels/gemm_backend.hpp"  // detail::onednn_cache_size (private)
 #include "ordo/ops.hpp"
 
 using ordo::Activation;

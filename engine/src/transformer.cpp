@@ -10,12 +10,12 @@
 #include <limits>
 #include <string>
 
-#include "attention_kernels.hpp"
-#include "big_alloc.hpp"
-#include "gemm_backend.hpp"
+#include "kernels/attention_kernels.hpp"
+#include "kernels/big_alloc.hpp"
+#include "kernels/gemm_backend.hpp"
 #include "ordo/quantize.hpp"
-#include "parallel_errors.hpp"
-#include "team.hpp"
+#include "kernels/parallel_errors.hpp"
+#include "kernels/team.hpp"
 
 namespace ordo {
 
