@@ -17,16 +17,15 @@ void project(Backend be, const Batch& b, const float* x, int64_t K, std::initial
     for (const LinearTarget& t : targets) at[i++] = LinearTarget{t.w, t.y + r0 * t.w->out_features()};
     return at;
   };
-  if (b.single_rows > 0) linear_targets(be, x, b.single_rows, K, rows_from(0), targets.size(), true);
+  if (b.single_rows > 0) linear_targets(be, x, b.single_rows, K, rows_from(0), targets.size());
   if (b.single_rows == b.rows) return;
   if (!b.prompts_alone) {
-    linear_targets(be, x + b.single_rows * K, b.rows - b.single_rows, K, rows_from(b.single_rows), targets.size(),
-                   false);
+    linear_targets(be, x + b.single_rows * K, b.rows - b.single_rows, K, rows_from(b.single_rows), targets.size());
     return;
   }
   for (const Segment& s : b.segs)
     if (s.row0 >= b.single_rows)
-      linear_targets(be, x + s.row0 * K, s.T, K, rows_from(s.row0), targets.size(), false);
+      linear_targets(be, x + s.row0 * K, s.T, K, rows_from(s.row0), targets.size());
 }
 
 }  // namespace ordo::detail

@@ -25,12 +25,13 @@ struct Segment {
 struct Batch {
   std::vector<Segment> segs;
   int64_t rows = 0;
-  int64_t single_rows = 0;     // rows [0, single_rows): one-token segments, through the matvec kernels
+  int64_t single_rows = 0;     // rows [0, single_rows): the one-token segments
   bool prompts_alone = false;  // each longer segment through the linear layers on its own
 };
 
 // y = x · Wᵀ + b for every target (at most 4), x [b.rows, K], as the batch's plan says: the
-// one-token rows together, then the prompts' rows together or each segment alone.
+// one-token rows together, then the prompts' rows together or each segment alone. (The panel
+// kernels give a row the same bits in any of these; the plan decides how often a weight is read.)
 void project(Backend be, const Batch& b, const float* x, int64_t K, std::initializer_list<LinearTarget> targets);
 
 }  // namespace ordo::detail

@@ -71,8 +71,9 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, c
   return next;
 }
 
-// Logits: one row per sequence (Last, or a one-token All) gathered through the matvec kernels, so
-// each is the row it gets alone; a prompt's rows (All) as alone, or shared.
+// Logits: one row per sequence (Last, or a one-token All) gathered into one block (the head read
+// once for all of them); a prompt's rows (All) alone, or shared. Every row gets the bits it gets
+// alone (the panel kernels are batch-invariant).
 void Transformer::step_outputs(const std::vector<StepInput>& in, const Batch& b, const float* x,
                                std::vector<ForwardOutput>& out) const {
   const int64_t d = spec_.d_model;
@@ -94,15 +95,15 @@ void Transformer::step_outputs(const std::vector<StepInput>& in, const Batch& b,
       out[i].final_hidden = Tensor::zeros({s.T, d});
       std::memcpy(out[i].final_hidden.f32(), xs, static_cast<size_t>(s.T * d) * sizeof(float));
     } else if (prompts_alone) {
-      out[i].logits = logits_of(xs, s.T, false);
+      out[i].logits = logits(xs, s.T);
     } else {
       std::memcpy(rows + h * d, xs, static_cast<size_t>(s.T * d) * sizeof(float));
       h += s.T;
     }
   }
   // Each sequence's logits are its rows of one block (views, not copies).
-  const Tensor single = n_single ? logits_of(rows, n_single, true) : Tensor{};
-  const Tensor shared = n_shared ? logits_of(rows + n_single * d, n_shared, false) : Tensor{};
+  const Tensor single = n_single ? logits(rows, n_single) : Tensor{};
+  const Tensor shared = n_shared ? logits(rows + n_single * d, n_shared) : Tensor{};
   g = 0;
   h = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -146,7 +147,7 @@ std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, s
     run_stack(spec_.decoder, *dec_scheme_, x, b, hidden);
     step_outputs(in, b, x, out);
   };
-  // Only one-token sequences: every parallel loop of the step is one of ours (the matvec kernels,
+  // Only one-token sequences: every parallel loop of the step is one of ours (the panel kernels,
   // no GEMM), so the threads stay in one region for the whole step instead of waking for each of
   // its ~60 loops.
   if (b.single_rows == b.rows)

@@ -352,9 +352,7 @@ void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const
 }
 
 
-Tensor Transformer::logits(const float* h, int64_t T) const { return logits_of(h, T, false); }
-
-Tensor Transformer::logits_of(const float* h, int64_t T, bool matvec) const {
+Tensor Transformer::logits(const float* h, int64_t T) const {
   const detail::PartTimer timer(&StepTimes::lm_head);
   const int64_t d = spec_.d_model;
   Tensor out = Tensor::uninitialized({T, spec_.vocab_size});  // every element is written below
@@ -362,9 +360,9 @@ Tensor Transformer::logits_of(const float* h, int64_t T, bool matvec) const {
   if (spec_.logits_scale != 1.0f) {
     std::vector<float> hs(h, h + T * d);
     for (float& v : hs) v *= spec_.logits_scale;
-    detail::linear_targets(backend_, hs.data(), T, d, &head, 1, matvec);
+    detail::linear_targets(backend_, hs.data(), T, d, &head, 1);
   } else {
-    detail::linear_targets(backend_, h, T, d, &head, 1, matvec);
+    detail::linear_targets(backend_, h, T, d, &head, 1);
   }
   if (!spec_.final_logits_bias.empty())
     for (int64_t t = 0; t < T; ++t) add_inplace(out.f32() + t * spec_.vocab_size, spec_.final_logits_bias.f32(), spec_.vocab_size);

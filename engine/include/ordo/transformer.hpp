@@ -205,8 +205,6 @@ class Transformer {
                  const detail::Batch& b) const;
   void feed_forward(const FeedForward& f, const float* h, const detail::Batch& b, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
-  // logits(); matvec: every row through the matvec kernels (each row's bits as alone).
-  Tensor logits_of(const float* h, int64_t T, bool matvec) const;
   std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
 
   ModelSpec spec_;
