@@ -25,7 +25,7 @@
 namespace ordo {
 
 struct ModelOptions {
-  Backend backend = Backend::OneDNN;  // prefill ~1.5-2x faster than Debian's OpenBLAS here
+  Backend backend = Backend::OneDNN;  // the GEMMs of attention over a prompt (linear layers: ordo's own)
   std::string position;            // replaces the model's position scheme ("" keeps it)
   std::optional<Scaling> scaling;  // replaces the model's long-context scaling
   // Self-Extend or attention sinks (ContextExtension in ordo/position.hpp), orthogonal to the
