@@ -11,12 +11,13 @@
 // appended to the KV cache; per head, per query row: s_j = scale · q·k_j + scheme (3) bias, masked
 // (causal, padding), softmax, Σ p_j v_j.
 //
-// Memory beyond the KV caches (per thread; scratch buffers keep the largest size they reached, so
-// a warm decode step allocates only its outputs): a one-token query keeps one score row over its
-// keys; a prompt's queries go in blocks of 64 rows per head, each a 64 × keys score block (a second
-// one under context extension), never T × T. A prompt over an F16 or I8 cache first widens that
-// layer's cached keys and values to F32: 2 × n_kv_heads × keys × head_dim floats (3 × with
-// Self-Extend's grouped keys), shared by the layer's threads.
+// Attention's memory beyond the KV caches and the rows' q, k, v and context (scratch buffers, per
+// thread, that keep the largest size they reached: a warm decode step allocates only its outputs):
+// a one-token query keeps one score row over its keys; a prompt's queries go in blocks of 64 rows
+// per head, each a 64 × keys score block (a second one under context extension), never T × T. A
+// prompt over an F16 or I8 cache first widens that layer's cached keys and values to F32:
+// 2 × n_kv_heads × keys × head_dim floats (3 × with Self-Extend's grouped keys), on the calling
+// thread, read by all of the layer's threads.
 #pragma once
 
 #include <cstdint>
