@@ -1,4 +1,4 @@
-// The decode attention row kernels (engine/src/attention_kernels.hpp, private) against a double
+// The decode attention row kernels (engine/src/kernels/attention_kernels.hpp, private) against a double
 // reference, for every cache element type: F32, F16 (widened) and I8 (row scales). Lengths cover
 // fewer rows than streams, the stream split's remainder and long runs; head sizes cover the AVX2
 // kernels (32, 64, 128) and the generic loop (24). The I8 reference is computed from the
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "../engine/src/attention_kernels.hpp"  // private
+#include "../engine/src/kernels/attention_kernels.hpp"  // private
 
 namespace {
 

@@ -1,5 +1,6 @@
-// Linear layers and GEMM vs double-precision references: LinearTest and GemmTest, parameterised
-// over both GEMM backends (element-wise and row ops: row_ops_test.cpp).
+// Linear layers and GEMM vs double-precision references: LinearTest (linear() on weights without
+// panels, packed per call) and GemmTest, parameterised over the GEMM backends (which linear() does
+// not use). Element-wise and row ops: row_ops_test.cpp.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -12,7 +13,6 @@
 #include <tuple>
 #include <vector>
 
-#include "../engine/src/gemm_backend.hpp"  // detail::onednn_cache_size (private)
 #include "ordo/ops.hpp"
 
 using ordo::Activation;
@@ -146,23 +146,9 @@ TEST_P(LinearTest, ReducedPrecisionWeightsMatchDequantisedReference) {
         }
 }
 
-TEST_P(LinearTest, ReducedPrecisionSeveralDequantBlocks) {
-  // K = 4096 makes the dequantisation block 256 rows, so N = 600 takes three blocks (256, 256, 88).
-  const Backend be = GetParam();
-  const int64_t M = 3, K = 4096, N = 600;
-  for (DType dt : {DType::BF16, DType::I8}) {
-    TestLinear t = make_linear(N, K, dt, true, 7);
-    std::vector<float> x = random_vec(size_t(M * K), 8);
-    std::vector<float> y(size_t(M * N));
-    ordo::linear(be, x.data(), M, K, t.lin, y.data());
-    expect_linear_close(x, M, K, t, y, 1e-4, ordo::dtype_name(dt));
-  }
-}
-
-TEST_P(LinearTest, MatvecRowStreamsAndRemainders) {
-  // Decode (M = 1) splits each thread's rows into 8 streams plus leftover rows, and the columns
-  // into 8-wide SIMD steps plus a scalar tail (and 4096-column integer blocks for I8): row counts
-  // around multiples of 8 and 16 and widths off the SIMD step hit every split.
+TEST_P(LinearTest, OneRowOddShapes) {
+  // Decode (M = 1) at row counts around and off the 64-row panels and widths off the SIMD step
+  // (odd K pads I8 panels), and an I8 width of several 512-column integer blocks plus a tail.
   const Backend be = GetParam();
   uint32_t seed = 500;
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I8})
@@ -175,7 +161,7 @@ TEST_P(LinearTest, MatvecRowStreamsAndRemainders) {
         expect_linear_close(x, 1, K, t, y, 1e-4,
                             std::string(ordo::dtype_name(dt)) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
       }
-  for (DType dt : {DType::F32, DType::I8}) {  // I8: two integer blocks and a tail
+  for (DType dt : {DType::F32, DType::I8}) {  // I8: eight integer blocks and a tail
     TestLinear t = make_linear(67, 4100, dt, true, seed++);
     std::vector<float> x = random_vec(4100, seed++);
     std::vector<float> y(67);
@@ -185,8 +171,8 @@ TEST_P(LinearTest, MatvecRowStreamsAndRemainders) {
 }
 
 TEST_P(LinearTest, GroupEqualsSeparateCalls) {
-  // linear_group (q/k/v, gate/up) shares one parallel region at M = 1; each row is computed in
-  // the same order however the rows are split, so the results are identical to linear().
+  // linear_group (q/k/v, gate/up) shares one parallel region; each row is computed in the same
+  // order however the rows are split, so the results are identical to linear().
   const Backend be = GetParam();
   const int64_t K = 768;
   TestLinear a = make_linear(768, K, DType::F32, true, 41);
@@ -240,16 +226,6 @@ TEST_P(LinearTest, InsideOpenMPParallelRegion) {
     std::vector<float> xs(x.begin(), x.begin() + m * K), yc(ys[size_t(c)].begin(), ys[size_t(c)].begin() + m * N);
     expect_linear_close(xs, m, K, t, yc, 1e-4, "copy " + std::to_string(c));
   }
-}
-
-TEST(LinearTestOneDNN, PrimitivesAreCachedPerShape) {
-  TestLinear t = make_linear(24, 40, DType::F32, true, 21);
-  std::vector<float> x = random_vec(6 * 40, 22), y(6 * 24);
-  ordo::linear(Backend::OneDNN, x.data(), 6, 40, t.lin, y.data());
-  const size_t after_first = ordo::detail::onednn_cache_size();
-  for (int i = 0; i < 5; ++i) ordo::linear(Backend::OneDNN, x.data(), 6, 40, t.lin, y.data());
-  EXPECT_EQ(ordo::detail::onednn_cache_size(), after_first);
-  expect_linear_close(x, 6, 40, t, y, 1e-4, "cached");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LinearTest, ::testing::Values(Backend::OpenBLAS, Backend::OneDNN),

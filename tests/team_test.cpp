@@ -1,4 +1,4 @@
-// The decode step's thread team (engine/src/team.hpp, private): every item of every loop runs
+// The decode step's thread team (engine/src/kernels/team.hpp, private): every item of every loop runs
 // exactly once and its writes are visible to the leader afterwards, the other thread really takes
 // items (also after it fell asleep between loops), exceptions reach the caller and leave nothing
 // stuck, and nested calls run inline.
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "../engine/src/team.hpp"  // private
+#include "../engine/src/kernels/team.hpp"  // private
 #include "ordo/ops.hpp"
 
 namespace {

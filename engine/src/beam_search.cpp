@@ -141,18 +141,12 @@ void log_softmax(const float* logits, int64_t V, float* out) {
   for (int64_t v = 0; v < V; ++v) out[v] = (logits[v] - mx) - lse;
 }
 
-// One step of group g: rows[b] is beam b's logits row. Returns false when the search is over (the
-// result is then in g.res).
-bool advance(const Transformer& model, Group& g, const std::vector<const float*>& rows,
-             const BatchTokenCallback& on_token) {
+// Scores of every beam x token of group g (rows[b]: beam b's logits row): log_softmax, the
+// penalties, plus the beam's score.
+std::vector<float> step_scores(const Transformer& model, const Group& g, const std::vector<const float*>& rows) {
   const GenerateParams& p = g.req->params;
   const int64_t V = model.spec().vocab_size;
   const size_t nb = static_cast<size_t>(g.num_beams);
-  if (g.max_new_tokens == 0) {
-    finalize(g, true, on_token);
-    return false;
-  }
-  // Scores of every beam x token: log_softmax, the penalties, plus the beam's score.
   std::vector<float> scores(nb * static_cast<size_t>(V));
   for (size_t b = 0; b < nb; ++b) {
     float* s = scores.data() + b * static_cast<size_t>(V);
@@ -168,44 +162,15 @@ bool advance(const Transformer& model, Group& g, const std::vector<const float*>
     if (p.renormalize) log_softmax(s, V, s);
     for (int64_t v = 0; v < V; ++v) s[v] += g.beam_scores[b];
   }
-  // torch.topk of max(2, 1 + #stop ids) x num_beams, best first (equal scores: lower index first).
-  const size_t keep = std::min(scores.size(), std::max<size_t>(2, 1 + p.stop_ids.size()) * nb);
-  std::vector<int64_t> cand(scores.size());
-  for (size_t k = 0; k < cand.size(); ++k) cand[k] = static_cast<int64_t>(k);
-  std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end(),
-                    [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
-  const int64_t cur_len = static_cast<int64_t>(g.gen[0].size()) + 1;  // tokens generated after this step
-  std::vector<size_t> src;
-  std::vector<int32_t> tok;
-  std::vector<float> next_scores;
-  for (size_t rank = 0; rank < keep && src.size() < nb; ++rank) {
-    const size_t b = static_cast<size_t>(cand[rank] / V);
-    const int32_t t = static_cast<int32_t>(cand[rank] % V);
-    const float score = scores[static_cast<size_t>(cand[rank])];
-    if (std::find(p.stop_ids.begin(), p.stop_ids.end(), t) != p.stop_ids.end()) {
-      if (rank >= nb) continue;
-      std::vector<int32_t> ids = g.gen[b];
-      ids.push_back(t);
-      add_hypothesis(g, score, std::move(ids), cur_len);
-    } else {
-      src.push_back(b);
-      tok.push_back(t);
-      next_scores.push_back(score);
-    }
-  }
-  const bool done = is_done(g, scores[static_cast<size_t>(cand[0])], cur_len);
-  // The next beams: beam i continues beam src[i] with tok[i].
-  std::vector<std::vector<int32_t>> gen(nb);
-  for (size_t i = 0; i < nb; ++i) {
-    gen[i] = g.gen[src[i]];
-    gen[i].push_back(tok[i]);
-  }
-  g.gen = std::move(gen);
-  g.beam_scores = next_scores;
-  if (done || cur_len >= g.max_new_tokens) {
-    finalize(g, done, on_token);
-    return false;
-  }
+  return scores;
+}
+
+// The sequences of the next beams (beam i continues old beam src[i] with token tok[i]) and what
+// each is fed next, after a step that left cur_len tokens generated.
+void reseat(const Transformer& model, Group& g, std::vector<size_t> src, const std::vector<int32_t>& tok,
+            int64_t cur_len) {
+  const GenerateParams& p = g.req->params;
+  const size_t nb = static_cast<size_t>(g.num_beams);
   // Before the first step every beam is the prompt's one sequence.
   std::vector<Sequence> old = std::move(g.seqs);
   if (!g.started)
@@ -249,6 +214,59 @@ bool advance(const Transformer& model, Group& g, const std::vector<const float*>
       g.feed[i].assign(1, tok[i]);
     }
   }
+}
+
+// One step of group g: rows[b] is beam b's logits row. Returns false when the search is over (the
+// result is then in g.res).
+bool advance(const Transformer& model, Group& g, const std::vector<const float*>& rows,
+             const BatchTokenCallback& on_token) {
+  const GenerateParams& p = g.req->params;
+  const int64_t V = model.spec().vocab_size;
+  const size_t nb = static_cast<size_t>(g.num_beams);
+  if (g.max_new_tokens == 0) {
+    finalize(g, true, on_token);
+    return false;
+  }
+  const std::vector<float> scores = step_scores(model, g, rows);
+  // torch.topk of max(2, 1 + #stop ids) x num_beams, best first (equal scores: lower index first).
+  const size_t keep = std::min(scores.size(), std::max<size_t>(2, 1 + p.stop_ids.size()) * nb);
+  std::vector<int64_t> cand(scores.size());
+  for (size_t k = 0; k < cand.size(); ++k) cand[k] = static_cast<int64_t>(k);
+  std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end(),
+                    [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+  const int64_t cur_len = static_cast<int64_t>(g.gen[0].size()) + 1;  // tokens generated after this step
+  std::vector<size_t> src;
+  std::vector<int32_t> tok;
+  std::vector<float> next_scores;
+  for (size_t rank = 0; rank < keep && src.size() < nb; ++rank) {
+    const size_t b = static_cast<size_t>(cand[rank] / V);
+    const int32_t t = static_cast<int32_t>(cand[rank] % V);
+    const float score = scores[static_cast<size_t>(cand[rank])];
+    if (std::find(p.stop_ids.begin(), p.stop_ids.end(), t) != p.stop_ids.end()) {
+      if (rank >= nb) continue;
+      std::vector<int32_t> ids = g.gen[b];
+      ids.push_back(t);
+      add_hypothesis(g, score, std::move(ids), cur_len);
+    } else {
+      src.push_back(b);
+      tok.push_back(t);
+      next_scores.push_back(score);
+    }
+  }
+  const bool done = is_done(g, scores[static_cast<size_t>(cand[0])], cur_len);
+  // The next beams: beam i continues beam src[i] with tok[i].
+  std::vector<std::vector<int32_t>> gen(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    gen[i] = g.gen[src[i]];
+    gen[i].push_back(tok[i]);
+  }
+  g.gen = std::move(gen);
+  g.beam_scores = next_scores;
+  if (done || cur_len >= g.max_new_tokens) {
+    finalize(g, done, on_token);
+    return false;
+  }
+  reseat(model, g, std::move(src), tok, cur_len);
   return true;
 }
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "gemm_backend.hpp"
+#include "kernels/gemm_backend.hpp"
 
 namespace ordo {
 namespace {

@@ -1,3 +1,4 @@
+// Sampling and batched generation: penalties, filters, requests planned, stepped and finished.
 #include "ordo/generate.hpp"
 #include "ordo/finite.hpp"
 

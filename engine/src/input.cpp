@@ -1,3 +1,4 @@
+// Reading input safely: size-capped files, JSON nesting limits and out-of-memory errors.
 #include "ordo/input.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// Perplexity over sliding windows of a token sequence.
 #include "ordo/perplexity.hpp"
 #include "ordo/finite.hpp"
 

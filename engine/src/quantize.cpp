@@ -12,9 +12,9 @@
 #include <tuple>
 #include <vector>
 
-#include "gemm_backend.hpp"
-#include "panels.hpp"
-#include "parallel_errors.hpp"
+#include "kernels/gemm_backend.hpp"
+#include "kernels/panels.hpp"
+#include "kernels/parallel_errors.hpp"
 
 namespace ordo {
 

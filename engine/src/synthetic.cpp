@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "gemm_backend.hpp"
+#include "kernels/gemm_backend.hpp"
 #include "ordo/quantize.hpp"
 
 namespace ordo {

@@ -1,3 +1,4 @@
+// Tensors: dtype names and sizes, shapes, row views, F32 conversion and half-float rounding.
 #include "ordo/tensor.hpp"
 
 #include "ordo/input.hpp"

@@ -1,5 +1,5 @@
-// Kernel microbenchmarks: ordo::linear and the variants behind it, at decode (M = 1) and
-// prefill (M = 128, 512) shapes, per backend and weight dtype. Counters: GFLOP/s (2·M·N·K) and
+// Kernel microbenchmarks: ordo::linear (the panel kernels) and GEMM backends for comparison, at
+// decode (M = 1), batch and prefill (M = 128, 512) shapes, per weight dtype. Counters: GFLOP/s (2·M·N·K) and
 // GB/s (weights + activations read/written once). `attention/...`: one decode step's attention
 // of a layer over many sequences' KV caches (F32, F16, I8), GB/s of keys and values read.
 //
@@ -132,22 +132,15 @@ const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
 void linear_onednn(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
   ordo::linear(Backend::OneDNN, x, M, K, w, y);
 }
-// The row-major kernels a Linear without panels takes.
-void linear_rowmajor(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-  ordo::Linear plain = w;
-  plain.panels.reset();
-  ordo::linear(Backend::OneDNN, x, M, K, plain, y);
-}
-void openblas_sgemv(const float* x, int64_t, int64_t K, const ordo::Linear& w, float* y) {
-  ordo::detail::openblas_gemv(x, K, w.weight.f32(), w.weight.dim(0), w.bias.f32(), y);
+// The backends' F32 GEMM on the row-major weight (bias copied in first, as a fused bias would be).
+void with_bias(const ordo::Linear& w, int64_t M, float* y) {
+  const int64_t N = w.weight.dim(0);
+  for (int64_t m = 0; m < M; ++m) std::memcpy(y + m * N, w.bias.f32(), size_t(N) * sizeof(float));
 }
 void openblas_sgemm(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
   const int64_t N = w.weight.dim(0);
-  ordo::detail::openblas_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
-}
-void onednn_matmul(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
-  const int64_t N = w.weight.dim(0);
-  ordo::detail::onednn_linear(x, K, M, K, w.weight.f32(), K, N, w.bias.f32(), y, N);
+  with_bias(w, M, y);
+  ordo::detail::openblas_gemm(true, M, N, K, 1.0f, x, K, w.weight.f32(), K, 1.0f, y, N);
 }
 void onednn_sgemm(const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
   const int64_t N = w.weight.dim(0);
@@ -159,29 +152,23 @@ void register_decode() {
   const std::pair<int64_t, int64_t> decode_shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {32000, 768}};
   for (auto [N, K] : decode_shapes) {
     const std::string s = shape(1, N, K);
-    for (DType dt : kDTypes) {  // the public entry point (M == 1 takes the panel kernels)
+    for (DType dt : kDTypes)  // the public entry point (the panel kernels)
       reg("decode/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true, linear_onednn);
-      reg("decode/variant/rowmajor/" + std::string(ordo::dtype_name(dt)) + "/" + s, 1, N, K, dt, true, linear_rowmajor);
-    }
-    // F32 alternatives for the M == 1 decision.
-    reg("decode/variant/openblas_sgemv/F32/" + s, 1, N, K, DType::F32, true, openblas_sgemv);
+    // The backends' F32 GEMM at M == 1, for comparison.
     reg("decode/variant/openblas_sgemm/F32/" + s, 1, N, K, DType::F32, true, openblas_sgemm);
-    reg("decode/variant/onednn_matmul/F32/" + s, 1, N, K, DType::F32, true, onednn_matmul);
     reg("decode/variant/onednn_sgemm/F32/" + s, 1, N, K, DType::F32, true, onednn_sgemm);
   }
 }
 
-// Batched decode: M sequences' rows through the panel kernels (weights read once), the row-major
-// kernels of a Linear without panels, and the backend GEMM at the same M for comparison.
+// Batched decode: M sequences' rows through the panel kernels (weights read once), and a backend
+// GEMM at the same M for comparison.
 void register_batch() {
   for (int64_t M : {2, 4, 6, 8, 12, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
-      for (DType dt : {DType::F32, DType::I8}) {
+      for (DType dt : {DType::F32, DType::I8})
         reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_onednn);
-        reg("batch/variant/rowmajor/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_rowmajor);
-      }
-      reg("batch/variant/onednn_matmul/F32/" + s, M, N, K, DType::F32, true, onednn_matmul);
+      reg("batch/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, true, onednn_sgemm);
       for (DType dt : {DType::F32, DType::I8})  // the same weight every call: the kernels' arithmetic alone
         reg("batch/hot/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, false, linear_onednn);
     }
@@ -202,11 +189,14 @@ void register_prefill() {
     }
 }
 
-// A GPT-2-sized MLP block, rmsnorm → up → GELU → down → residual, so OpenMP kernels and the
-// backend's threads alternate as in a real forward pass.
-void mlp_block(benchmark::State& state, Backend be, int64_t M) {
+// A GPT-2-sized MLP block, rmsnorm → up → GELU → down → residual: the panel kernels with the
+// element-wise kernels between them, as in a real forward pass.
+void mlp_block(benchmark::State& state, int64_t M) {
+  const Backend be = Backend::OneDNN;  // not used by linear()
   const int64_t D = 768, F = 3072;
   ordo::Linear up = make_linear(F, D, DType::F32, 3), down = make_linear(D, F, DType::F32, 4);
+  ordo::pack_panels(up);  // as Transformer does
+  ordo::pack_panels(down);
   std::vector<float> x(size_t(M * D)), h(size_t(M * D)), a(size_t(M * F)), o(size_t(M * D)), g(size_t(D), 1.0f);
   fill_random(x.data(), x.size(), 5);
   for (auto _ : state) {
@@ -311,14 +301,13 @@ void register_all() {
   register_batch();
   register_prefill();
   register_attention();
-  for (Backend be : kBackends)
-    for (int64_t M : {1, 16, 128}) {
-      const std::string name = "mlp_block/" + std::string(ordo::backend_name(be)) + "/M=" + std::to_string(M);
-      benchmark::RegisterBenchmark(name.c_str(), [be, M](benchmark::State& state) { mlp_block(state, be, M); })
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime()
-          ->ComputeStatistics("min", min_of);
-    }
+  for (int64_t M : {1, 16, 128}) {
+    const std::string name = "mlp_block/panels/M=" + std::to_string(M);
+    benchmark::RegisterBenchmark(name.c_str(), [M](benchmark::State& state) { mlp_block(state, M); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->ComputeStatistics("min", min_of);
+  }
 }
 
 }  // namespace

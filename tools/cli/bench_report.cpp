@@ -30,7 +30,7 @@ nlohmann::json parts_json(const StepTimes& t) {
 }
 
 // Idle OpenMP threads sleep (passive, the CLI's default) or spin. A decode step keeps its threads
-// in one region (engine/src/team.hpp), so this now matters mostly for prefill and between steps.
+// in one region (engine/src/kernels/team.hpp), so this now matters mostly for prefill and between steps.
 std::string wait_policy() {
   if (const char* sc = std::getenv("GOMP_SPINCOUNT")) return std::string("GOMP_SPINCOUNT=") + sc;
   const char* p = std::getenv("OMP_WAIT_POLICY");

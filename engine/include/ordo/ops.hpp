@@ -11,7 +11,7 @@
 
 namespace ordo {
 
-// ---- GEMM backends -------------------------------------------------------
+// ---- GEMM backends (gemm_nt / gemm_nn: attention over a prompt) -------------
 
 enum class Backend { OpenBLAS, OneDNN };
 
@@ -30,7 +30,7 @@ struct Linear {
   Tensor bias;
   Tensor scales;
   // Optional (pack_panels, done by Transformer for every linear of its spec): the weight in panel
-  // layout, which linear() then reads for every M instead of `weight` (see linear()). Packing a
+  // layout, which linear() then reads for every M instead of packing `weight` (see linear()). Packing a
   // whole spec may release `weight`'s values (pack_panels(ModelSpec&)): weight then keeps its
   // shape and dtype with no data, and the panels are the only copy.
   std::shared_ptr<const PanelWeight> panels;
@@ -40,14 +40,14 @@ struct Linear {
 
 // y[M, N] = x[M, K] · Wᵀ + b.
 // x and y must not alias. Throws Error if K does not match the weight.
-// With panels (pack_panels; a Transformer packs all its linears), every M and dtype runs on
-// built-in kernels that read each weight once for all rows (AVX2, or AVX-512 where the CPU has
-// it, chosen at run time; F16/BF16 converted on the fly; I8 weights times x rounded to 16-bit
-// fixed point, relative error <= 3.1e-5 of max|x|, with integer multiply-adds). Each output is
-// computed in one fixed order, so a row's result is bit for bit the same whatever the other rows,
-// the row count or the instruction set. Without panels: one row (and every I8 row, one at a time)
-// through row-major matrix-vector kernels, more rows through the chosen backend's GEMM (F16/BF16
-// dequantised in blocks of rows into a per-thread F32 scratch of ~4 MB), equal up to rounding.
+// Every M and dtype runs on ordo's panel kernels, which read each weight once for all rows (AVX2,
+// or AVX-512 where the CPU has it, chosen at run time; F16/BF16 converted on the fly; I8 weights
+// times x rounded to 16-bit fixed point, relative error <= 3.1e-5 of max|x|, with integer
+// multiply-adds). Each output is computed in one fixed order, so a row's result is bit for bit the
+// same whatever the other rows, the row count or the instruction set. A Linear without panels
+// (pack_panels) is packed for the call, a copy of the weight each time: pack it once to call
+// linear() repeatedly. `be` is not used (linear layers never go through a GEMM backend); it stays
+// for source compatibility.
 // Thread-safe; may be called from inside an OpenMP parallel region (it then runs on the calling
 // thread), otherwise it uses num_threads() threads.
 void linear(Backend be, const float* x, int64_t M, int64_t K, const Linear& w, float* y);
@@ -62,7 +62,7 @@ bool pack_panels(Linear& w);
 
 // Several linears over one input (q/k/v, gate/up): *t.y = x · t.wᵀ + b for each target, with the
 // same results as calling linear() on each. They share one parallel region (saving a fork/join
-// per weight) when every target has panels, at any M, and at M == 1 otherwise. At most 8 targets.
+// per weight), at any M. At most 8 targets.
 struct LinearTarget {
   const Linear* w;
   float* y;

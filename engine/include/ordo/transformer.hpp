@@ -9,7 +9,15 @@
 //
 // attn(h): q = h·Wqᵀ [T, H, hd], k/v = h·Wk/vᵀ [T, KV, hd]; scheme (2) rotates q and k; k, v are
 // appended to the KV cache; per head, per query row: s_j = scale · q·k_j + scheme (3) bias, masked
-// (causal, padding), softmax, Σ p_j v_j. Memory beyond the cache is O(T) per head (one score row).
+// (causal, padding), softmax, Σ p_j v_j.
+//
+// Attention's memory beyond the KV caches and the rows' q, k, v and context (scratch buffers, per
+// thread, that keep the largest size they reached: a warm decode step allocates only its outputs):
+// a one-token query keeps one score row over its keys; a prompt's queries go in blocks of 64 rows
+// per head, each a 64 × keys score block (a second one under context extension), never T × T. A
+// prompt over an F16 or I8 cache first widens that layer's cached keys and values to F32:
+// 2 × n_kv_heads × keys × head_dim floats (3 × with Self-Extend's grouped keys), on the calling
+// thread, read by all of the layer's threads.
 #pragma once
 
 #include <cstdint>
@@ -18,63 +26,19 @@
 #include <string>
 #include <vector>
 
+#include "ordo/kv_cache.hpp"
 #include "ordo/ops.hpp"
 #include "ordo/position.hpp"
 #include "ordo/spec.hpp"
+#include "ordo/step_times.hpp"
 #include "ordo/tensor.hpp"
 
 namespace ordo {
 
-// Keys and values of one attention stack, preallocated: per layer [n_kv, capacity, hd], F32 or
-// (decoder self-attention, Transformer::set_kv_dtype) F16 or I8. An I8 row r of head g stands for
-// k_scale[g, r] · k[g, r, :] (symmetric, one scale per head and token).
-struct KVCache {
-  std::vector<Tensor> k, v;
-  std::vector<Tensor> k_scale, v_scale;  // I8 only: per layer [n_kv, capacity] F32
-  int64_t capacity = 0;
-  int64_t length = 0;  // slots in use
-  std::vector<int32_t> positions;  // position of each cached token in the text (for score biases)
-  std::vector<uint8_t> valid;      // 0 for padding: never attended to
-  // Self-Extend on a rotating scheme: every key also rotated at its grouped position ⌊p/G⌋,
-  // once when stored (same layout and dtype as k; empty otherwise).
-  std::vector<Tensor> kg, kg_scale;
-};
-
-// One sequence's decoding state.
-struct Sequence {
-  KVCache self;
-  // Encoder-decoder: the encoder output's keys/values per decoder layer (computed once).
-  KVCache cross;
-  int64_t next_position = 0;  // position the next real token gets
-  // Tokens fed so far (the generator re-encodes them if the position scheme's rotation changes).
-  std::vector<int32_t> tokens;
-  std::vector<uint8_t> token_valid;
-  // The context extension the sequence was created under (Transformer::new_sequence); feeding it
-  // under another is an Error.
-  ContextExtension extension;
-  int64_t length() const { return self.length; }
-  // Forgets every token after the first n (n <= length()): the next decode continues from there,
-  // as if the later tokens had never been fed. The cache keeps its capacity. An Error once sinks
-  // have dropped tokens (unless n is 0 or length()).
-  void truncate(int64_t n);
-  // Whether attention sinks have dropped tokens from the cache.
-  bool has_evicted() const;
-  // Makes this sequence hold what `other` holds (beam search forks a beam): its cached keys and
-  // values are copied, its encoder keys/values shared (they are never written). Both must come
-  // from the same Transformer; this one keeps its own storage and needs room for other.length().
-  void copy_from(const Sequence& other);
-
-  // The Transformer that made it (Transformer::new_sequence; 0 for a default-constructed one):
-  // every other model refuses it with an Error naming both, so a cache laid out for one model is
-  // never written or read by another, even one of the same shapes or at the same address.
-  uint64_t owner() const { return owner_; }
-  const std::string& owner_name() const { return owner_name_; }
-
- private:
-  friend class Transformer;
-  uint64_t owner_ = 0;      // Transformer::serial()
-  std::string owner_name_;  // Transformer::name() when made
-};
+namespace detail {
+struct Batch;  // the rows of one forward (engine/src/batch.hpp)
+class KeyMap;  // where each query sees each key (engine/src/context_extension.hpp)
+}  // namespace detail
 
 // Which rows of logits a decoder forward computes.
 enum class LogitsFor { All, Last, None };
@@ -110,35 +74,6 @@ struct ForwardOutput {
   Tensor logits;
   Tensor final_hidden;         // [T, d] after the final norm (None only: compute logits in chunks)
   std::vector<Tensor> hidden;  // hidden states as the fixtures define them (when asked)
-};
-
-// Where decoder steps' wall time goes (Transformer::decode and decode_batch): seconds, summed over
-// the steps a thread runs while a StepTimes::Recording on that thread is alive. Each part is timed
-// on the thread that leads the step (the caller), so it includes waiting for the step's other
-// threads to finish it. Recording reads the clock about a hundred times a step; with no recording
-// alive the parts are not timed. A StepTimes is written by one thread: give each thread its own.
-struct StepTimes {
-  int64_t steps = 0;
-  double total = 0;
-  double linears = 0;         // the layers' weight multiplications: q, k, v, out and the FFN
-  double attention = 0;       // scores, softmax and the weighted sum of values over the caches
-  double rope_and_cache = 0;  // rotating queries and keys, writing keys and values to the caches
-  double lm_head = 0;         // the logits
-  // Embedding, norms, residuals, activations and the step's bookkeeping.
-  double other() const { return total - linears - attention - rope_and_cache - lm_head; }
-
-  // While alive, the steps the constructing thread runs add to `into`. Recordings nest: the
-  // innermost one receives the steps, and the outer one again once it is destroyed.
-  class Recording {
-   public:
-    explicit Recording(StepTimes& into);
-    ~Recording();
-    Recording(const Recording&) = delete;
-    Recording& operator=(const Recording&) = delete;
-
-   private:
-    StepTimes* previous_;
-  };
 };
 
 class Transformer {
@@ -239,42 +174,6 @@ class Transformer {
   Tensor logits(const float* h, int64_t T) const;
 
  private:
-  // Rows [row0, row0 + T) of a batched forward: one sequence's new tokens.
-  struct Segment {
-    int64_t row0 = 0, T = 0;
-    const int32_t* pos = nullptr;   // position of each row
-    KVCache* self = nullptr;        // self-attention cache, appended to at slots [length, length + T)
-    const KVCache* cross = nullptr; // encoder keys/values (encoder-decoder decoder stacks)
-    int64_t seq_len = 1;            // positions this sequence's forward sees (max position + 1)
-    const ContextExtension* ext = nullptr;  // decoder self-attention under Self-Extend or sinks
-  };
-  // The rows of one forward: its segments, the one-token ones first.
-  struct Batch {
-    std::vector<Segment> segs;
-    int64_t rows = 0;
-    int64_t single_rows = 0;     // rows [0, single_rows): one-token segments, through the matvec kernels
-    bool prompts_alone = false;  // each longer segment through the linear layers on its own
-  };
-  // y = x · Wᵀ + b for every target, x [b.rows, K], as the batch's plan says.
-  void project(const Batch& b, const float* x, int64_t K, std::initializer_list<LinearTarget> targets) const;
-  void embed(const int32_t* ids, const int32_t* token_types, int64_t T, const int32_t* pos,
-             const PositionScheme& scheme, float* x) const;
-  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, const Batch& b,
-                 std::vector<Tensor>* hidden) const;
-  // Self-attention (cross = false) appends each segment's keys/values to its self cache and
-  // attends over it; cross-attention attends over each segment's cross cache.
-  void attention(const AttentionWeights& w, const PositionScheme* scheme, const float* h, const Batch& b, bool cross,
-                 int layer, bool causal, float* out) const;
-  void store_kv(const Segment& s, int layer, const float* k, const float* v, const float* kg) const;
-  // Attention of one segment's prompt rows (T > 1) in query blocks through GEMMs; q, ctx point at
-  // the segment's first row.
-  // q2: the queries rotated at their alternate positions (context extension on a rotating
-  // scheme; else q), with the same layout as q.
-  void attend_prompt(const Segment& s, const KVCache& cache, int layer, bool causal, const PositionScheme* scheme,
-                     const float* q, const float* q2, float* ctx) const;
-  // Attention of every one-token segment listed, one parallel loop over (segment, head).
-  void attend_single(const std::vector<const Segment*>& segs, bool cross, int layer, bool causal,
-                     const PositionScheme* scheme, const float* q, const float* q2, float* ctx) const;
   // One sequence's tokens in a decoder step (decode and decode_batch without copying ids).
   struct StepInput {
     Sequence* seq;
@@ -283,29 +182,31 @@ class Transformer {
     const uint8_t* mask;  // null: all real
     LogitsFor which;
   };
+  // The batched decoder step (step.cpp).
   std::vector<ForwardOutput> step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
                                   bool prompts_alone) const;
   // step()'s parts: the requests checked and sized into b; their rows placed (ids, positions, cache
   // slots; returns each sequence's next position); the logits each request asks for from the final
   // hidden rows x; the sequences advanced once the step has run.
-  void check_step(const std::vector<StepInput>& in, Batch& b) const;
-  std::vector<int64_t> place_step(const std::vector<StepInput>& in, Batch& b, std::vector<int32_t>& ids,
-                                  std::vector<int32_t>& pos) const;
-  // Positions the embedding sees (the text's, or the cache slots under sinks).
-  const int32_t* embed_positions(const std::vector<int32_t>& pos) const;
-  void step_outputs(const std::vector<StepInput>& in, const Batch& b, const float* x,
+  void check_step(const std::vector<StepInput>& in, detail::Batch& b) const;
+  std::vector<int64_t> place_step(const std::vector<StepInput>& in, const detail::KeyMap& keys, detail::Batch& b,
+                                  std::vector<int32_t>& ids, std::vector<int32_t>& pos) const;
+  void step_outputs(const std::vector<StepInput>& in, const detail::Batch& b, const float* x,
                     std::vector<ForwardOutput>& out) const;
   static void advance(const std::vector<StepInput>& in, const std::vector<int64_t>& next);
-  // logits(); matvec: every row through the matvec kernels (each row's bits as alone).
-  Tensor logits_of(const float* h, int64_t T, bool matvec) const;
-  std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
-  void feed_forward(const FeedForward& f, const float* h, const Batch& b, float* out) const;
+
+  // The forward's parts (transformer.cpp).
+  void embed(const int32_t* ids, const int32_t* token_types, int64_t T, const int32_t* pos,
+             const PositionScheme& scheme, float* x) const;
+  void run_stack(const Stack& stack, const PositionScheme& scheme, float* x, const detail::Batch& b,
+                 std::vector<Tensor>* hidden) const;
+  // One layer of run_stack: attention (self, then cross when the batch has encoder keys) and the
+  // feed-forward, with the residuals and norms of spec_'s layout.
+  void run_layer(const Layer& ly, int layer, bool causal, const PositionScheme& scheme, float* x,
+                 const detail::Batch& b) const;
+  void feed_forward(const FeedForward& f, const float* h, const detail::Batch& b, float* out) const;
   void apply_norm(const Norm& n, const float* x, int64_t T, float* y) const;
-  // filled: the cache will be filled to its capacity, so it may take 2 MB pages (new_sequence).
-  KVCache make_cache(int64_t n_layers, int64_t capacity, DType dtype = DType::F32, bool grouped_keys = false,
-                     bool filled = true) const;
-  // Self-Extend on a rotating scheme: caches hold grouped keys too.
-  bool grouped_keys() const;
+  std::vector<Tensor> encode_all(const std::vector<EncodeRequest>& requests, std::vector<Tensor>* hidden) const;
 
   ModelSpec spec_;
   Backend backend_;

@@ -1,5 +1,5 @@
 // Private: float vectors rounded to 16-bit fixed point, for integer multiply-adds (vpmaddwd)
-// against int8: the int8 matvec's activations and decode attention's query against int8 keys.
+// against int8: the I8 panel kernels' activations and decode attention's query against int8 keys.
 // finite_absmax is also the int8 KV cache's row check (to_i8).
 #pragma once
 

@@ -1,3 +1,4 @@
+// The decode step's thread team (team.hpp): one parallel region whose threads run many loops.
 #include "team.hpp"
 
 #include <omp.h>

@@ -99,25 +99,4 @@ void openblas_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, c
   errors.rethrow();
 }
 
-void openblas_linear(const float* x, int64_t ldx, int64_t M, int64_t K, const float* W, int64_t ldw,
-                     int64_t N, const float* bias, float* y, int64_t ldy) {
-  float beta = 0.0f;
-  if (bias) {  // y ← bias, then y = x·Wᵀ + 1·y: no extra pass over y after the GEMM.
-    for (int64_t m = 0; m < M; ++m) std::memcpy(y + m * ldy, bias, static_cast<size_t>(N) * sizeof(float));
-    beta = 1.0f;
-  }
-  openblas_gemm(true, M, N, K, 1.0f, x, ldx, W, ldw, beta, y, ldy);
-}
-
-void openblas_gemv(const float* x, int64_t K, const float* W, int64_t N, const float* bias, float* y) {
-  float beta = 0.0f;
-  if (bias) {
-    std::memcpy(y, bias, static_cast<size_t>(N) * sizeof(float));
-    beta = 1.0f;
-  }
-  const BlasBufferGuard buffer;  // a large sgemv takes a pool buffer too
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, W,
-              static_cast<blasint>(K), x, 1, beta, y, 1);
-}
-
 }  // namespace ordo::detail
