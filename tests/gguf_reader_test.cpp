@@ -1,11 +1,15 @@
 // The GGUF reader on hand-built files: every metadata type, Q8_0/Q4_0 dequantisation against
-// hand-computed values, and hostile files (truncated, lying counts and offsets, huge strings,
-// unknown types, misaligned data), each an ordo::Error naming the file and the field.
+// hand-computed values, hostile files (truncated, lying counts and offsets, huge strings, unknown
+// types, misaligned data), each an ordo::Error naming the file and the field; GPT-2 vocabulary lists.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "../models/src/weights/gguf.hpp"
+#include "ordo/ordo.hpp"
+#include "support/cli.hpp"
 #include "support/gguf_builder.hpp"
 
 using ordo::Error;
@@ -198,4 +202,45 @@ TEST(GgufReader, HonoursGeneralAlignment) {
   EXPECT_EQ(g.tensors()[1].offset, 64u);
   EXPECT_EQ(g.data_offset() % 64, 0u);
   EXPECT_EQ(g.tensor(g.tensors()[1]).f32()[0], 9.0f);
+}
+
+// GPT-2's byte-level BPE from a GGUF file's tokens and merges equals load_bpe on the vocab.json and
+// merges.txt of the same vocabulary (tests/data/tokenizers/bpe-bytelevel's).
+TEST(GgufTokenizer, Gpt2ListsEqualVocabJsonAndMerges) {
+  std::ifstream in(std::string(ORDO_TEST_DATA) + "/tokenizers/bpe-bytelevel/tokenizer.json");
+  const nlohmann::json tj = nlohmann::json::parse(in);
+  std::vector<std::string> tokens(tj["model"]["vocab"].size());
+  for (auto it = tj["model"]["vocab"].begin(); it != tj["model"]["vocab"].end(); ++it)
+    tokens.at(it->get<size_t>()) = it.key();
+  std::vector<std::string> merges;
+  std::string merges_txt = "#version: 0.2\n";
+  for (const auto& m : tj["model"]["merges"]) {
+    merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+    merges_txt += merges.back() + "\n";
+  }
+  const std::string dir = ordo::test::make_temp_dir("gguf-bpe");
+  std::ofstream(dir + "/vocab.json") << tj["model"]["vocab"].dump();
+  std::ofstream(dir + "/merges.txt") << merges_txt;
+  GgufBuilder b;
+  b.add_string("tokenizer.ggml.model", "gpt2");
+  b.add_string("tokenizer.ggml.pre", "gpt-2");
+  b.add_strings("tokenizer.ggml.tokens", tokens);
+  b.add_strings("tokenizer.ggml.merges", merges);
+  std::ofstream(dir + "/t.gguf", std::ios::binary) << b.bytes();
+  const auto g = ordo::load_model_tokenizer(dir + "/t.gguf");
+  const auto ref = ordo::load_bpe(dir + "/vocab.json", dir + "/merges.txt");
+  EXPECT_STREQ(g->kind(), ref->kind());
+  for (const std::string text : {"Hello world", " the cat sat on the mat.", "naïve café 123\n\ttabs", ""}) {
+    SCOPED_TRACE(text);
+    const auto ids = ref->encode(text, false);
+    EXPECT_EQ(g->encode(text, false), ids);
+    EXPECT_EQ(g->decode(ids), ref->decode(ids));
+  }
+  EXPECT_FALSE(ref->encode("the cat", false).empty());
+  GgufBuilder l;
+  l.add_string("tokenizer.ggml.model", "gpt2");
+  l.add_string("tokenizer.ggml.pre", "llama-bpe");
+  l.add_strings("tokenizer.ggml.tokens", tokens);
+  std::ofstream(dir + "/l.gguf", std::ios::binary) << l.bytes();
+  EXPECT_THROW(ordo::load_model_tokenizer(dir + "/l.gguf"), Error);
 }

@@ -106,6 +106,9 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path, const To
   if (g.find("tokenizer.ggml.token_type"))
     for (const GgufValue& t : g.get_array("tokenizer.ggml.token_type", GgufType::I32))
       v.types.push_back(static_cast<int32_t>(t.i));
+  v.pre = g.get_string("tokenizer.ggml.pre", "");
+  if (g.find("tokenizer.ggml.merges"))
+    for (const GgufValue& m : g.get_array("tokenizer.ggml.merges", GgufType::String)) v.merges.push_back(m.s);
   auto id = [&](const char* key, std::optional<int32_t>& out) {
     if (!g.find(key)) return;
     const int64_t x = g.get_int(key);

@@ -1,13 +1,16 @@
 // load_tokenizer_lists(): a GGUF file's tokenizer.ggml.* lists as a tokenizer. The "llama" kind is
 // written as the sentencepiece ModelProto it was converted from (BPE over the scored pieces, the
-// identity normalizer Llama's tokenizer.model uses) and read by the SentencePiece tokenizer.
+// identity normalizer Llama's tokenizer.model uses) and read by the SentencePiece tokenizer; the
+// "gpt2" kind runs on the byte-level BPE pipeline bpe_tokenizer.cpp builds.
 #include <cstring>
 
 #include "gguf_tokenizer.hpp"
+#include "hf/hf.hpp"
 #include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
+namespace hf = tokenizer_detail::hf;
 
 namespace {
 
@@ -86,28 +89,59 @@ std::string llama_proto(const VocabLists& v, const std::string& source) {
   return proto;
 }
 
+td::DirConfig special_config(const VocabLists& v, const char* model_type, bool add_bos) {
+  td::DirConfig cfg;
+  cfg.model_type = model_type;
+  cfg.add_bos = v.add_bos.value_or(add_bos);
+  cfg.add_eos = v.add_eos.value_or(false);
+  auto piece = [&](const std::optional<int32_t>& id) -> std::optional<std::string> {
+    if (id && *id >= 0 && static_cast<size_t>(*id) < v.tokens.size()) return v.tokens[*id];
+    return std::nullopt;
+  };
+  cfg.bos_token = piece(v.bos_id);
+  cfg.eos_token = piece(v.eos_id);
+  cfg.unk_token = piece(v.unk_id);
+  cfg.pad_token = piece(v.pad_id);
+  cfg.bos_id = v.bos_id;
+  cfg.eos_id = v.eos_id;
+  cfg.pad_id = v.pad_id;
+  return cfg;
+}
+
+// GPT-2's byte-level BPE (as bpe_tokenizer.cpp builds it from vocab.json + merges.txt).
+std::unique_ptr<Tokenizer> gpt2_tokenizer(const VocabLists& v, const std::string& source, const TokenizerOptions& opts) {
+  if (v.pre != "gpt-2" && v.pre != "default" && !v.pre.empty())
+    throw Error(source + ": tokenizer.ggml.pre is '" + v.pre + "'; ordo reads GPT-2's pre-tokenizer ('gpt-2') only");
+  hf::BpeConfig c;
+  c.where = source;
+  for (size_t i = 0; i < v.tokens.size(); ++i)
+    if (!c.vocab.emplace(v.tokens[i], static_cast<int32_t>(i)).second)
+      throw Error(source + ": tokenizer.ggml.tokens[" + std::to_string(i) + "] = '" + v.tokens[i] + "' is listed twice");
+  for (size_t i = 0; i < v.merges.size(); ++i)
+    c.merges.push_back(hf::split_merge_line(v.merges[i], source + ": tokenizer.ggml.merges[" + std::to_string(i) + "]"));
+  hf::PipelineParts p;
+  p.source = source;
+  p.model = hf::make_bpe_model(std::move(c));
+  p.pre_tokenizer = hf::make_byte_level_pre_tokenizer(false);
+  p.decoder = hf::make_byte_level_decoder();
+  p.slow_added_tokens = true;
+  p.bos = p.eos = p.unk = "<|endoftext|>";
+  return hf::make_pipeline(std::move(p), opts, special_config(v, "gpt2", false));
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer_lists(const VocabLists& v, const std::string& source,
                                                 const TokenizerOptions& opts) {
   return with_ordo_errors("tokenizer: " + source, [&] {
+    if (v.model == "gpt2") {
+      std::unique_ptr<Tokenizer> t = gpt2_tokenizer(v, source, opts);
+      t->source_ = source;
+      return t;
+    }
     if (v.model != "llama")
-      throw Error(source + ": tokenizer.ggml.model is '" + v.model + "'; ordo reads 'llama' (SentencePiece-style)");
-    td::DirConfig cfg;
-    cfg.model_type = "llama";
-    cfg.add_bos = v.add_bos.value_or(true);
-    cfg.add_eos = v.add_eos.value_or(false);
-    auto piece = [&](const std::optional<int32_t>& id) -> std::optional<std::string> {
-      if (id && *id >= 0 && static_cast<size_t>(*id) < v.tokens.size()) return v.tokens[*id];
-      return std::nullopt;
-    };
-    cfg.bos_token = piece(v.bos_id);
-    cfg.eos_token = piece(v.eos_id);
-    cfg.unk_token = piece(v.unk_id);
-    cfg.pad_token = piece(v.pad_id);
-    cfg.bos_id = v.bos_id;
-    cfg.eos_id = v.eos_id;
-    cfg.pad_id = v.pad_id;
+      throw Error(source + ": tokenizer.ggml.model is '" + v.model + "'; ordo reads 'llama' and 'gpt2'");
+    const td::DirConfig cfg = special_config(v, "llama", true);
     std::unique_ptr<Tokenizer> t = td::make_sentencepiece_proto(llama_proto(v, source), source, opts, cfg);
     t->source_ = source;
     return t;
