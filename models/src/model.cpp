@@ -138,7 +138,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
     const ModelSpec& s = impl->engine->spec();
     if (s.bos_id >= 0) to.bos_id = s.bos_id;
     if (s.eos_id >= 0) to.eos_id = s.eos_id;
-    impl->tokenizer = load_tokenizer(dir, to);
+    impl->tokenizer = load_model_tokenizer(dir, to);
     check_tokenizer_fits(*impl->tokenizer, impl->engine->spec(), dir);
     try {
       if (auto t = load_chat_template(dir)) impl->chat = std::make_shared<const ChatTemplate>(std::move(*t));

@@ -1,11 +1,13 @@
 // A model directory read into a ModelSpec: config.json picks the family, whose file builds the spec
-// from the directory's weights (ordo/weights.hpp: safetensors or PyTorch, one file or shards).
+// from the directory's weights (ordo/weights.hpp: safetensors or PyTorch, one file or shards); a
+// GGUF file instead of a directory goes to load_gguf.
 #include "model_dir.hpp"
 
 #include <filesystem>
 
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
+#include "weights/gguf.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,6 +24,7 @@ JsonConfig load_optional_json(const fs::path& p) {
 
 Loaded load_dir(const std::string& dir) {
   const fs::path d(dir);
+  if (is_gguf_file(dir)) return load_gguf(dir);
   if (!fs::is_directory(d)) throw Error(dir + ": not a model directory");
   const fs::path config_path = d / "config.json";
   if (!fs::exists(config_path)) throw Error(config_path.string() + ": missing (every model directory needs config.json)");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "family_context.hpp"
+#include "ordo/tokenizer.hpp"
 
 namespace ordo {
 
@@ -20,7 +21,12 @@ struct Loaded {
   std::shared_ptr<Weights> weights;
 };
 
-// Errors name the directory or file and what is missing or unsupported.
+// Errors name the directory or file and what is missing or unsupported. `dir` may also be a GGUF
+// file (load_gguf).
 Loaded load_dir(const std::string& dir);
+// A GGUF file (llama, qwen2 or gpt2) read as a model directory (gguf_model.cpp).
+Loaded load_gguf(const std::string& path);
+// The tokenizer a GGUF file stores (tokenizer.ggml.*), gguf_config.cpp.
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path, const TokenizerOptions& opts);
 
 }  // namespace ordo

@@ -362,6 +362,20 @@ int fuzz_chat_template(const uint8_t* data, size_t size) {
   return 0;
 }
 
+// A GGUF file loaded as a model with its tokenizer: the reader, the metadata -> config mapping, the
+// family build and the tokenizer lists.
+int fuzz_gguf(const uint8_t* data, size_t size) {
+  const std::string path = fresh_dir() + "/model.gguf";
+  write_file(path, data, size);
+  expect_ordo_errors([&] {
+    ModelOptions o;
+    o.threads = 1;
+    const Model m = Model::load(path, o);
+    if (m.has_tokenizer()) (void)m.encode("Once upon a time", true);
+  });
+  return 0;
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> all = {
       {"safetensors", fuzz_safetensors},       {"config", fuzz_config},
@@ -370,7 +384,7 @@ const std::vector<TargetInfo>& targets() {
       {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
       {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
       {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens},
-      {"chat_template", fuzz_chat_template}};
+      {"chat_template", fuzz_chat_template},   {"gguf", fuzz_gguf}};
   return all;
 }
 

@@ -9,6 +9,7 @@
 #include "added_tokens.hpp"
 #include "dir_config.hpp"
 #include "files.hpp"
+#include "gguf_tokenizer.hpp"
 #include "loaders.hpp"
 #include "strings.hpp"
 #include "token_ids.hpp"
@@ -38,7 +39,9 @@ struct SpecialIds {
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
-  SentencePieceTokenizer(const std::string& path, const TokenizerOptions& opts, const td::DirConfig& cfg);
+  // `proto`: the serialized model itself (path then only names it); null: read from `path`.
+  SentencePieceTokenizer(const std::string& path, const TokenizerOptions& opts, const td::DirConfig& cfg,
+                         const std::string* proto = nullptr);
 
   const char* kind() const override { return "sentencepiece"; }
   std::vector<int32_t> encode(const std::string& text, bool add_special) const override;
@@ -63,6 +66,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   void choose_ids(const TokenizerOptions& opts, const td::DirConfig& cfg, const SpecialIds& ids);
 
   std::string path_;
+  const std::string* given_proto_ = nullptr;  // only during construction
   sentencepiece::SentencePieceProcessor sp_;
   Style style_ = Style::Llama;
   bool legacy_ = true, add_prefix_space_ = true, add_bos_ = false, add_eos_ = false;
@@ -78,8 +82,8 @@ class SentencePieceTokenizer final : public Tokenizer {
 std::string status_text(const sentencepiece::util::Status& st) { return st.ToString(); }
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const TokenizerOptions& opts,
-                                               const td::DirConfig& cfg)
-    : path_(path) {
+                                               const td::DirConfig& cfg, const std::string* proto)
+    : path_(path), given_proto_(proto) {
   const int extra_opt = opts.extra_ids.value_or(cfg.extra_ids.value_or(-1));
   if (extra_opt > td::kMaxIdGap)
     throw Error("sentencepiece tokenizer: extra_ids " + std::to_string(extra_opt) + " is more than the limit of " +
@@ -111,7 +115,8 @@ void SentencePieceTokenizer::choose_style(const TokenizerOptions& opts, const td
 }
 
 void SentencePieceTokenizer::load_model() {
-  std::string proto = td::read_file(path_);
+  std::string proto = given_proto_ ? *given_proto_ : td::read_file(path_);
+  given_proto_ = nullptr;
   if (!legacy_ && style_ != Style::Plain) {
     // HF legacy=False: the model with normalizer_spec.add_dummy_prefix = false. Protobuf merges a
     // repeated occurrence of a message field, so appending
@@ -376,6 +381,11 @@ std::string SentencePieceTokenizer::decode(const std::vector<int32_t>& ids, bool
 std::unique_ptr<Tokenizer> td::make_sentencepiece(const std::string& model_file, const TokenizerOptions& opts,
                                                   const DirConfig& cfg) {
   return std::make_unique<SentencePieceTokenizer>(model_file, opts, cfg);
+}
+
+std::unique_ptr<Tokenizer> td::make_sentencepiece_proto(const std::string& proto, const std::string& source,
+                                                        const TokenizerOptions& opts, const DirConfig& cfg) {
+  return std::make_unique<SentencePieceTokenizer>(source, opts, cfg, &proto);
 }
 
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file, const TokenizerOptions& opts) {

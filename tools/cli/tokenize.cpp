@@ -30,7 +30,7 @@ struct TokenizeCommand : Command {
   int run() override {
     validate();
     check_model_dir("-m", model.resolved_dir(), false);
-    std::unique_ptr<Tokenizer> tok = load_tokenizer(model.resolved_dir());
+    std::unique_ptr<Tokenizer> tok = load_model_tokenizer(model.resolved_dir());
     if (decode) {
       std::cout << tok->decode(parse_ids(input)) << "\n";
       return 0;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -105,12 +106,26 @@ void check_scaling_name(const std::string& flag, const std::string& name) {
   throw UsageError(flag + ": unknown scaling '" + name + "'" + did_you_mean(name, known) + "; known: " + join(known));
 }
 
+namespace {
+
+// A regular file starting with GGUF's magic (read without blocking on a FIFO).
+bool is_gguf(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
+}
+
+}  // namespace
+
 void check_model_dir(const std::string& flag, const std::string& dir, bool need_config) {
   std::error_code ec;
   const fs::path d(dir);
   const fs::file_status st = fs::status(d, ec);
   if (!fs::exists(st)) throw Error(flag + " " + dir + ": no such file or directory");
   if (!fs::is_directory(st)) {
+    if (is_gguf(dir)) return;  // a GGUF file holds the whole model
     std::string parent = d.parent_path().string();
     if (parent.empty()) parent = ".";
     throw Error(flag + " " + dir + " is a file; " + flag + " takes the directory that holds it: " + parent);

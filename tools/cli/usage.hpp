@@ -36,7 +36,8 @@ void check_scaling_name(const std::string& flag, const std::string& name);
 
 // Error saying what `dir` is when it is not a model directory (nothing there, a file, a directory
 // without config.json, a tokenizer without a model); returns quietly for a directory holding
-// config.json (any directory when !need_config: a tokenizer-only one serves `ordo tokenize`). A
+// config.json (any directory when !need_config: a tokenizer-only one serves `ordo tokenize`) or for
+// a GGUF file. A
 // runtime error (exit 1), as every file a flag names that cannot be used.
 void check_model_dir(const std::string& flag, const std::string& dir, bool need_config = true);
 

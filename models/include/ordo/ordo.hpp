@@ -249,4 +249,8 @@ using QuantizeProgress = std::function<void(size_t k, size_t n, const std::strin
 int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace = false,
                    const QuantizeProgress& progress = {});
 
+// The tokenizer of a model: load_tokenizer(path) for a directory; for a GGUF file the one its
+// metadata holds (tokenizer.ggml.*, load_tokenizer_lists).
+std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& path, const TokenizerOptions& opts = {});
+
 }  // namespace ordo

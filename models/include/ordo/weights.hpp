@@ -22,10 +22,18 @@ class Weights {
  public:
   // The first of model.safetensors, model.safetensors.index.json, pytorch_model.bin and
   // pytorch_model.bin.index.json in `dir` (Hugging Face's order of preference). With none, an Error
-  // naming the four and the files the directory does hold.
+  // naming the four and the files the directory does hold. A GGUF file instead of a directory: its
+  // tensors under Hugging Face's names, as the model is built from them (Q8_0/Q4_0 dequantised).
   static Weights open_dir(const std::string& dir);
   // One weights file: safetensors, or a PyTorch zip checkpoint (recognised by its content).
   static Weights open_file(const std::string& path);
+
+  // Tensors another reader made (a GGUF file's, renamed to Hugging Face's names): `origin` is the
+  // file errors name, `format` e.g. "gguf", `mapped` the file the borrowed tensors point into.
+  struct MappedFile;
+  static Weights from_tensors(const std::string& origin, const std::string& format,
+                              std::map<std::string, Tensor> tensors, std::map<std::string, std::string> unsupported,
+                              const MappedFile& mapped);
 
   // The file errors about missing tensors name: the weights file, or the index of shards.
   const std::string& origin() const { return origin_; }

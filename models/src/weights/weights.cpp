@@ -10,6 +10,8 @@
 #include "../json_config.hpp"
 #include "ordo/input.hpp"
 #include "ordo/safetensors.hpp"
+#include "../model_dir.hpp"
+#include "gguf.hpp"
 #include "torch_checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -88,6 +90,22 @@ Weights Weights::open_file(const std::string& path) {
   });
 }
 
+Weights Weights::from_tensors(const std::string& origin, const std::string& format,
+                              std::map<std::string, Tensor> tensors, std::map<std::string, std::string> unsupported,
+                              const MappedFile& mapped) {
+  Weights w;
+  w.origin_ = origin;
+  w.format_ = format;
+  w.files_.push_back(origin);
+  for (const auto& kv : tensors) w.file_index_.emplace(kv.first, 0);
+  for (const auto& kv : unsupported) w.file_index_.emplace(kv.first, 0);
+  w.tensors_ = std::move(tensors);
+  w.unsupported_ = std::move(unsupported);
+  w.mapped_.push_back(mapped);
+  w.metadata_ = {{"format", format}};
+  return w;
+}
+
 namespace {
 
 struct IndexEntry {
@@ -136,6 +154,7 @@ std::vector<IndexEntry> read_index(const std::string& index) {
 }  // namespace
 
 Weights Weights::open_dir(const std::string& dir) {
+  if (is_gguf_file(dir)) return *load_gguf(dir).weights;  // renamed to HF's names, as a family reads them
   const fs::path d(dir);
   static const char* const kSingle[] = {"model.safetensors", "pytorch_model.bin"};
   static const char* const kIndex[] = {"model.safetensors.index.json", "pytorch_model.bin.index.json"};

@@ -59,6 +59,8 @@ class Tokenizer {
  private:
   std::string source_;
   friend std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts);
+  friend std::unique_ptr<Tokenizer> load_tokenizer_lists(const struct VocabLists& v, const std::string& source,
+                                                         const TokenizerOptions& opts);
 };
 
 // Streams decoded text token by token. push() returns only complete UTF-8 text: bytes of a
@@ -105,6 +107,26 @@ class StreamDecoder {
 // tokenizer.json (any Hugging Face tokenizers pipeline), vocab.json + merges.txt (byte-level BPE),
 // vocab.txt (WordPiece). Throws Error naming dir if none.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const TokenizerOptions& opts = {});
+
+// A vocabulary held as lists, as a GGUF file stores it (tokenizer.ggml.*).
+struct VocabLists {
+  std::string model;  // tokenizer.ggml.model: "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  std::string pre;    // gpt2: tokenizer.ggml.pre, the pre-tokenizer ("gpt-2" and "default" are GPT-2's)
+  std::vector<std::string> tokens;  // piece of each id
+  std::vector<float> scores;        // llama: merge priority of each piece
+  std::vector<int32_t> types;       // llama: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+  std::vector<std::string> merges;  // gpt2: "a b", highest priority first
+  std::optional<int32_t> bos_id, eos_id, unk_id, pad_id;
+  std::optional<bool> add_bos, add_eos, add_space_prefix;
+};
+// The tokenizer those lists describe: for "llama", SentencePiece BPE over the pieces and scores
+// (byte fallback when there are byte pieces), behaving as load_sentencepiece on the
+// tokenizer.model they came from; for "gpt2" with GPT-2's pre-tokenizer, byte-level BPE over the
+// tokens and merges as load_bpe on the vocab.json and merges.txt they came from (another
+// pre-tokenizer, as Llama 3's or Qwen2's, is an Error naming it). Errors name `source` (the GGUF
+// file) and the list at fault.
+std::unique_ptr<Tokenizer> load_tokenizer_lists(const VocabLists& v, const std::string& source,
+                                                const TokenizerOptions& opts = {});
 
 // Direct constructors, for tests and for callers who know the kind.
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file, const TokenizerOptions& opts = {});

@@ -1,0 +1,95 @@
+// ggml's tensor types (names, block sizes) and a GGUF tensor's bytes turned into an ordo Tensor:
+// F32/F16/BF16 as stored, Q8_0 and Q4_0 dequantised to F32.
+#include <cstring>
+
+#include "gguf.hpp"
+
+namespace ordo {
+namespace {
+
+struct TypeInfo {
+  const char* name;
+  uint32_t block;       // elements per block
+  uint32_t block_size;  // bytes per block; 0 when ordo does not know it
+};
+
+// Indexed by ggml's type number; numbers ggml removed or never used have no name.
+const TypeInfo kTypes[] = {
+    {"F32", 1, 4},        {"F16", 1, 2},        {"Q4_0", 32, 18},   {"Q4_1", 32, 20},  {"", 0, 0},
+    {"", 0, 0},           {"Q5_0", 32, 22},     {"Q5_1", 32, 24},   {"Q8_0", 32, 34},  {"Q8_1", 32, 36},
+    {"Q2_K", 256, 84},    {"Q3_K", 256, 110},   {"Q4_K", 256, 144}, {"Q5_K", 256, 176}, {"Q6_K", 256, 210},
+    {"Q8_K", 256, 292},   {"IQ2_XXS", 256, 0},  {"IQ2_XS", 256, 0}, {"IQ3_XXS", 256, 0}, {"IQ1_S", 256, 0},
+    {"IQ4_NL", 32, 18},   {"IQ3_S", 256, 0},    {"IQ2_S", 256, 0},  {"IQ4_XS", 256, 0}, {"I8", 1, 1},
+    {"I16", 1, 2},        {"I32", 1, 4},        {"I64", 1, 8},      {"F64", 1, 8},     {"IQ1_M", 256, 0},
+    {"BF16", 1, 2},       {"", 0, 0},           {"", 0, 0},         {"", 0, 0},        {"TQ1_0", 256, 0},
+    {"TQ2_0", 256, 0},    {"", 0, 0},           {"", 0, 0},         {"", 0, 0},        {"MXFP4", 32, 0},
+    {"NVFP4", 64, 0},     {"Q1_0", 128, 0},     {"Q2_0", 64, 0},
+};
+constexpr uint32_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
+
+float half(const unsigned char* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+// Q8_0: blocks of 32, each an fp16 scale d then 32 int8 q; x = d * q.
+void dequant_q8_0(const unsigned char* src, float* dst, uint64_t n) {
+  for (uint64_t b = 0; b < n / 32; ++b, src += 34, dst += 32) {
+    const float d = half(src);
+    for (int j = 0; j < 32; ++j) dst[j] = d * static_cast<float>(static_cast<int8_t>(src[2 + j]));
+  }
+}
+
+// Q4_0: blocks of 32, each an fp16 scale d then 16 bytes; byte j holds element j in its low nibble
+// and element j + 16 in its high nibble, both offset by 8: x = d * (nibble - 8).
+void dequant_q4_0(const unsigned char* src, float* dst, uint64_t n) {
+  for (uint64_t b = 0; b < n / 32; ++b, src += 18, dst += 32) {
+    const float d = half(src);
+    for (int j = 0; j < 16; ++j) {
+      dst[j] = d * static_cast<float>((src[2 + j] & 0x0F) - 8);
+      dst[j + 16] = d * static_cast<float>((src[2 + j] >> 4) - 8);
+    }
+  }
+}
+
+}  // namespace
+
+std::string ggml_type_name(uint32_t type) { return type < kNumTypes ? kTypes[type].name : ""; }
+
+uint64_t ggml_type_block(uint32_t type) { return type < kNumTypes ? kTypes[type].block : 0; }
+
+uint64_t ggml_type_bytes(uint32_t type, uint64_t n) {
+  if (type >= kNumTypes || kTypes[type].block == 0) return 0;
+  return n / kTypes[type].block * kTypes[type].block_size;
+}
+
+Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
+  Tensor t;
+  t.shape.assign(info.dims.rbegin(), info.dims.rend());
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  const unsigned char* src = base_ + data_start_ + info.offset;
+  switch (info.type) {
+    case kGgmlF32: case kGgmlF16: case kGgmlBF16: {
+      t.dtype = info.type == kGgmlF32 ? DType::F32 : info.type == kGgmlF16 ? DType::F16 : DType::BF16;
+      if (reinterpret_cast<uintptr_t>(src) % dtype_size(t.dtype) == 0) {
+        t.data = const_cast<unsigned char*>(src);  // read-only mapping: tensors from files are never written
+        t.owner = mapping_;
+        return t;
+      }
+      Tensor copy = Tensor::uninitialized(t.shape, t.dtype);
+      std::memcpy(copy.data, src, info.bytes);
+      return copy;
+    }
+    case kGgmlQ8_0: case kGgmlQ4_0: {
+      Tensor out = Tensor::uninitialized(t.shape, DType::F32);
+      (info.type == kGgmlQ8_0 ? dequant_q8_0 : dequant_q4_0)(src, out.f32(), n);
+      return out;
+    }
+    default:
+      throw Error(path_ + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
+                  ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0 and Q4_0)");
+  }
+}
+
+}  // namespace ordo

@@ -1,0 +1,246 @@
+// The GGUF reader on hand-built files: every metadata type, Q8_0/Q4_0 dequantisation against
+// hand-computed values, hostile files (truncated, lying counts and offsets, huge strings, unknown
+// types, misaligned data), each an ordo::Error naming the file and the field; GPT-2 vocabulary lists.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../models/src/weights/gguf.hpp"
+#include "ordo/ordo.hpp"
+#include "support/cli.hpp"
+#include "support/gguf_builder.hpp"
+
+using ordo::Error;
+using ordo::GgufFile;
+using ordo::GgufType;
+using ordo::test::GgufBuilder;
+
+namespace {
+
+const std::string kLabel = "t.gguf";
+
+GgufFile parse(const std::string& b) {
+  return GgufFile::parse(reinterpret_cast<const unsigned char*>(b.data()), b.size(), kLabel);
+}
+
+// parse() of `b` fails with an Error starting with the file's name and containing `what`.
+void expect_error(const std::string& b, const std::string& what) {
+  try {
+    parse(b);
+    ADD_FAILURE() << "no error; expected one containing: " << what;
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(kLabel + ": ", 0), 0u) << m;
+    EXPECT_NE(m.find(what), std::string::npos) << m;
+  }
+}
+
+std::string f32_bytes(const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), 4 * v.size()); }
+
+GgufBuilder small() {
+  GgufBuilder b;
+  b.add_string("general.architecture", "llama");
+  b.add_u32("llama.block_count", 5);
+  b.add_strings("tokenizer.ggml.tokens", {"<unk>", "a", "bc"});
+  b.add_tensor("w", {4, 2}, 0, f32_bytes({1, 2, 3, 4, 5, 6, 7, 8}));
+  return b;
+}
+
+}  // namespace
+
+TEST(GgufReader, ReadsMetadataOfEveryKindAndTensorInfos) {
+  GgufBuilder b = small();
+  b.add_i32("i", -7);
+  b.add_f32("f", 0.25f);
+  b.add_bool("yes", true);
+  b.add_f32s("scores", {-1.5f, 2});
+  b.add_i32s("types", {1, 6});
+  const GgufFile g = parse(b.bytes());
+  EXPECT_EQ(g.version(), 3u);
+  EXPECT_EQ(g.get_string("general.architecture"), "llama");
+  EXPECT_EQ(g.get_int("llama.block_count"), 5);
+  EXPECT_EQ(g.get_int("i"), -7);
+  EXPECT_DOUBLE_EQ(g.get_float("f", 0), 0.25);
+  EXPECT_TRUE(g.get_bool("yes", false));
+  const auto& toks = g.get_array("tokenizer.ggml.tokens", GgufType::String);
+  ASSERT_EQ(toks.size(), 3u);
+  EXPECT_EQ(toks[2].s, "bc");
+  EXPECT_FLOAT_EQ(static_cast<float>(g.get_array("scores", GgufType::F32)[0].f), -1.5f);
+  EXPECT_EQ(g.get_array("types", GgufType::I32)[1].i, 6);
+  ASSERT_EQ(g.tensors().size(), 1u);
+  EXPECT_EQ(g.tensors()[0].dims, (std::vector<int64_t>{4, 2}));
+  const ordo::Tensor t = g.tensor(g.tensors()[0]);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 4}));  // outermost first
+  EXPECT_EQ(t.f32()[5], 6.0f);
+  EXPECT_EQ(g.data_offset() % 32, 0u);
+}
+
+TEST(GgufReader, TypedLookupsNameTheKey) {
+  const GgufFile g = parse(small().bytes());
+  EXPECT_THROW(
+      {
+        try {
+          g.get_int("general.architecture");
+        } catch (const Error& e) {
+          EXPECT_STREQ(e.what(), "t.gguf: metadata 'general.architecture' must be an integer, got string");
+          throw;
+        }
+      },
+      Error);
+  EXPECT_THROW(g.get_string("missing.key"), Error);
+  EXPECT_THROW(g.get_array("tokenizer.ggml.tokens", GgufType::F32), Error);
+}
+
+TEST(GgufReader, DequantisesQ8_0AndQ4_0) {
+  // Q8_0: d = 0.5 (fp16 0x3800), q = j - 16 for element j.
+  std::string q8("\x00\x38", 2);
+  for (int j = 0; j < 32; ++j) q8 += static_cast<char>(j - 16);
+  // Q4_0: d = 2 (fp16 0x4000); byte j: low nibble j (element j), high nibble 15 - j (element j + 16).
+  std::string q4("\x00\x40", 2);
+  for (int j = 0; j < 16; ++j) q4 += static_cast<char>(j | (15 - j) << 4);
+  GgufBuilder b;
+  b.add_tensor("q8", {32}, 8, q8);
+  b.add_tensor("q4", {32}, 2, q4);
+  b.add_tensor("h", {2}, 1, std::string("\x00\x3c\x00\xc0", 4));  // F16 1, -2
+  b.add_tensor("bf", {1}, 30, std::string("\x80\x3f", 2));       // BF16 1
+  const GgufFile g = parse(b.bytes());
+  const ordo::Tensor a = g.tensor(g.tensors()[0]), c = g.tensor(g.tensors()[1]);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(a.f32()[j], 0.5f * static_cast<float>(j - 16)) << j;
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(c.f32()[j], 2.0f * static_cast<float>(j - 8)) << j;
+    EXPECT_EQ(c.f32()[j + 16], 2.0f * static_cast<float>(15 - j - 8)) << j;
+  }
+  const ordo::Tensor h = g.tensor(g.tensors()[2]).to_f32(), bf = g.tensor(g.tensors()[3]).to_f32();
+  EXPECT_EQ(h.f32()[0], 1.0f);
+  EXPECT_EQ(h.f32()[1], -2.0f);
+  EXPECT_EQ(bf.f32()[0], 1.0f);
+}
+
+TEST(GgufReader, TypesOrdoDoesNotReadAreNamed) {
+  GgufBuilder b;
+  b.add_tensor("blk.0.ffn_down.weight", {256}, 12, std::string(144, '\0'));
+  const GgufFile g = parse(b.bytes());
+  try {
+    g.tensor(g.tensors()[0]);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "t.gguf: tensor 'blk.0.ffn_down.weight' has type Q4_K, which ordo does not read yet "
+                           "(it reads F32, F16, BF16, Q8_0 and Q4_0)");
+  }
+}
+
+TEST(GgufReaderHostile, EveryTruncationIsANamedError) {
+  const std::string full = small().bytes();
+  for (size_t n = 0; n < full.size(); ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_THROW(parse(full.substr(0, n)), Error);
+  }
+}
+
+TEST(GgufReaderHostile, LyingCountsAndHugeStrings) {
+  std::string b = small().bytes();
+  ordo::test::poke_u64(b, 8, uint64_t{1} << 40);
+  expect_error(b, "tensor count 1099511627776 cannot fit the file");
+  b = small().bytes();
+  ordo::test::poke_u64(b, 16, uint64_t{1} << 60);
+  expect_error(b, "metadata count 1152921504606846976 cannot fit the file");
+  b = small().bytes();
+  ordo::test::poke_u64(b, 24, uint64_t{1} << 62);  // the first key's length
+  expect_error(b, "metadata entry 0's key (a string of 4611686018427387904 bytes)");
+  GgufBuilder a;
+  a.add_strings("tokenizer.ggml.tokens", {"x"});
+  b = a.bytes();
+  const size_t count_at = b.find("tokenizer.ggml.tokens") + 21 + 4 + 4;
+  ordo::test::poke_u64(b, count_at, uint64_t{1} << 61);
+  expect_error(b, "metadata 'tokenizer.ggml.tokens': array count 2305843009213693952 of string cannot fit");
+}
+
+TEST(GgufReaderHostile, UnknownTypesVersionsAndDuplicates) {
+  std::string b = small().bytes();
+  ordo::test::poke_u32(b, 24 + 8 + 20, 99);  // general.architecture's value type
+  expect_error(b, "metadata 'general.architecture': unknown value type 99");
+  b = small().bytes();
+  ordo::test::poke_u32(b, 4, 1);
+  expect_error(b, "GGUF version 1 is not supported");
+  b = small().bytes();
+  ordo::test::poke_u32(b, b.find("w\x02\x00\x00\x00", 0, 5) + 1 + 4 + 16, 77);
+  expect_error(b, "tensor 'w': unknown tensor type 77");
+  GgufBuilder d;
+  d.add_u32("k", 1);
+  d.add_u32("k", 2);
+  expect_error(d.bytes(), "metadata 'k' appears twice");
+  b = std::string("GGUX") + small().bytes().substr(4);
+  expect_error(b, "not a GGUF file");
+}
+
+TEST(GgufReaderHostile, MisalignedOutOfBoundsAndBadShapes) {
+  std::string b = small().bytes();
+  const size_t offset_at = b.find("w\x02\x00\x00\x00", 0, 5) + 1 + 4 + 16 + 4;
+  ordo::test::poke_u64(b, offset_at, 4);
+  expect_error(b, "tensor 'w': data offset 4 is not a multiple of the alignment 32");
+  ordo::test::poke_u64(b, offset_at, uint64_t{1} << 40);
+  expect_error(b, "tensor 'w': data [1099511627776, 1099511627808) of the data blob runs past the end of the file");
+  GgufBuilder q;
+  q.add_tensor("q", {33}, 8, std::string(68, '\0'));
+  expect_error(q.bytes(), "tensor 'q': dimension 0 = 33 is not a multiple of Q8_0's block of 32");
+  GgufBuilder big;
+  big.add_tensor("big", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, "");
+  expect_error(big.bytes(), "tensor 'big': dimension 1 = 1099511627776 makes the tensor impossibly large");
+  GgufBuilder al(3, 48);
+  expect_error(al.bytes(), "metadata 'general.alignment' must be a power of two, got 48");
+}
+
+TEST(GgufReader, HonoursGeneralAlignment) {
+  GgufBuilder b(2, 64);
+  b.add_tensor("a", {3}, 0, f32_bytes({1, 2, 3}));
+  b.add_tensor("b", {1}, 0, f32_bytes({9}));
+  const GgufFile g = parse(b.bytes());
+  EXPECT_EQ(g.version(), 2u);
+  EXPECT_EQ(g.alignment(), 64u);
+  EXPECT_EQ(g.tensors()[1].offset, 64u);
+  EXPECT_EQ(g.data_offset() % 64, 0u);
+  EXPECT_EQ(g.tensor(g.tensors()[1]).f32()[0], 9.0f);
+}
+
+// GPT-2's byte-level BPE from a GGUF file's tokens and merges equals load_bpe on the vocab.json and
+// merges.txt of the same vocabulary (tests/data/tokenizers/bpe-bytelevel's).
+TEST(GgufTokenizer, Gpt2ListsEqualVocabJsonAndMerges) {
+  std::ifstream in(std::string(ORDO_TEST_DATA) + "/tokenizers/bpe-bytelevel/tokenizer.json");
+  const nlohmann::json tj = nlohmann::json::parse(in);
+  std::vector<std::string> tokens(tj["model"]["vocab"].size());
+  for (auto it = tj["model"]["vocab"].begin(); it != tj["model"]["vocab"].end(); ++it)
+    tokens.at(it->get<size_t>()) = it.key();
+  std::vector<std::string> merges;
+  std::string merges_txt = "#version: 0.2\n";
+  for (const auto& m : tj["model"]["merges"]) {
+    merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+    merges_txt += merges.back() + "\n";
+  }
+  const std::string dir = ordo::test::make_temp_dir("gguf-bpe");
+  std::ofstream(dir + "/vocab.json") << tj["model"]["vocab"].dump();
+  std::ofstream(dir + "/merges.txt") << merges_txt;
+  GgufBuilder b;
+  b.add_string("tokenizer.ggml.model", "gpt2");
+  b.add_string("tokenizer.ggml.pre", "gpt-2");
+  b.add_strings("tokenizer.ggml.tokens", tokens);
+  b.add_strings("tokenizer.ggml.merges", merges);
+  std::ofstream(dir + "/t.gguf", std::ios::binary) << b.bytes();
+  const auto g = ordo::load_model_tokenizer(dir + "/t.gguf");
+  const auto ref = ordo::load_bpe(dir + "/vocab.json", dir + "/merges.txt");
+  EXPECT_STREQ(g->kind(), ref->kind());
+  for (const std::string text : {"Hello world", " the cat sat on the mat.", "naïve café 123\n\ttabs", ""}) {
+    SCOPED_TRACE(text);
+    const auto ids = ref->encode(text, false);
+    EXPECT_EQ(g->encode(text, false), ids);
+    EXPECT_EQ(g->decode(ids), ref->decode(ids));
+  }
+  EXPECT_FALSE(ref->encode("the cat", false).empty());
+  GgufBuilder l;
+  l.add_string("tokenizer.ggml.model", "gpt2");
+  l.add_string("tokenizer.ggml.pre", "llama-bpe");
+  l.add_strings("tokenizer.ggml.tokens", tokens);
+  std::ofstream(dir + "/l.gguf", std::ios::binary) << l.bytes();
+  EXPECT_THROW(ordo::load_model_tokenizer(dir + "/l.gguf"), Error);
+}
