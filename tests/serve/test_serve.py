@@ -180,3 +180,23 @@ def test_a_directory_without_tokenizer_serves_token_ids(server, tmp_path):
         assert status == 400 and "no tokenizer" in answer["error"]["message"]
     finally:
         s.stop()
+
+
+def test_an_encoder_serves_embeddings_as_ordo_embed(tmp_path):
+    encoder = MODEL.parent / "zoo" / "mlm" / "rope-s1"
+    out = tmp_path / "e.json"
+    run_cli("embed", "-m", encoder, "A little bird", "-o", out)
+    ref = json.loads(out.read_text())
+    s = Server("-m", encoder)
+    try:
+        got = s.ok("/v1/embeddings", {"input": "A little bird"})
+        assert got["usage"]["prompt_tokens"] == len(ref["ids"])
+        vec = got["data"][0]["embedding"]
+        assert len(vec) == ref["dim"]
+        assert max(abs(a - b) for a, b in zip(vec, ref["embedding"])) < 1e-5
+        by_ids = s.ok("/v1/embeddings", {"input": [ref["ids"]]})["data"][0]["embedding"]
+        assert max(abs(a - b) for a, b in zip(by_ids, ref["embedding"])) < 1e-5
+        status, answer = s.post("/v1/completions", {"prompt": "A little", "max_tokens": 3})
+        assert status == 400 and "not a decoder-only model" in answer["error"]["message"]
+    finally:
+        s.stop()
