@@ -136,7 +136,7 @@ def wait_until(predicate, seconds=10):
 
 
 def test_full_queue_is_503_with_retry_after_and_disconnect_frees_the_slot():
-    s = Server("-m", MODEL, "--parallel", 1, "--queue", 0, "-c", 8192, "--timeout", 0.3)
+    s = Server("-m", MODEL, "--parallel", 1, "--queue", 0, "-c", 8192, "--timeout", 0.1)
     try:
         long = {"prompt": "Once upon a time", "max_tokens": 8000, "ignore_eos": True, "temperature": 0}
         sock = open_stream(s, long)
