@@ -105,13 +105,16 @@ class Server:
         return values
 
     def stop(self):
+        """SIGTERM: the server ends cleanly, exit 0 (under ASan, no leak or error report either)."""
         self.proc.terminate()
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        err = self.proc.stderr.read()
         self.proc.stderr.close()
+        assert self.proc.returncode == 0, f"ordo serve exited {self.proc.returncode}: {err[-2000:]}"
 
 
 @pytest.fixture(scope="module")
