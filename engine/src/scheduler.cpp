@@ -32,7 +32,8 @@ struct Scheduler::Live {
   // (its on_done reports the error).
   Live(const Transformer& model, uint64_t id_, ScheduledRequest& r)
       : id(id_), gen{r.prompt, r.params, nullptr, {}}, sampler(r.params.sampling) {
-    if (gen.params.beams.num_beams > 1) throw Error("the scheduler does not run beam search (num_beams must be 1)");
+    if (gen.params.beams.num_beams > 1)
+      throw Error("the scheduler does not run beam search (num_beams must be 1)");
     const detail::RequestPlan plan = detail::plan_request(model, gen, 0);
     seq = detail::fresh_sequence(model, plan.capacity, nullptr, {});
     max_new_tokens = plan.max_new_tokens;
@@ -150,6 +151,17 @@ bool Scheduler::admit(std::vector<std::unique_ptr<Live>>& live) {
     while (live.size() + starting.size() < static_cast<size_t>(max_batch_) && !queue_.empty()) {
       starting.push_back(std::move(queue_.front()));
       queue_.pop_front();
+      // A slot is taken from here until on_done, and given back before on_done runs: a request
+      // submitted from on_done (or right after it) finds the slot free.
+      ++stats_.running;
+      ScheduledRequest& r = starting.back().second;
+      r.on_done = [this, done = std::move(r.on_done)](ScheduledResult&& res) {
+        {
+          std::lock_guard<std::mutex> lk(mu_);
+          --stats_.running;
+        }
+        if (done) done(std::move(res));
+      };
     }
     stats_.queued = queue_.size();
   }
@@ -173,8 +185,6 @@ bool Scheduler::admit(std::vector<std::unique_ptr<Live>>& live) {
     l->done = true;
   }
   live.erase(std::remove_if(live.begin(), live.end(), [](const auto& l) { return l->done; }), live.end());
-  std::lock_guard<std::mutex> lk(mu_);
-  stats_.running = live.size();
   return !stopping;
 }
 
@@ -268,7 +278,6 @@ void Scheduler::step(std::vector<std::unique_ptr<Live>>& live) {
   stats_.last_batch = batch;
   stats_.prompt_tokens += prompt_tokens;
   stats_.generated_tokens += generated;
-  stats_.running = live.size();
 }
 
 }  // namespace ordo

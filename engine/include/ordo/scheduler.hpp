@@ -51,7 +51,7 @@ struct ScheduledRequest {
 
 // What the scheduler is doing, for metrics.
 struct SchedulerStats {
-  size_t queued = 0, running = 0;
+  size_t queued = 0, running = 0;  // running: slots taken (started, on_done not yet called)
   uint64_t steps = 0;              // decode steps run
   uint64_t batched_sequences = 0;  // sum over steps of the sequences in the step
   uint64_t prompt_tokens = 0, generated_tokens = 0;
