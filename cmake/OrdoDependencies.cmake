@@ -42,3 +42,6 @@ ordo_pkg_module(PCRE2 libpcre2-8)
 ordo_pkg_module(ORDO_ICU icu-uc)
 # The CLI's PNG plots (ordo ppl --plot x.png) are drawn with cairo.
 ordo_pkg_module(CAIRO cairo)
+# `ordo serve`: Debian's cpp-httplib is a compiled library (built with OpenSSL, zlib and brotli);
+# its pkg-config file carries the matching CPPHTTPLIB_* defines.
+ordo_pkg_module(HTTPLIB cpp-httplib)

@@ -14,6 +14,7 @@
 #include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/text_stream.hpp"
 
 namespace fs = std::filesystem;
 
@@ -234,74 +235,6 @@ GenerateResult Model::generate_ids(const std::vector<int32_t>& prompt, const Gen
   });
 }
 
-namespace {
-
-// Generated ids → text for one prompt: stop strings end the text (and the generation), and text
-// that could still turn into a stop string is held back from on_text.
-class TextStream {
- public:
-  // stop_ids: ids that end the generation, whose text is not shown (the EOS ids, the caller's).
-  TextStream(const Tokenizer& tok, std::vector<int32_t> context, const TextGenerateParams& params,
-             std::vector<int32_t> stop_ids, std::function<bool(const std::string&)> on_text)
-      : stream_(tok, std::move(context)), params_(params), stop_ids_(std::move(stop_ids)), on_text_(std::move(on_text)) {}
-
-  // Takes one generated id; false: stop generating.
-  bool push(int32_t id) {
-    const size_t before = text.size();
-    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) text += stream_.push(id);
-    for (const std::string& s : params_.stop_strings) {
-      // Only a match ending in the new piece can be new: search from where it could start.
-      const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
-      const size_t at = s.empty() ? std::string::npos : text.find(s, from);
-      if (at != std::string::npos) {
-        text.resize(at);
-        release(true);
-        return false;
-      }
-    }
-    release(false);
-    return !stopped_;
-  }
-
-  // After the generation: the rest of the text, unless the caller stopped it.
-  void finish() {
-    if (stopped_) return;
-    text += stream_.flush();
-    for (const std::string& s : params_.stop_strings) {
-      const size_t at = s.empty() ? std::string::npos : text.find(s);
-      if (at != std::string::npos) text.resize(at);
-    }
-    release(true);
-  }
-
-  std::string text;
-
- private:
-  void release(bool final) {
-    size_t safe = text.size();
-    if (!final)
-      for (const std::string& s : params_.stop_strings)
-        for (size_t k = std::min(s.size() - 1, text.size()); k > 0; --k)
-          if (text.compare(text.size() - k, k, s, 0, k) == 0) {
-            safe = std::min(safe, text.size() - k);
-            break;
-          }
-    if (safe > shown_ && on_text_) {
-      if (!on_text_(text.substr(shown_, safe - shown_))) stopped_ = true;
-      shown_ = safe;
-    }
-  }
-
-  StreamDecoder stream_;
-  const TextGenerateParams& params_;
-  std::vector<int32_t> stop_ids_;
-  std::function<bool(const std::string&)> on_text_;
-  size_t shown_ = 0;  // bytes of text already passed to on_text
-  bool stopped_ = false;
-};
-
-}  // namespace
-
 TextResult Model::generate(const std::string& prompt, const TextGenerateParams& params,
                            const std::function<bool(const std::string&)>& on_text) const {
   std::function<bool(size_t, const std::string&)> cb;
@@ -381,8 +314,8 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
     ids.push_back(tok.encode(prompts[i], params.add_special));
     std::function<bool(const std::string&)> cb;
     if (on_text) cb = [&on_text, i](const std::string& piece) { return on_text(i, piece); };
-    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(), params, stops,
-                                                   std::move(cb)));
+    streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(),
+                                                   params.stop_strings, stops, std::move(cb)));
   }
   std::vector<GenerateResult> gen =
       generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); },
@@ -398,7 +331,7 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
         out[i].texts.push_back(out[i].text);
         continue;
       }
-      TextStream t(tok, seq2seq ? std::vector<int32_t>{} : ids[i], params, stops, nullptr);
+      TextStream t(tok, seq2seq ? std::vector<int32_t>{} : ids[i], params.stop_strings, stops, nullptr);
       for (int32_t id : out[i].generation.sequences[k].ids)
         if (!t.push(id)) break;
       t.finish();

@@ -19,6 +19,7 @@
 #include "ordo/safetensors.hpp"
 #include "ordo/tokenizer.hpp"
 #include "ordo/weights.hpp"
+#include "serve_api.hpp"  // `ordo serve`'s request parsing (tools/cli)
 
 namespace fs = std::filesystem;
 
@@ -376,6 +377,38 @@ int fuzz_gguf(const uint8_t* data, size_t size) {
   return 0;
 }
 
+// An `ordo serve` request body (the input) through every route's parser: a typed request or an
+// ordo::Error (the server's 400), and a parsed request keeps the limits the server relies on.
+int fuzz_serve_request(const uint8_t* data, size_t size) {
+  namespace serve = cli::serve;
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  nlohmann::json j;
+  try {
+    j = serve::parse_body(body);
+  } catch (const Error&) {
+    return 0;
+  }
+  expect_ordo_errors([&] {
+    const serve::CompletionRequest r = serve::parse_completion(j);
+    if (r.stop.size() > serve::kMaxStops || r.logprobs > serve::kMaxLogprobs) broken("completion limits not kept");
+    if (!r.prompt_text && r.prompt_ids.empty()) broken("a completion without a prompt");
+  });
+  expect_ordo_errors([&] {
+    if (serve::parse_chat(j).messages.empty()) broken("a chat request without messages");
+  });
+  expect_ordo_errors([&] { serve::parse_tokenize(j); });
+  expect_ordo_errors([&] {
+    for (int32_t id : serve::parse_detokenize(j))
+      if (id < 0) broken("a negative token id");
+  });
+  expect_ordo_errors([&] {
+    const serve::EmbeddingRequest r = serve::parse_embeddings(j);
+    if (r.texts.empty() == r.ids.empty() || r.texts.size() + r.ids.size() > serve::kMaxInputs)
+      broken("embedding inputs not one kind within the limit");
+  });
+  return 0;
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> all = {
       {"safetensors", fuzz_safetensors},       {"config", fuzz_config},
@@ -384,7 +417,8 @@ const std::vector<TargetInfo>& targets() {
       {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
       {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
       {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens},
-      {"chat_template", fuzz_chat_template},   {"gguf", fuzz_gguf}};
+      {"chat_template", fuzz_chat_template},   {"gguf", fuzz_gguf},
+      {"serve_request", fuzz_serve_request}};
   return all;
 }
 

@@ -24,7 +24,8 @@ struct TargetInfo {
 
 // Every target, by name: safetensors, config, sentencepiece, wordpiece, bpe_files, tokenizer_json,
 // tokenizer_config, roundtrip, cli_args, checkpoint (pytorch_model.bin: zip + pickle), weights_index
-// (a shard index), added_tokens, chat_template, gguf (a GGUF file loaded as a model).
+// (a shard index), added_tokens, chat_template, gguf (a GGUF file loaded as a model), serve_request
+// (`ordo serve`'s request bodies).
 const std::vector<TargetInfo>& targets();
 Target find_target(const std::string& name);  // nullptr if unknown
 

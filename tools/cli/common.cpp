@@ -203,6 +203,7 @@ CliApp::CliApp() {
   commands.push_back(make_bench());
   commands.push_back(make_quantize());
   commands.push_back(make_chat());
+  commands.push_back(make_serve());
   for (auto& c : commands) subs.push_back(c->add(app));
 }
 

@@ -93,6 +93,7 @@ std::unique_ptr<Command> make_compare();
 std::unique_ptr<Command> make_bench();
 std::unique_ptr<Command> make_quantize();
 std::unique_ptr<Command> make_chat();
+std::unique_ptr<Command> make_serve();
 
 // One assistant turn (chat.cpp): renders `messages` with the model's chat template, generates until
 // an end-of-turn id (Model::chat_stop_ids) or params.max_new_tokens, streams the reply to stdout
