@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 import ordo
-from conftest import ROOT, STORIES
+from conftest import ROOT
 
 ZOO = ROOT / "models" / "zoo"
 

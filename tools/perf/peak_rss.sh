@@ -24,9 +24,9 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 
 case $shape in
-  1b) dim=2048 layers=22 heads=32 kv=4 ffn=5632 vocab=32000 tied=0 ;;
-  110m) dim=768 layers=12 heads=12 kv=12 ffn=2048 vocab=32000 tied=1 ;;
-  *) IFS=, read -r dim layers heads kv ffn vocab <<<"$shape"; tied=0 ;;
+  1b) dim=2048 layers=22 heads=32 kv=4 ffn=5632 vocab=32000 ;;
+  110m) dim=768 layers=12 heads=12 kv=12 ffn=2048 vocab=32000 ;;
+  *) IFS=, read -r dim layers heads kv ffn vocab <<<"$shape" ;;
 esac
 hd=$((dim / heads))
 # Linear weights (the head included: tied, it is packed as a copy of its own) and their rows.

@@ -372,7 +372,7 @@ std::optional<Value> number_filter(const std::string& name, const Value& in, Arg
     if (in.kind == Value::Kind::Float) return Value::number(std::fabs(in.f));
     if (in.is_number()) {
       const int64_t x = in.kind == Value::Kind::Bool ? in.b : in.i;
-      return Value::integer(checked_int(x == INT64_MIN, x < 0 ? -x : x));
+      return Value::integer(x < 0 ? sub_int(0, x) : x);  // abs(INT64_MIN) is an Error, not UB
     }
     fail("bad operand type for abs(): '" + type_name(in) + "' at " + where);
   }

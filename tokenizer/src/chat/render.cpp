@@ -303,7 +303,7 @@ class Renderer {
     if (n.k == Node::K::Pos) return v.kind == Value::Kind::Bool ? Value::integer(v.b) : v;
     if (v.kind == Value::Kind::Float) return Value::number(-v.f);
     const int64_t x = v.kind == Value::Kind::Bool ? v.b : v.i;
-    return Value::integer(checked_int(x == INT64_MIN, -x));
+    return Value::integer(sub_int(0, x));  // -INT64_MIN is an Error, not UB
   }
 
   // a < b <= c ...: every link holds, each operand evaluated once.
