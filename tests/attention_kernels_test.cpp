@@ -108,7 +108,8 @@ TEST(AttentionKernels, I8RowsWithScalesMatchDoubleReference) { check_all_shapes<
 // Symmetric rounding to 127 steps of the row's largest magnitude, to nearest: every element within
 // half a step, the largest exactly ±127. 13 elements: the vector path and the scalar tail.
 TEST(AttentionKernels, I8RowRoundingIsToNearestWithinHalfAStep) {
-  const std::vector<float> row = {0.5f, -3.0f, 1.2f, 0.0f, 2.99f, -0.01f, 0.7f, -1.5f, 2.99f, -0.7f, 1.2f, -2.99f, 0.01f};
+  const std::vector<float> row = {0.5f,  -3.0f, 1.2f,  0.0f, 2.99f,  -0.01f, 0.7f,
+                                  -1.5f, 2.99f, -0.7f, 1.2f, -2.99f, 0.01f};
   std::vector<int8_t> q(row.size());
   const float s = ordo::detail::to_i8(row.data(), static_cast<int64_t>(row.size()), q.data());
   EXPECT_FLOAT_EQ(s, 3.0f / 127.0f);

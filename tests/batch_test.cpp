@@ -105,8 +105,7 @@ TEST_P(BatchFixture, AllCasesInOneForwardMatchReference) {
     ASSERT_EQ(out.size(), rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
-      EXPECT_TRUE(within_tolerance(out[i].f32(),
-                                   golden_of(*golden_, rows[i], rows[i].name + ".last_hidden_state"),
+      EXPECT_TRUE(within_tolerance(out[i].f32(), golden_of(*golden_, rows[i], rows[i].name + ".last_hidden_state"),
                                    real_rows(rows[i])));
     }
     return;
@@ -133,9 +132,8 @@ TEST_P(BatchFixture, AllCasesInOneForwardMatchReference) {
     for (size_t i = 0; i < rows.size(); ++i) {
       SCOPED_TRACE(rows[i].name + " row " + std::to_string(rows[i].b));
       EXPECT_EQ(seqs[i].length(), static_cast<int64_t>(reqs[i].ids.size()));
-      EXPECT_TRUE(within_tolerance(
-          out[i].logits.f32(), golden_of(*golden_, rows[i], rows[i].name + ".logits"),
-          e.spec().graph == GraphKind::Decoder ? real_rows(rows[i]) : std::vector<int64_t>{}));
+      EXPECT_TRUE(within_tolerance(out[i].logits.f32(), golden_of(*golden_, rows[i], rows[i].name + ".logits"),
+                                   e.spec().graph == GraphKind::Decoder ? real_rows(rows[i]) : std::vector<int64_t>{}));
     }
   }
 }
@@ -164,9 +162,7 @@ TEST_P(BatchGenerateFixture, GreedyThroughContinuousBatchingMatchesReference) {
   for (size_t i = 0; i < wants.size(); ++i) {
     const Row& row = *wants[i].row;
     const nlohmann::json& g = *row.greedy;
-    auto at = [&](const char* key) -> const nlohmann::json& {
-      return row.b >= 0 ? g.at(key)[row.b] : g.at(key);
-    };
+    auto at = [&](const char* key) -> const nlohmann::json& { return row.b >= 0 ? g.at(key)[row.b] : g.at(key); };
     GenerateRequest r;
     r.params.max_new_tokens = wants[i].n;
     r.params.stop_ids = {-1};  // the reference does not stop at EOS
@@ -193,8 +189,7 @@ TEST_P(BatchGenerateFixture, GreedyThroughContinuousBatchingMatchesReference) {
   for (size_t i = 0; i < wants.size(); ++i) {
     const Row& row = *wants[i].row;
     SCOPED_TRACE(row.name + " row " + std::to_string(row.b) + ", " + std::to_string(wants[i].n) + " tokens");
-    std::vector<int32_t> want =
-        ids_of(row.b >= 0 ? row.greedy->at("output_ids")[row.b] : row.greedy->at("output_ids"));
+    std::vector<int32_t> want = ids_of(row.b >= 0 ? row.greedy->at("output_ids")[row.b] : row.greedy->at("output_ids"));
     want.resize(static_cast<size_t>(wants[i].n));
     EXPECT_EQ(res[i].ids, want);
     const Tensor ref = golden_of(*golden_, row, row.name + ".greedy.logits");
@@ -245,14 +240,9 @@ TEST_P(ContinuousBatching, EveryRequestGetsWhatItGetsAlone) {
   o.dtype = GetParam().dtype;
   if (o.dtype) o.kv_dtype = *o.dtype;
   const Model m = Model::load(test::model_dir("stories260K"), o);
-  const std::vector<std::string> prompts = {"Once upon a time",
-                                            "The dog bites the man",
-                                            "Lily saw a big",
-                                            "One day",
-                                            "The man bites the dog and then",
-                                            "Tom and",
-                                            "She was sad because her",
-                                            "The cat"};
+  const std::vector<std::string> prompts = {
+      "Once upon a time", "The dog bites the man",   "Lily saw a big", "One day", "The man bites the dog and then",
+      "Tom and",          "She was sad because her", "The cat"};
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < GetParam().requests; ++i) {
     GenerateRequest r;
@@ -265,13 +255,11 @@ TEST_P(ContinuousBatching, EveryRequestGetsWhatItGetsAlone) {
     }
     reqs.push_back(std::move(r));
   }
-  const std::vector<GenerateResult> batched =
-      generate_batch(m.engine(), reqs, GetParam().slots, nullptr, true);
+  const std::vector<GenerateResult> batched = generate_batch(m.engine(), reqs, GetParam().slots, nullptr, true);
   ASSERT_EQ(batched.size(), reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
     SCOPED_TRACE("request " + std::to_string(i));
-    const GenerateResult alone =
-        generate(m.engine(), reqs[i].prompt, reqs[i].params, nullptr, nullptr, {}, true);
+    const GenerateResult alone = generate(m.engine(), reqs[i].prompt, reqs[i].params, nullptr, nullptr, {}, true);
     EXPECT_FALSE(alone.ids.empty());
     EXPECT_EQ(batched[i].ids, alone.ids);
     EXPECT_EQ(batched[i].prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
@@ -288,9 +276,8 @@ INSTANTIATE_TEST_SUITE_P(Slots, ContinuousBatching,
                          testing::Values(SlotsParam{std::nullopt, 8, 3}, SlotsParam{std::nullopt, 24, 20},
                                          SlotsParam{DType::I8, 8, 3}, SlotsParam{DType::I8, 24, 20}),
                          [](const testing::TestParamInfo<SlotsParam>& p) {
-                           return std::string(p.param.dtype ? weight_dtype_name(*p.param.dtype) : "f32") +
-                                  "_" + std::to_string(p.param.requests) + "_in_" +
-                                  std::to_string(p.param.slots);
+                           return std::string(p.param.dtype ? weight_dtype_name(*p.param.dtype) : "f32") + "_" +
+                                  std::to_string(p.param.requests) + "_in_" + std::to_string(p.param.slots);
                          });
 
 TEST(DecodeBatch, OneSequenceTwiceIsAnError) {
@@ -320,8 +307,7 @@ TEST(DecodeBatch, EmptyRequestAndZeroSlotsAreErrors) {
 namespace {
 
 bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.numel() == b.numel() &&
-         std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
+  return a.numel() == b.numel() && std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
 }
 
 // int8 weights go through the integer kernels for any number of rows, so a batched prompt's
@@ -332,8 +318,7 @@ TEST(DecodeBatch, Int8PromptsAreBitIdenticalToAloneAtAnyRowCount) {
   const Model m = Model::load(test::model_dir("stories260K"), o);
   const std::vector<std::vector<int32_t>> prompts = {
       m.encode("Once upon a time there was a little girl named Lily who"), m.encode("The dog bites the man"),
-      m.encode(
-          "One day, Tom went to the park with his mom and dad and they saw a big red ball near the tree")};
+      m.encode("One day, Tom went to the park with his mom and dad and they saw a big red ball near the tree")};
   std::vector<Sequence> seqs(prompts.size());
   std::vector<DecodeRequest> reqs;
   int64_t rows = 0;
@@ -372,9 +357,8 @@ TEST(DecodeBatch, DecodeStepsAreBitIdenticalToAlone) {
       reqs.push_back(DecodeRequest{&batch[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last});
     const std::vector<ForwardOutput> out = m.engine().decode_batch(reqs);
     for (int i = 0; i < 16; ++i)
-      EXPECT_TRUE(
-          same_bits(out[static_cast<size_t>(i)].logits,
-                    m.engine().decode(alone[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last).logits))
+      EXPECT_TRUE(same_bits(out[static_cast<size_t>(i)].logits,
+                            m.engine().decode(alone[static_cast<size_t>(i)], {100 + i}, {}, LogitsFor::Last).logits))
           << weight_dtype_name(dt) << " sequence " << i;
   }
 }
@@ -385,7 +369,8 @@ TEST(StepTimes, RecordsEachStepAndItsParts) {
   std::vector<Sequence> seqs;
   for (int i = 0; i < 4; ++i) seqs.push_back(m.engine().new_sequence());
   std::vector<DecodeRequest> reqs;
-  for (int i = 0; i < 4; ++i) reqs.push_back(DecodeRequest{&seqs[static_cast<size_t>(i)], m.encode("Once upon a time"), {}, LogitsFor::Last});
+  for (int i = 0; i < 4; ++i)
+    reqs.push_back(DecodeRequest{&seqs[static_cast<size_t>(i)], m.encode("Once upon a time"), {}, LogitsFor::Last});
   StepTimes t;
   {
     const StepTimes::Recording rec(t);
@@ -458,7 +443,8 @@ TEST(StepTimes, AStepThatFailsAddsNothing) {
   StepTimes t;
   const StepTimes::Recording rec(t);
   // The same sequence twice in one step is an Error (DecodeBatch.OneSequenceTwiceIsAnError).
-  EXPECT_THROW(m.engine().decode_batch({DecodeRequest{&s, {1}, {}, LogitsFor::Last}, DecodeRequest{&s, {2}, {}, LogitsFor::Last}}),
+  EXPECT_THROW(m.engine().decode_batch(
+                   {DecodeRequest{&s, {1}, {}, LogitsFor::Last}, DecodeRequest{&s, {2}, {}, LogitsFor::Last}}),
                Error);
   EXPECT_EQ(t.steps, 0);
   EXPECT_EQ(t.total, 0.0);

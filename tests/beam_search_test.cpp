@@ -24,7 +24,9 @@ const nlohmann::json& goldens() {
   return j;
 }
 
-std::string dir_of(const nlohmann::json& c) { return std::string(ORDO_SOURCE_DIR) + "/" + c.at("dir").get<std::string>(); }
+std::string dir_of(const nlohmann::json& c) {
+  return std::string(ORDO_SOURCE_DIR) + "/" + c.at("dir").get<std::string>();
+}
 
 const Model& model_for(const nlohmann::json& c) {
   static std::map<std::string, std::unique_ptr<Model>> models;
@@ -50,7 +52,8 @@ GenerateParams params_of(const nlohmann::json& c) {
   p.sampling.temperature = 0;
   p.sampling.repetition_penalty = c.value("repetition_penalty", 1.0f);
   p.sampling.no_repeat_ngram_size = c.value("no_repeat_ngram_size", 0);
-  if (c.contains("bad_words_ids")) p.sampling.bad_words_ids = c.at("bad_words_ids").get<std::vector<std::vector<int32_t>>>();
+  if (c.contains("bad_words_ids"))
+    p.sampling.bad_words_ids = c.at("bad_words_ids").get<std::vector<std::vector<int32_t>>>();
   p.min_length = c.value("min_length", 0);
   p.min_new_tokens = c.value("min_new_tokens", 0);
   if (c.contains("forced_eos_token_id")) p.forced_eos_ids = {c.at("forced_eos_token_id").get<int32_t>()};
@@ -59,7 +62,7 @@ GenerateParams params_of(const nlohmann::json& c) {
   if (p.beams.num_beams > 1) {
     p.beams.length_penalty = c.at("length_penalty");
     const nlohmann::json& es = c.at("early_stopping");
-    p.beams.early_stopping = es.is_string() ? EarlyStopping::Never
+    p.beams.early_stopping = es.is_string()   ? EarlyStopping::Never
                              : es.get<bool>() ? EarlyStopping::OnFull
                                               : EarlyStopping::Heuristic;
     p.beams.num_return_sequences = c.at("num_return_sequences");
@@ -151,7 +154,8 @@ TEST(BeamSearchGolden, BatchedRequestsMatchHuggingFace) {
 std::string stories_with(const std::string& tag, const nlohmann::json& gen) {
   const std::string dir = make_temp_dir(tag);
   for (const auto& e : fs::directory_iterator(model_dir("stories260K")))
-    if (e.path().filename() != "generation_config.json") fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+    if (e.path().filename() != "generation_config.json")
+      fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
   std::ofstream(dir + "/generation_config.json") << gen.dump();
   return dir;
 }
@@ -226,9 +230,13 @@ TEST(EosList, StopIdFlag) {
 // generation_config.json's beam settings apply without flags, and ordo says so; flags override.
 TEST(GenerationConfig, FileSettingsApplyUnlessFlagged) {
   const nlohmann::json& c = find_case("stories260K", 4, 286, {{"length_penalty", 2.0}, {"early_stopping", "never"}});
-  const std::string dir =
-      stories_with("gen-beams", {{"bos_token_id", 1}, {"eos_token_id", 286}, {"do_sample", false}, {"num_beams", 4},
-                                 {"length_penalty", 2.0}, {"early_stopping", "never"}, {"max_new_tokens", 24}});
+  const std::string dir = stories_with("gen-beams", {{"bos_token_id", 1},
+                                                     {"eos_token_id", 286},
+                                                     {"do_sample", false},
+                                                     {"num_beams", 4},
+                                                     {"length_penalty", 2.0},
+                                                     {"early_stopping", "never"},
+                                                     {"max_new_tokens", 24}});
   const Model m = Model::load(dir);
   const GenerationConfig& g = m.generation_config();
   EXPECT_EQ(g.num_beams, 4);
@@ -252,7 +260,8 @@ TEST(GenerationConfig, FileSettingsApplyUnlessFlagged) {
   EXPECT_NE(cli.err.find("early_stopping never (generation_config.json)"), std::string::npos) << cli.err;
   EXPECT_NE(cli.err.find("max_new_tokens 24 (generation_config.json)"), std::string::npos) << cli.err;
   // Flags win: greedy, 3 tokens (HF greedy's first three: the stop id 286 is the third).
-  const CliResult flagged = run_cli("run -m " + shell_quote(dir) + " -p 'Once upon a time' --num-beams 1 -n 2 --print-ids");
+  const CliResult flagged =
+      run_cli("run -m " + shell_quote(dir) + " -p 'Once upon a time' --num-beams 1 -n 2 --print-ids");
   ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
   EXPECT_NE(flagged.out.find("\n432,383\n"), std::string::npos) << flagged.out;
   EXPECT_NE(flagged.err.find("decoding greedy (generation_config.json)"), std::string::npos) << flagged.err;
@@ -299,8 +308,11 @@ TEST(GenerationConfig, MaxLengthCountsThePrompt) {
 // min_new_tokens and forced_eos_token_id from generation_config.json apply as in HF's greedy run.
 TEST(GenerationConfig, LengthRulesFromTheFile) {
   const nlohmann::json& c = find_case("stories260K", 1, 286, {{"min_new_tokens", 5}});
-  const std::string dir = stories_with("gen-rules", {{"eos_token_id", 286}, {"do_sample", false}, {"max_new_tokens", 24},
-                                                     {"min_new_tokens", 5}, {"forced_eos_token_id", 2}});
+  const std::string dir = stories_with("gen-rules", {{"eos_token_id", 286},
+                                                     {"do_sample", false},
+                                                     {"max_new_tokens", 24},
+                                                     {"min_new_tokens", 5},
+                                                     {"forced_eos_token_id", 2}});
   const Model m = Model::load(dir);
   std::vector<GenerationSetting> used;
   const TextGenerateParams p = m.generation_params({}, &used);
@@ -394,10 +406,12 @@ TEST(GenerationConfig, OpusMtConfigDecodesWithBeams) {
   ASSERT_EQ(r.sequences.size(), 1u);
   EXPECT_EQ(r.ids, o.at("sequences")[0].get<std::vector<int32_t>>());
   EXPECT_NEAR(r.sequences[0].score, o.at("sequence_scores")[0].get<double>(), 1e-4);
-  const CliResult cli = run_cli("run -m " + shell_quote(dir) + " --ids " + o.at("input_ids").dump().substr(1, o.at("input_ids").dump().size() - 2) + " -q");
+  const CliResult cli = run_cli("run -m " + shell_quote(dir) + " --ids " +
+                                o.at("input_ids").dump().substr(1, o.at("input_ids").dump().size() - 2) + " -q");
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   std::string want;
-  for (int32_t id : o.at("sequences")[0].get<std::vector<int32_t>>()) want += (want.empty() ? "" : ",") + std::to_string(id);
+  for (int32_t id : o.at("sequences")[0].get<std::vector<int32_t>>())
+    want += (want.empty() ? "" : ",") + std::to_string(id);
   EXPECT_NE(cli.out.find(want + "\n"), std::string::npos) << cli.out;
   fs::remove_all(dir);
 }
@@ -437,11 +451,15 @@ TEST(BeamSearch, BadParamsAreErrors) {
   GenerateParams p;
   p.beams.num_beams = 2;
   p.beams.num_return_sequences = 3;
-  EXPECT_NE(error_of([&] { m.generate_ids({1, 2}, p); }).find("num_return_sequences must be in [1, num_beams = 2]"),
+  EXPECT_NE(error_of([&] {
+              m.generate_ids({1, 2}, p);
+            }).find("num_return_sequences must be in [1, num_beams = 2]"),
             std::string::npos);
   p.beams.num_return_sequences = 1;
   p.beams.num_beams = 5000;
-  EXPECT_NE(error_of([&] { m.generate_ids({1, 2}, p); }).find("num_beams must be in [2, 1024], got 5000"),
+  EXPECT_NE(error_of([&] {
+              m.generate_ids({1, 2}, p);
+            }).find("num_beams must be in [2, 1024], got 5000"),
             std::string::npos);
   p.beams.num_beams = 2;
   p.beams.length_penalty = std::nan("");

@@ -144,7 +144,8 @@ TEST(Quantize, Int8MatvecOfNonFiniteInputIsNotFinite) {
     std::vector<float> x(K, 0.25f), y(N, 0.0f);
     x[17] = bad;
     ordo::linear(ordo::Backend::OneDNN, x.data(), 1, K, q, y.data());
-    for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[n])) << "x[17]=" << bad << " row " << n << ": " << y[n];
+    for (int64_t n = 0; n < N; ++n)
+      EXPECT_FALSE(std::isfinite(y[n])) << "x[17]=" << bad << " row " << n << ": " << y[n];
   }
 }
 
@@ -248,8 +249,7 @@ TinyStep tiny_step(const std::string& dtype, const std::string& kv, int64_t B, i
   const int64_t layer_rows = 4 * hd + 2 * kv_heads * hd + d + 2 * ffn + d;
   const int64_t layer_params = (4 * hd + 2 * kv_heads * hd + d) * d + 2 * ffn * d + d * ffn;
   const int64_t params = layers * layer_params + vocab * d, rows = layers * layer_rows + vocab;
-  const double weights =
-      dtype == "int8" ? double(params + 4 * rows) : 4.0 * double(params);  // int8: a scale per row
+  const double weights = dtype == "int8" ? double(params + 4 * rows) : 4.0 * double(params);  // int8: a scale per row
   const double row_bytes = kv == "int8" ? hd + 4.0 : kv == "f16" ? 2.0 * hd : 4.0 * hd;
   const double cache = double(B) * 2 * layers * kv_heads * row_bytes * (double(C) + 0.5 * double(steps + 1));
   return {weights + cache, cache, 2.0 * double(B) * double(params)};
@@ -328,8 +328,8 @@ TEST(Bench, QuickJsonSchema) {
 TEST(Bench, KvDtypeIsReported) {
   for (const std::string kv : {"f16", "int8"}) {
     const std::string out = ordo::test::make_temp_dir("bench_kv") + "/bench.json";
-    auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes f32 --kv-dtype " + kv +
-                                 " --json " + ordo::test::shell_quote(out));
+    auto r = ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes f32 --kv-dtype " +
+                                 kv + " --json " + ordo::test::shell_quote(out));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("KV cache " + kv), std::string::npos) << r.out;
     std::ifstream f(out);
@@ -339,10 +339,8 @@ TEST(Bench, KvDtypeIsReported) {
     EXPECT_EQ(j.at("results").size(), 4u);
     for (const auto& row : j.at("results")) {
       if (row.at("phase") != "decode") continue;
-      const TinyStep want =
-          tiny_step("f32", kv, row.at("batch"), row.at("ctx"), j.at("settings").at("decode_steps"));
-      EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes)
-          << kv << " " << row.dump();
+      const TinyStep want = tiny_step("f32", kv, row.at("batch"), row.at("ctx"), j.at("settings").at("decode_steps"));
+      EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes) << kv << " " << row.dump();
     }
   }
 }

@@ -3,14 +3,14 @@
 // constructs it must refuse by name and the model-directory loader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-#include <atomic>
-#include <algorithm>
-#include <cctype>
 
 #include <stdlib.h>
 
@@ -91,11 +91,15 @@ TEST(ChatTemplateGolden, ConstructsMatchJinja2) {
     try {
       const ordo::ChatTemplate t(src);
       const std::string got = t.render_json(vars);
-      if (c.contains("output")) EXPECT_EQ(got, c["output"].get<std::string>()) << src;
-      else ADD_FAILURE() << src << ": rendered '" << got << "' where jinja2 failed: " << c.dump();
+      if (c.contains("output"))
+        EXPECT_EQ(got, c["output"].get<std::string>()) << src;
+      else
+        ADD_FAILURE() << src << ": rendered '" << got << "' where jinja2 failed: " << c.dump();
     } catch (const ordo::Error& e) {
-      if (c.contains("raises")) EXPECT_EQ(std::string(e.what()), c["raises"].get<std::string>()) << src;
-      else EXPECT_TRUE(c.contains("error")) << src << ": ordo failed (" << e.what() << "), jinja2 gave " << c["output"];
+      if (c.contains("raises"))
+        EXPECT_EQ(std::string(e.what()), c["raises"].get<std::string>()) << src;
+      else
+        EXPECT_TRUE(c.contains("error")) << src << ": ordo failed (" << e.what() << "), jinja2 gave " << c["output"];
     }
   }
   EXPECT_GE(n, 60u);
@@ -124,9 +128,11 @@ TEST(ChatTemplateRefusal, NamesTheConstruct) {
   EXPECT_EQ(error_of("{% filter upper %}x{% endfilter %}"), "chat template: unsupported tag 'filter' at 1:4");
   // Unknown filters and tests are refused even in a branch that would not run (jinja2 refuses them
   // when compiling).
-  EXPECT_EQ(error_of("{% if false %}{{ x | pprint }}{% endif %}"), "chat template: unsupported filter 'pprint' at 1:20");
+  EXPECT_EQ(error_of("{% if false %}{{ x | pprint }}{% endif %}"),
+            "chat template: unsupported filter 'pprint' at 1:20");
   EXPECT_EQ(error_of("{{ x is escaped }}"), "chat template: unsupported test 'escaped' at 1:6");
-  EXPECT_EQ(error_of("{% for x in y recursive %}{% endfor %}"), "chat template: unsupported loop modifier 'recursive' at 1:15");
+  EXPECT_EQ(error_of("{% for x in y recursive %}{% endfor %}"),
+            "chat template: unsupported loop modifier 'recursive' at 1:15");
   EXPECT_EQ(error_of("{{ f(*args) }}"), "chat template: unsupported argument unpacking '*' at 1:6");
   EXPECT_EQ(error_of("{{ 'caf\\N{LATIN SMALL LETTER E WITH ACUTE}' }}"),
             "chat template: unsupported \\N{...} escape in string literal at 1:4");
@@ -138,12 +144,14 @@ TEST(ChatTemplateRefusal, NamesTheConstruct) {
                           "{{ (-9223372036854775807 - 1) | abs }}", "{{ [9223372036854775807, 1] | sum }}"})
     EXPECT_EQ(error_of(big), "chat template: integer result beyond 64 bits is not supported") << big;
   EXPECT_EQ(error_of("{{ 'one two' | wordcount }}"), "chat template: unsupported filter 'wordcount' at 1:14");
-  EXPECT_EQ(error_of("{{ 'a\\rb' | indent }}"), "chat template: indent of text with line breaks other than \\n is not supported");
+  EXPECT_EQ(error_of("{{ 'a\\rb' | indent }}"),
+            "chat template: indent of text with line breaks other than \\n is not supported");
 }
 
 TEST(ChatTemplateRefusal, SyntaxErrorsNameThePlace) {
   EXPECT_EQ(error_of("{% if x %}unclosed"),
-            "chat template: missing end tag: expected one of 'elif', 'else', 'endif' before the end of the template; at 1:19");
+            "chat template: missing end tag: expected one of 'elif', 'else', 'endif' before the end of the template; "
+            "at 1:19");
   EXPECT_EQ(error_of("{{ x "), "chat template: unterminated '{{' tag at 1:6");
   EXPECT_EQ(error_of("{{ 'abc }}"), "chat template: unterminated string literal at 1:4");
   EXPECT_EQ(error_of("{# no end"), "chat template: unterminated comment at 1:1");
@@ -152,22 +160,26 @@ TEST(ChatTemplateRefusal, SyntaxErrorsNameThePlace) {
 }
 
 TEST(ChatTemplateRefusal, HostileTemplatesFailInsteadOfHanging) {
-  EXPECT_NE(error_of("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nesting deeper than 200 levels"),
+  EXPECT_NE(error_of("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}")
+                .find("nesting deeper than 200 levels"),
             std::string::npos);
   std::string ifs;
   for (int k = 0; k < 5000; ++k) ifs += "{% if true %}";
   EXPECT_NE(error_of(ifs).find("nesting deeper than 200 levels"), std::string::npos);
-  const std::string loops = error_of("{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}");
-  EXPECT_TRUE(loops.find("steps") != std::string::npos || loops.find("allocates more than") != std::string::npos) << loops;
+  const std::string loops =
+      error_of("{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}");
+  EXPECT_TRUE(loops.find("steps") != std::string::npos || loops.find("allocates more than") != std::string::npos)
+      << loops;
   EXPECT_NE(error_of("{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(1000) %}"
                      "{% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}")
                 .find("rendering takes more than 5000000 steps"),
             std::string::npos);
   EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("macro recursion deeper than 200"),
             std::string::npos);
-  EXPECT_NE(error_of("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}")
-                .find("exceeds 64 MiB"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}")
+          .find("exceeds 64 MiB"),
+      std::string::npos);
   EXPECT_EQ(error_of("{% set s = 'x' * 40000000 %}{{ [s, s] | join }}"), "chat template: text longer than 64 MiB");
   EXPECT_EQ(error_of("{% set s = 'x' * 1000000 %}{% set ns = namespace(l=[s]) %}{% for i in range(20) %}"
                      "{% set ns.l = ns.l + ns.l %}{% endfor %}"),
@@ -243,14 +255,17 @@ TEST(ChatTemplateLoader, FindsTemplatesAndSpecialTokens) {
 TEST(ChatTemplateLoader, MalformedFieldsAreNamed) {
   const std::string d = temp_dir("bad");
   write(d + "/tokenizer_config.json", R"({"chat_template": 5})");
-  EXPECT_EQ(load_error(d), "chat template: " + d +
-                               "/tokenizer_config.json: field 'chat_template' must be a string or a list of named templates");
+  EXPECT_EQ(load_error(d),
+            "chat template: " + d +
+                "/tokenizer_config.json: field 'chat_template' must be a string or a list of named templates");
   write(d + "/tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "x"}]})");
-  EXPECT_EQ(load_error(d), "chat template: " + d +
-                               "/tokenizer_config.json: field 'chat_template' has named templates but none named 'default'");
+  EXPECT_EQ(load_error(d),
+            "chat template: " + d +
+                "/tokenizer_config.json: field 'chat_template' has named templates but none named 'default'");
   write(d + "/tokenizer_config.json", R"({"eos_token": 7, "chat_template": "x"})");
-  EXPECT_EQ(load_error(d), "chat template: " + d +
-                               "/tokenizer_config.json: field 'eos_token' must be a string or an object with a 'content' string");
+  EXPECT_EQ(load_error(d),
+            "chat template: " + d +
+                "/tokenizer_config.json: field 'eos_token' must be a string or an object with a 'content' string");
   write(d + "/tokenizer_config.json", R"({"chat_template": "{% if %}"})");
   EXPECT_EQ(load_error(d), d + "/tokenizer_config.json: chat template: unexpected token at 1:7");
   write(d + "/tokenizer_config.json", "{not json");
@@ -264,7 +279,8 @@ namespace {
 // strftime_now (transformers: datetime.now().strftime(fmt)) as Llama 3.2's template calls it when
 // no date_string is given: today's date in the C locale, e.g. "26 Jul 2024".
 TEST(ChatTemplateApi, StrftimeNowGivesTodaysDate) {
-  const std::string got = ordo::ChatTemplate("{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%Y') | int > 2000 }}").render_json("{}");
+  const std::string got =
+      ordo::ChatTemplate("{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%Y') | int > 2000 }}").render_json("{}");
   ASSERT_EQ(got.size(), std::string("26 Jul 2024|True").size()) << got;
   EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(got[0])) && std::isdigit(static_cast<unsigned char>(got[1])));
   EXPECT_EQ(got.substr(11), "|True");
@@ -272,7 +288,8 @@ TEST(ChatTemplateApi, StrftimeNowGivesTodaysDate) {
                                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   EXPECT_NE(std::find(months.begin(), months.end(), got.substr(3, 3)), months.end()) << got;
   // Llama 3.2 without date_string: its header carries that date.
-  const ordo::ChatTemplate llama(read_text(kDir + "llama-3.2-11b-vision-instruct.jinja"), {{"bos_token", "<|begin_of_text|>"}});
+  const ordo::ChatTemplate llama(read_text(kDir + "llama-3.2-11b-vision-instruct.jinja"),
+                                 {{"bos_token", "<|begin_of_text|>"}});
   const std::string prompt = llama.apply({{"user", "Hi"}}, true);
   EXPECT_NE(prompt.find("Today Date: " + got.substr(0, 11) + "\n"), std::string::npos) << prompt;
 }

@@ -55,7 +55,8 @@ std::string ids_arg(const std::vector<int32_t>& ids) {
 // `ordo run --ids` greedy: the generated ids (up to the stop id </s>), decoded alone and without
 // special tokens, as transformers' decode(new_ids, skip_special_tokens=True) shows a reply.
 std::string greedy_reply(const std::string& dir, const std::vector<int32_t>& ids, int n) {
-  const auto r = run_cli("run -m " + shell_quote(dir) + " --ids " + ids_arg(ids) + " --temp 0 -q -n " + std::to_string(n));
+  const auto r =
+      run_cli("run -m " + shell_quote(dir) + " --ids " + ids_arg(ids) + " --temp 0 -q -n " + std::to_string(n));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<int32_t> out;
   std::stringstream ss(r.out);
@@ -67,8 +68,8 @@ std::string greedy_reply(const std::string& dir, const std::vector<int32_t>& ids
 // `ordo <args>` with stdin from `input_file`.
 ordo::test::CliResult run_with_stdin(const std::string& args, const std::string& input_file) {
   const std::string dir = make_temp_dir("chat-cli");
-  const std::string cmd = shell_quote(ORDO_CLI) + " " + args + " <" + shell_quote(input_file) + " >" + dir +
-                          "/out 2>" + dir + "/err";
+  const std::string cmd =
+      shell_quote(ORDO_CLI) + " " + args + " <" + shell_quote(input_file) + " >" + dir + "/out 2>" + dir + "/err";
   const int status = std::system(cmd.c_str());
   ordo::test::CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -123,7 +123,8 @@ TEST(CliConventions, RunJsonIsOneObject) {
   EXPECT_EQ(j.at("settings").at("top_k"), 20);
   EXPECT_EQ(j.at("settings").at("min_p"), 0.05);
   // The same generation as the streamed run: its text and ids.
-  const CliResult plain = run_cli("run -p 'Once upon a time' -n 8 --temp 0.7 --top-k 20 --min-p 0.05 -s 4 -q --print-ids");
+  const CliResult plain =
+      run_cli("run -p 'Once upon a time' -n 8 --temp 0.7 --top-k 20 --min-p 0.05 -s 4 -q --print-ids");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   std::string ids;
   for (int id : j.at("ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);

@@ -56,7 +56,8 @@ TEST(CliMessages, UnknownSchemesFailOnceUpFront) {
   // Before any row is scored: one message, exit 2, nothing on stdout.
   expect_error("ppl --text " + shell_quote(kText) + " --ctx-lengths 64,128 --position rope2", 2,
                "--position: unknown position scheme 'rope2' (did you mean rope?)" + known);
-  expect_error("run -p x --position alibbi", 2, "--position: unknown position scheme 'alibbi' (did you mean alibi?)" + known);
+  expect_error("run -p x --position alibbi", 2,
+               "--position: unknown position scheme 'alibbi' (did you mean alibi?)" + known);
   expect_error("compare --no-zoo -m " + shell_quote(kStories) + " --position none --position wobble", 2,
                "--position: unknown position scheme 'wobble'" + known);
   expect_error("ppl --text " + shell_quote(kText) + " --scaling none,yarn:4,lineer", 2,
@@ -68,15 +69,18 @@ TEST(CliMessages, UnknownSchemesFailOnceUpFront) {
 }
 
 TEST(CliMessages, MisspellingsSuggestTheNearestCommandOrFlag) {
-  const std::string commands = "; commands: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve";
+  const std::string commands =
+      "; commands: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve";
   expect_error("runn -p x", 2, "unknown command 'runn' (did you mean run?)" + commands + " (ordo help CMD)");
   expect_error("inspekt", 2, "unknown command 'inspekt' (did you mean inspect?)" + commands + " (ordo help CMD)");
   expect_error("frobnicate", 2, "unknown command 'frobnicate'" + commands + " (ordo help CMD)");
-  expect_error("", 2, "give a command: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve "
-                      "(ordo help CMD for its flags)");
+  expect_error("", 2,
+               "give a command: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve "
+               "(ordo help CMD for its flags)");
   expect_error("run -p x --tmep 1", 2, "ordo run: unknown flag --tmep (did you mean --temp?); see ordo run --help");
   expect_error("run -p x --top_k=3", 2, "ordo run: unknown flag --top_k (did you mean --top-k?); see ordo run --help");
-  expect_error("embed x --pooling maen", 2, "--pooling: 'maen' is not one of mean, cls, last, pooler (did you mean mean?)");
+  expect_error("embed x --pooling maen", 2,
+               "--pooling: 'maen' is not one of mean, cls, last, pooler (did you mean mean?)");
   expect_error("run -p x --dtype f8", 2, "--dtype: 'f8' is not one of f32, f16, bf16, int8");
   expect_error("ppl --text " + shell_quote(kText) + " --ctx-length 64", 2,
                "ordo ppl: unknown flag --ctx-length (did you mean --ctx-lengths?); see ordo ppl --help");
@@ -102,18 +106,19 @@ TEST(CliMessages, HelpCommandPrintsHelp) {
 
 // Every subcommand: a missing or malformed argument exits 2, a failure while running exits 1.
 TEST(CliMessages, ExitCodesAreTheSameForEverySubcommand) {
-  for (const std::string& args : std::vector<std::string>
-       {"run", "run -p x --threads -1", "tokenize", "inspect --threads -2", "forward -o x.npy", "ppl",
-        "ppl --text " + shell_quote(kText) + " --batch-windows 0", "embed", "embed x --batch-inputs 0",
-        "compare --threads -1", "bench --parallel 0", "quantize -o x", "chat --temp -1", "run -p x --stop-id -3",
-        "embed --no-such-flag"}) {
+  for (const std::string& args :
+       std::vector<std::string>{"run", "run -p x --threads -1", "tokenize", "inspect --threads -2", "forward -o x.npy",
+                                "ppl", "ppl --text " + shell_quote(kText) + " --batch-windows 0", "embed",
+                                "embed x --batch-inputs 0", "compare --threads -1", "bench --parallel 0",
+                                "quantize -o x", "chat --temp -1", "run -p x --stop-id -3", "embed --no-such-flag"}) {
     SCOPED_TRACE(args);
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(r.err.rfind("ordo: error: ", 0), 0u) << r.err;
   }
-  for (const std::string& args : std::vector<std::string>{"run -p x -m /nonexistent", "tokenize -m /nonexistent x",
-                                  "ppl --text " + shell_quote(kText) + " --ctx-lengths 100000"}) {
+  for (const std::string& args :
+       std::vector<std::string>{"run -p x -m /nonexistent", "tokenize -m /nonexistent x",
+                                "ppl --text " + shell_quote(kText) + " --ctx-lengths 100000"}) {
     SCOPED_TRACE(args);
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -130,11 +135,13 @@ TEST(CliMessages, ModelFlagSaysWhatItFound) {
   expect_error("run -p x -m " + shell_quote(dir), 1,
                "-m " + dir + " is not a model directory: no config.json (it holds notes.txt, weights/)");
   const std::string empty = ordo::test::make_temp_dir("cli-model-empty");
-  expect_error("embed x -m " + shell_quote(empty), 1, "-m " + empty + " is not a model directory: no config.json (it is empty)");
+  expect_error("embed x -m " + shell_quote(empty), 1,
+               "-m " + empty + " is not a model directory: no config.json (it is empty)");
   const std::string tok = std::string(ORDO_TEST_DATA) + "/tokenizers/bert-base-uncased";
   expect_error("run -p x -m " + shell_quote(tok), 1,
-               "-m " + tok + " holds a tokenizer but no model (no config.json; it has tokenizer.json): give the "
-               "directory with config.json and the weights");
+               "-m " + tok +
+                   " holds a tokenizer but no model (no config.json; it has tokenizer.json): give the "
+                   "directory with config.json and the weights");
   // A tokenizer-only directory is what `ordo tokenize` needs.
   const CliResult t = run_cli("tokenize --no-special -m " + shell_quote(tok) + " hello");
   EXPECT_EQ(t.exit_code, 0) << t.err;

@@ -38,9 +38,8 @@ TEST(CliSeq2Seq, ForwardWritesT5Logits) {
   const std::string name = c.at("name");
   const std::string dir = make_temp_dir("seq2seq-forward");
   const std::string out = dir + "/t5.safetensors";
-  CliResult r =
-      run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids " + csv(c.at("input_ids")) +
-              " --decoder-ids " + csv(c.at("decoder_input_ids")) + " --hidden -o " + shell_quote(out));
+  CliResult r = run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids " + csv(c.at("input_ids")) +
+                        " --decoder-ids " + csv(c.at("decoder_input_ids")) + " --hidden -o " + shell_quote(out));
   ASSERT_EQ(r.exit_code, 0);
   SafeTensors st = SafeTensors::open(out);
   const Tensor& ref = g.tensor(name + ".logits");
@@ -59,7 +58,8 @@ TEST(CliSeq2Seq, ForwardWritesT5Logits) {
 
 TEST(CliSeq2Seq, ForwardWithoutDecoderIdsIsAnError) {
   const std::string dir = ordo::test::make_temp_dir("seq2seq-nodec");  // a writable -o: the error is the flag's
-  CliResult r = run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 -o " + shell_quote(dir + "/none.npy"));
+  CliResult r =
+      run_cli("forward -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 -o " + shell_quote(dir + "/none.npy"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--decoder-ids"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/none.npy"));
@@ -89,8 +89,8 @@ TEST(CliSeq2Seq, EmbedIdsPrintsBertPoolerOutput) {
 TEST(CliSeq2Seq, EmbedTokensPrintsBertLastHiddenState) {
   Golden g = Golden::load("bert");
   const auto& c = g.case_json("single");
-  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) +
-                        " --tokens");
+  CliResult r =
+      run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids " + csv(c.at("input_ids")) + " --tokens");
   ASSERT_EQ(r.exit_code, 0);
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("mode"), "tokens");
@@ -123,8 +123,7 @@ TEST(CliSeq2Seq, EmbedWithoutPoolerMeansTheEncoderOutput) {
 TEST(CliSeq2Seq, EmbedNpyOutput) {
   const std::string dir = make_temp_dir("seq2seq-embed");
   const std::string out = dir + "/bert.npy";
-  CliResult r =
-      run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids 1,2,3 --tokens -o " + shell_quote(out));
+  CliResult r = run_cli("embed -m " + shell_quote(model_dir("bert")) + " --ids 1,2,3 --tokens -o " + shell_quote(out));
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_TRUE(r.out.empty());
   // 128-byte header (magic, version, length, dict) + 3·64 float32
@@ -147,8 +146,7 @@ TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
   const int64_t T = h.dim(0), d = h.dim(1);
   std::vector<double> mean(static_cast<size_t>(d), 0.0);
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < d; ++i)
-      mean[static_cast<size_t>(i)] += h.f32()[t * d + i] / static_cast<double>(T);
+    for (int64_t i = 0; i < d; ++i) mean[static_cast<size_t>(i)] += h.f32()[t * d + i] / static_cast<double>(T);
   double norm = 0;
   for (double x : mean) norm += x * x;
   std::vector<float> ref;
@@ -159,8 +157,7 @@ TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
 
   Golden s = Golden::load("stories260K");
   const auto& sc = s.case_json("once_upon");
-  CliResult dr =
-      run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids " + csv(sc.at("input_ids")));
+  CliResult dr = run_cli("embed -m " + shell_quote(model_dir("stories260K")) + " --ids " + csv(sc.at("input_ids")));
   ASSERT_EQ(dr.exit_code, 0) << dr.err;
   nlohmann::json dj = nlohmann::json::parse(dr.out);
   EXPECT_EQ(dj.at("pooling"), "last");
@@ -168,16 +165,15 @@ TEST(CliSeq2Seq, EmbedMeanNormalizedAndDecoderLastToken) {
   const Tensor last = sh.rows(sh.dim(0) - 1, sh.dim(0));
   const std::vector<float> dv = dj.at("embedding").get<std::vector<float>>();
   ASSERT_EQ(static_cast<int64_t>(dv.size()), sh.dim(1));
-  EXPECT_TRUE(within_tolerance(
-      dv.data(), Tensor::from({sh.dim(1)}, std::vector<float>(last.f32(), last.f32() + sh.dim(1)))));
+  EXPECT_TRUE(
+      within_tolerance(dv.data(), Tensor::from({sh.dim(1)}, std::vector<float>(last.f32(), last.f32() + sh.dim(1)))));
 }
 
 TEST(CliSeq2Seq, EmbedPoolerWithoutPoolerIsAnError) {
   CliResult r = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 --pooling pooler");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
-  EXPECT_NE(r.err.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos) << r.err;
   CliResult bad = run_cli("embed -m " + shell_quote(model_dir("t5")) + " --ids 1,2,3 --pooling max");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--pooling"), std::string::npos) << bad.err;
@@ -188,9 +184,8 @@ TEST(CliSeq2Seq, RunEncoderDecoderPrintsOnlyGeneratedIds) {
     SCOPED_TRACE(fixture);
     Golden g = Golden::load(fixture);
     const auto& greedy = g.json.at("cases")[0].at("greedy");
-    CliResult r =
-        run_cli("run -m " + shell_quote(model_dir(fixture)) + " --ids " + csv(greedy.at("input_ids")) +
-                " -n " + std::to_string(greedy.at("max_new_tokens").get<int>()) + " --temp 0 -q");
+    CliResult r = run_cli("run -m " + shell_quote(model_dir(fixture)) + " --ids " + csv(greedy.at("input_ids")) +
+                          " -n " + std::to_string(greedy.at("max_new_tokens").get<int>()) + " --temp 0 -q");
     ASSERT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out, csv(greedy.at("output_ids")) + "\n");
   }
@@ -227,16 +222,15 @@ TEST(CliSeq2Seq, EmbedFileEmbedsEveryInputInOrder) {
   }
   EXPECT_EQ(i, names.size());
   const std::string npy = dir + "/out.npy";
-  CliResult n = run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) + " -o " +
-                        shell_quote(npy));
+  CliResult n =
+      run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(path) + " -o " + shell_quote(npy));
   ASSERT_EQ(n.exit_code, 0) << n.err;
   EXPECT_NE(n.err.find("[3, 64]"), std::string::npos) << n.err;
   {
     std::ofstream f(dir + "/bad.jsonl");
     f << "{\"ids\": [1, 2]}\n{\"ids\": \"x\"}\n";
   }
-  CliResult bad =
-      run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(dir + "/bad.jsonl"));
+  CliResult bad = run_cli("embed -m " + shell_quote(model_dir("bert")) + " -f " + shell_quote(dir + "/bad.jsonl"));
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("bad.jsonl:2: \"ids\" is not an array"), std::string::npos) << bad.err;
 }

@@ -15,9 +15,7 @@ using ordo::test::shell_quote;
 
 namespace {
 
-const nlohmann::json& stories_case(const ordo::test::Golden& g, const std::string& name) {
-  return g.case_json(name);
-}
+const nlohmann::json& stories_case(const ordo::test::Golden& g, const std::string& name) { return g.case_json(name); }
 
 }  // namespace
 
@@ -70,8 +68,7 @@ TEST(Cli, InspectReportsArchitectureAndScheme) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("family:       llama"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("parameters:   260032"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("position:     rope (theta 10000, rotary_dim 8, half-split)"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("position:     rope (theta 10000, rotary_dim 8, half-split)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("model.layers.4.mlp.down_proj.weight"), std::string::npos);
 }
 
@@ -96,11 +93,10 @@ TEST(Cli, ForwardWritesReferenceLogitsAndHiddenStates) {
   ASSERT_GE(bytes.size(), 10u);
   EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
   EXPECT_NE(bytes.find("'shape': (64, 512)"), std::string::npos);
-  const size_t header =
-      10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
+  const size_t header = 10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
   ASSERT_EQ(bytes.size(), header + 64 * 512 * 4);
-  EXPECT_TRUE(ordo::test::within_tolerance(reinterpret_cast<const float*>(bytes.data() + header),
-                                           g.tensor("story64.logits")));
+  EXPECT_TRUE(
+      ordo::test::within_tolerance(reinterpret_cast<const float*>(bytes.data() + header), g.tensor("story64.logits")));
   std::filesystem::remove_all(dir);
 }
 
@@ -140,8 +136,8 @@ namespace {
 // `ordo run --prompts-file` over a file of prompts of different lengths: each prompt's generated ids equal what
 // `ordo run -p PROMPT` prints alone with the same flags (greedy, or sampling with one seed).
 void expect_file_run_matches_single_runs(const std::string& flags) {
-  const std::vector<std::string> prompts = {"Once upon a time", "The dog bites the man", "Lily saw a big",
-                                            "One day", "The man bites the dog and then"};
+  const std::vector<std::string> prompts = {"Once upon a time", "The dog bites the man", "Lily saw a big", "One day",
+                                            "The man bites the dog and then"};
   const std::string dir = ordo::test::make_temp_dir("run_file");
   const std::string path = dir + "/prompts.txt";
   {
@@ -209,8 +205,7 @@ TEST(Cli, RunFileErrorsNameTheFileLineAndFlag) {
   auto no_prompt = run_cli("run --prompts-file " + write("b.jsonl", "{\"text\": \"x\"}\n") + " -n 2");
   EXPECT_NE(no_prompt.err.find("b.jsonl:1: no \"prompt\" field"), std::string::npos) << no_prompt.err;
   auto not_string = run_cli("run --prompts-file " + write("c.jsonl", "{\"prompt\": 3}\n") + " -n 2");
-  EXPECT_NE(not_string.err.find("c.jsonl:1: \"prompt\" is not a string"), std::string::npos)
-      << not_string.err;
+  EXPECT_NE(not_string.err.find("c.jsonl:1: \"prompt\" is not a string"), std::string::npos) << not_string.err;
   auto empty = run_cli("run --prompts-file " + write("d.txt", "\n  \n") + " -n 2");
   EXPECT_NE(empty.err.find("d.txt: no prompts"), std::string::npos) << empty.err;
   auto missing = run_cli("run --prompts-file " + shell_quote(dir + "/none.txt") + " -n 2");

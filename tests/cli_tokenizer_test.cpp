@@ -68,7 +68,8 @@ TEST(CliTokenize, TokenizerOnlyDirectoryWithPieces) {
 
 TEST(CliTokenize, MarianDirectory) {
   const auto& c = golden_case("opus-mt-en-mg", 0);
-  CliResult r = run_cli("tokenize -m " + shell_quote(kDir + "/opus-mt-en-mg") + " " + shell_quote(c["text"].get<std::string>()));
+  CliResult r =
+      run_cli("tokenize -m " + shell_quote(kDir + "/opus-mt-en-mg") + " " + shell_quote(c["text"].get<std::string>()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, csv(c["ids_with_special"].get<std::vector<int32_t>>()) + "\n");
 }

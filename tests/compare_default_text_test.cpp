@@ -48,8 +48,8 @@ TEST(CompareDefaultText, NoZooModelsAreScoredOnTheZoosHeldoutText) {
 // No zoo to take the text from and no --text: an error naming the flag, not a table of n/a.
 TEST(CompareDefaultText, NoTextAnywhereIsAnError) {
   const std::string empty = ordo::test::make_temp_dir("compare-no-zoo-text");
-  auto r = run_cli("compare --no-zoo --zoo " + shell_quote(empty) + " -m " + shell_quote(kStories) +
-                   " --tasks word-order");
+  auto r =
+      run_cli("compare --no-zoo --zoo " + shell_quote(empty) + " -m " + shell_quote(kStories) + " --tasks word-order");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--text FILE"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(empty + "/heldout.txt"), std::string::npos) << r.err;

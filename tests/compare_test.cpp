@@ -26,7 +26,6 @@ namespace {
 const std::string kStories = std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
 const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
 
-
 const json* find_by(const json& arr, const std::string& key, const std::string& value) {
   for (const json& r : arr)
     if (r.at(key) == value) return &r;
@@ -109,8 +108,8 @@ TEST(CompareCli, WordOrderAndPerplexityMatchIndependentComputation) {
   std::ofstream(dir + "/text.txt", std::ios::binary) << text;
   const std::string out = dir + "/r.json";
   auto r = run_cli("compare --no-zoo -m " + shell_quote(kStories) + " --pairs " + shell_quote(dir + "/pairs.jsonl") +
-                   " --text " + shell_quote(dir + "/text.txt") + " --tasks word-order,length --ctx-base 16 --multiples 1,2 --json " +
-                   shell_quote(out));
+                   " --text " + shell_quote(dir + "/text.txt") +
+                   " --tasks word-order,length --ctx-base 16 --multiples 1,2 --json " + shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(ordo::test::read_file(out));
 
@@ -153,15 +152,17 @@ TEST(CompareCli, WordOrderAndPerplexityMatchIndependentComputation) {
   // Linear scaling with factor 1 is the plain model.
   const json* linear = find_by(doc.at("length").at("results"), "label", "stories260K+linear");
   ASSERT_NE(linear, nullptr);
-  EXPECT_EQ(linear->at("points").at(0).at("ppl"), find_by(doc.at("length").at("results"), "label", "stories260K")->at("points").at(0).at("ppl"));
+  EXPECT_EQ(linear->at("points").at(0).at("ppl"),
+            find_by(doc.at("length").at("results"), "label", "stories260K")->at("points").at(0).at("ppl"));
 }
 
 // Without positions and without the causal mask, attention is permutation-equivariant.
 TEST(CompareCli, PermutationProbeIsExactWithoutPositionsOnly) {
   const std::string dir = ordo::test::make_temp_dir("compare-perm");
   const std::string out = dir + "/r.json";
-  auto r = run_cli("compare --no-zoo -m " + shell_quote(ordo::test::model_dir("llama")) +
-                   " --position none --position alibi --tasks permutation --probe-tokens 24 --json " + shell_quote(out));
+  auto r =
+      run_cli("compare --no-zoo -m " + shell_quote(ordo::test::model_dir("llama")) +
+              " --position none --position alibi --tasks permutation --probe-tokens 24 --json " + shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json res = json::parse(ordo::test::read_file(out)).at("permutation").at("results");
   ASSERT_EQ(res.size(), 3u);
@@ -182,14 +183,16 @@ TEST(CompareCli, PermutationProbeIsExactWithoutPositionsOnly) {
 TEST(CompareCli, QuickRunJsonAndHtmlAgreeOnEveryNumber) {
   const std::string dir = ordo::test::make_temp_dir("compare-quick");
   const std::string jpath = dir + "/r.json", hpath = dir + "/r.html";
-  auto r = run_cli("compare --quick --no-zoo -m " + shell_quote(kStories) + " --position none --position alibi --text " +
-                   shell_quote(kText) + " --ctx-base 32 --json " + shell_quote(jpath) + " --html " + shell_quote(hpath));
+  auto r =
+      run_cli("compare --quick --no-zoo -m " + shell_quote(kStories) + " --position none --position alibi --text " +
+              shell_quote(kText) + " --ctx-base 32 --json " + shell_quote(jpath) + " --html " + shell_quote(hpath));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("word order"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stories260K[pos=alibi]"), std::string::npos) << r.out;
   const json doc = json::parse(ordo::test::read_file(jpath));
   const std::string html = ordo::test::read_file(hpath);
-  for (const char* section : {"word_order", "permutation", "length", "attention"}) EXPECT_TRUE(doc.contains(section)) << section;
+  for (const char* section : {"word_order", "permutation", "length", "attention"})
+    EXPECT_TRUE(doc.contains(section)) << section;
   EXPECT_EQ(doc.at("word_order").at("pairs").size(), 8u);
   EXPECT_EQ(doc.at("attention").at("buckets").size(), 9u);  // 0,1,2,3,4-7,...,64-127
 
@@ -272,8 +275,9 @@ TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
     std::ofstream f(dir + "/pairs.jsonl");
     for (const auto& p : pairs) f << json{{"original", p.first}, {"swapped", p.second}}.dump() << "\n";
   }
-  auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --tasks word-order --pairs " + shell_quote(dir + "/pairs.jsonl") +
-                   " --json " + shell_quote(dir + "/r.json") + " --html " + shell_quote(dir + "/r.html"));
+  auto r =
+      run_cli("compare --zoo " + shell_quote(zoo) + " --tasks word-order --pairs " + shell_quote(dir + "/pairs.jsonl") +
+              " --json " + shell_quote(dir + "/r.json") + " --html " + shell_quote(dir + "/r.html"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
   expect_html_shows_every_number(doc, ordo::test::read_file(dir + "/r.html"));
@@ -295,7 +299,8 @@ TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
       const Model m = Model::load(zoo + "/" + label);
       expect_close6(sc.at("original"), sequence_logprob(m, m.encode(pairs[i].first, true)), label);
       expect_close6(sc.at("swapped"), sequence_logprob(m, m.encode(pairs[i].second, true)), label);
-      EXPECT_NEAR(sc.at("margin").get<double>(), sc.at("original").get<double>() - sc.at("swapped").get<double>(), 1e-4);
+      EXPECT_NEAR(sc.at("margin").get<double>(), sc.at("original").get<double>() - sc.at("swapped").get<double>(),
+                  1e-4);
     }
     if (label.rfind("mlm/none", 0) == 0) {
       for (const json& sc : res.at("scores")) EXPECT_TRUE(sc.at("tie").get<bool>()) << label << " is a bag of words";
@@ -322,7 +327,8 @@ TEST(CompareCli, ZooGroupsOverSeedsWithPairedTests) {
   EXPECT_EQ(wo.at("tests").size(), 2u) << "one test per kind: two schemes each";
   std::vector<double> d;
   for (size_t i = 0; i < 3; ++i)
-    d.push_back((margins["lm/none-s1"][i] + margins["lm/none-s2"][i]) / 2 - (margins["lm/rope-s1"][i] + margins["lm/rope-s2"][i]) / 2);
+    d.push_back((margins["lm/none-s1"][i] + margins["lm/none-s2"][i]) / 2 -
+                (margins["lm/rope-s1"][i] + margins["lm/rope-s2"][i]) / 2);
   const double mean = (d[0] + d[1] + d[2]) / 3;
   double ss = 0;
   for (double v : d) ss += (v - mean) * (v - mean);
@@ -339,8 +345,8 @@ TEST(CompareCli, PermutationLengthAttentionGroupOverSeeds) {
   const std::string zoo = make_layout_zoo(), dir = ordo::test::make_temp_dir("compare-groups-probes");
   const std::string text = std::string(ORDO_SOURCE_DIR) + "/models/zoo/heldout.txt";
   auto r = run_cli("compare --zoo " + shell_quote(zoo) + " --text " + shell_quote(text) +
-                   " --quick --tasks permutation,length,attention --json " +
-                   shell_quote(dir + "/r.json") + " --html " + shell_quote(dir + "/r.html"));
+                   " --quick --tasks permutation,length,attention --json " + shell_quote(dir + "/r.json") + " --html " +
+                   shell_quote(dir + "/r.html"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(ordo::test::read_file(dir + "/r.json"));
   expect_html_shows_every_number(doc, ordo::test::read_file(dir + "/r.html"));
@@ -429,5 +435,6 @@ TEST(CompareCli, ZooBlocksThatMisdescribeTheirModelAreErrors) {
   std::set<std::string> length_models;
   for (const json& row : doc.at("length").at("results")) length_models.insert(row.at("model").get<std::string>());
   EXPECT_EQ(length_models, (std::set<std::string>{"lm/none-s1", "lm/none-s2", "lm/rope-s1", "lm/rope-s2"}));
-  EXPECT_NE(r.err.find("[mlm/rope-s2] length: skipped (an encoder has no causal perplexity)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[mlm/rope-s2] length: skipped (an encoder has no causal perplexity)"), std::string::npos)
+      << r.err;
 }

@@ -40,10 +40,9 @@ struct Outcome {
   }
 };
 
-const std::vector<std::string> kPrompts = {"Once upon a time",       "The dog bites the man",
-                                           "The man bites the dog",  "Lily and Tom went to the park",
-                                           "One day, a little bird", "She was very happy because",
-                                           "The sun was hot and",    "Tim had a red ball"};
+const std::vector<std::string> kPrompts = {
+    "Once upon a time",       "The dog bites the man",      "The man bites the dog", "Lily and Tom went to the park",
+    "One day, a little bird", "She was very happy because", "The sun was hot and",   "Tim had a red ball"};
 
 // Call `kind` (0 forward, 1 greedy, 2 seeded sampling) on prompt `item`.
 Outcome run_one(const Model& m, int item, int kind) {
@@ -101,18 +100,17 @@ TEST_P(SharedModel, ThreadsGetWhatEachCallGetsAlone) {
   EXPECT_EQ(errors.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Stories260K, SharedModel,
-    testing::Values(Config{"OneDNN_F32", Backend::OneDNN, std::nullopt, DType::F32},
-                    Config{"OpenBLAS_F32", Backend::OpenBLAS, std::nullopt, DType::F32},
-                    Config{"OneDNN_F16_KvF16", Backend::OneDNN, DType::F16, DType::F16},
-                    Config{"OpenBLAS_F16_KvF16", Backend::OpenBLAS, DType::F16, DType::F16},
-                    Config{"OneDNN_I8_KvI8", Backend::OneDNN, DType::I8, DType::I8},
-                    Config{"OpenBLAS_I8_KvI8", Backend::OpenBLAS, DType::I8, DType::I8},
-                    Config{"OneDNN_BF16_KvF32", Backend::OneDNN, DType::BF16, DType::F32},
-                    Config{"OpenBLAS_BF16_KvF16", Backend::OpenBLAS, DType::BF16, DType::F16},
-                    Config{"OneDNN_F32_KvI8", Backend::OneDNN, std::nullopt, DType::I8}),
-    config_name);
+INSTANTIATE_TEST_SUITE_P(Stories260K, SharedModel,
+                         testing::Values(Config{"OneDNN_F32", Backend::OneDNN, std::nullopt, DType::F32},
+                                         Config{"OpenBLAS_F32", Backend::OpenBLAS, std::nullopt, DType::F32},
+                                         Config{"OneDNN_F16_KvF16", Backend::OneDNN, DType::F16, DType::F16},
+                                         Config{"OpenBLAS_F16_KvF16", Backend::OpenBLAS, DType::F16, DType::F16},
+                                         Config{"OneDNN_I8_KvI8", Backend::OneDNN, DType::I8, DType::I8},
+                                         Config{"OpenBLAS_I8_KvI8", Backend::OpenBLAS, DType::I8, DType::I8},
+                                         Config{"OneDNN_BF16_KvF32", Backend::OneDNN, DType::BF16, DType::F32},
+                                         Config{"OpenBLAS_BF16_KvF16", Backend::OpenBLAS, DType::BF16, DType::F16},
+                                         Config{"OneDNN_F32_KvI8", Backend::OneDNN, std::nullopt, DType::I8}),
+                         config_name);
 
 // Every graph kind and the schemes whose rotation depends on the sequence (dynamic NTK,
 // LongRoPE): each fixture case's forward and greedy run.

@@ -20,9 +20,9 @@ using ordo::test::within_tolerance;
 namespace {
 
 const ordo::test::Golden& golden() {
-  static const ordo::test::Golden g{"longctx",
-                                    nlohmann::json::parse(ordo::test::read_file(ordo::test::data_path("longctx/golden.json"))),
-                                    SafeTensors::open(ordo::test::data_path("longctx/golden.safetensors"))};
+  static const ordo::test::Golden g{
+      "longctx", nlohmann::json::parse(ordo::test::read_file(ordo::test::data_path("longctx/golden.json"))),
+      SafeTensors::open(ordo::test::data_path("longctx/golden.safetensors"))};
   return g;
 }
 

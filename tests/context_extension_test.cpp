@@ -35,8 +35,7 @@ Model load_zoo(const std::string& scheme, const ContextExtension& e, DType kv = 
 
 // 2.5x the zoo's trained length (128): the zoo's held-out golden ids, repeated.
 std::vector<int32_t> long_ids(int64_t n = 320) {
-  const ordo::test::Golden g{"zoo-rope",
-                             nlohmann::json::parse(ordo::test::read_file(zoo_dir("rope") + "/golden.json")),
+  const ordo::test::Golden g{"zoo-rope", nlohmann::json::parse(ordo::test::read_file(zoo_dir("rope") + "/golden.json")),
                              SafeTensors::open(zoo_dir("rope") + "/golden.safetensors")};
   const std::vector<int32_t> base = ordo::test::ids_of(g.json.at("cases").at(0).at("input_ids"));
   std::vector<int32_t> ids;
@@ -135,7 +134,8 @@ TEST_P(DecodeEqualsRecompute, EveryStep) {
   // Self-Extend has nothing to change without positions (none). (The plain learned model cannot
   // run past its 128-row table.)
   const int64_t T = c.scheme == "learned" ? 128 : static_cast<int64_t>(ids.size());
-  const Tensor base = recompute(load_zoo(c.scheme, ContextExtension{}), std::vector<int32_t>(ids.begin(), ids.begin() + T));
+  const Tensor base =
+      recompute(load_zoo(c.scheme, ContextExtension{}), std::vector<int32_t>(ids.begin(), ids.begin() + T));
   const double moved = max_abs_diff(row_of(full, T - 1), row_of(base, T - 1));
   if (c.scheme == "none" && c.method == "self-extend")
     EXPECT_TRUE(within_tolerance(row_of(full, T - 1).f32(), row_of(base, T - 1)));
@@ -176,12 +176,14 @@ TEST(ContextExtension, SinksPromptChunksAndBatchesAgreeWithOneForward) {
   for (size_t t0 = 0; t0 < ids.size(); t0 += 23) {
     const size_t t1 = std::min(ids.size(), t0 + 23);
     const Tensor got = m.engine()
-                           .decode(s, std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(t0),
-                                                           ids.begin() + static_cast<std::ptrdiff_t>(t1)),
+                           .decode(s,
+                                   std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(t0),
+                                                        ids.begin() + static_cast<std::ptrdiff_t>(t1)),
                                    {}, LogitsFor::All)
                            .logits;
     for (size_t t = t0; t < t1; ++t)
-      ASSERT_TRUE(within_tolerance(row_of(got, static_cast<int64_t>(t - t0)).f32(), row_of(full, static_cast<int64_t>(t))))
+      ASSERT_TRUE(
+          within_tolerance(row_of(got, static_cast<int64_t>(t - t0)).f32(), row_of(full, static_cast<int64_t>(t))))
           << "position " << t;
   }
   EXPECT_LE(s.self.length, 4 + 40 + 22);
@@ -251,8 +253,10 @@ TEST(ContextExtension, SettingsThatDoNotApplyAreRefusedByName) {
       Model::load(zoo_dir(scheme), o);
     });
   };
-  EXPECT_NE(message("sinusoidal", self_extend(2, 8)).find("does not apply to the sinusoidal scheme"), std::string::npos);
-  EXPECT_NE(message("rope", sinks(4, 8), ScalingType::Dynamic).find("sinks (--sinks/--window) cannot be combined with dynamic"),
+  EXPECT_NE(message("sinusoidal", self_extend(2, 8)).find("does not apply to the sinusoidal scheme"),
+            std::string::npos);
+  EXPECT_NE(message("rope", sinks(4, 8), ScalingType::Dynamic)
+                .find("sinks (--sinks/--window) cannot be combined with dynamic"),
             std::string::npos);
   EXPECT_NE(message("rope", self_extend(2, 8), ScalingType::Dynamic)
                 .find("self-extend (--self-extend) cannot be combined with dynamic scaling"),

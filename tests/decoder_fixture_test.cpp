@@ -28,8 +28,7 @@ TEST_P(DecoderFixture, LogitsAndHiddenStatesMatchReference) {
     ASSERT_EQ(out.hidden.size(), n_hidden);
     for (size_t i = 0; i < n_hidden; ++i) {
       SCOPED_TRACE("hidden_states." + std::to_string(i));
-      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(),
-                                   golden_->tensor(name + ".hidden_states." + std::to_string(i))));
+      EXPECT_TRUE(within_tolerance(out.hidden[i].f32(), golden_->tensor(name + ".hidden_states." + std::to_string(i))));
     }
   }
 }
@@ -137,8 +136,7 @@ INSTANTIATE_TEST_SUITE_P(RopeScaling, DecoderFixture,
                                                            "llama-llama3", "llama-longrope"})),
                          fixture_param_name);
 INSTANTIATE_TEST_SUITE_P(Decoders, DecoderFixture,
-                         testing::ValuesIn(fixture_params({"gpt2", "opt", "gpt-neox", "gptj", "bloom",
-                                                           "mpt"})),
+                         testing::ValuesIn(fixture_params({"gpt2", "opt", "gpt-neox", "gptj", "bloom", "mpt"})),
                          fixture_param_name);
 INSTANTIATE_TEST_SUITE_P(Bloom, PaddedBatchDecoderFixture, testing::ValuesIn(fixture_params({"bloom"})),
                          fixture_param_name);

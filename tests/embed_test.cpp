@@ -78,8 +78,7 @@ Tensor l2_normalized(const Tensor& v) {
 }
 
 const nlohmann::json& embed_golden() {
-  static const nlohmann::json j =
-      nlohmann::json::parse(ordo::test::read_file(data_path("fixtures/embed/golden.json")));
+  static const nlohmann::json j = nlohmann::json::parse(ordo::test::read_file(data_path("fixtures/embed/golden.json")));
   return j;
 }
 
@@ -182,8 +181,7 @@ TEST(Embed, DecoderLastTokenIsHuggingFaceFinalHiddenState) {
       const Tensor ref = h.rows(T - 1, T);
       EXPECT_TRUE(within_tolerance(row_of(last, static_cast<int64_t>(i)).f32(),
                                    Tensor::from({d}, std::vector<float>(ref.f32(), ref.f32() + d))));
-      EXPECT_TRUE(
-          within_tolerance(row_of(mean, static_cast<int64_t>(i)).f32(), masked_mean(h.f32(), T, d, {})));
+      EXPECT_TRUE(within_tolerance(row_of(mean, static_cast<int64_t>(i)).f32(), masked_mean(h.f32(), T, d, {})));
     }
   }
 }
@@ -277,9 +275,7 @@ TEST(Embed, DefaultsAndErrors) {
   EXPECT_FALSE(*bert.embed_options().normalize);
   // No pooler: the error names the model and the poolings it has.
   for (const Model* m : {&t5, &llama}) {
-    const std::string e = error_of([&] {
-      m->embed_ids({EncodeRequest{{5, 6}, {}, {}}}, options(Pooling::Pooler));
-    });
+    const std::string e = error_of([&] { m->embed_ids({EncodeRequest{{5, 6}, {}, {}}}, options(Pooling::Pooler)); });
     EXPECT_NE(e.find(m->dir()), std::string::npos) << e;
     EXPECT_NE(e.find("has no pooler: it embeds with mean, cls or last pooling"), std::string::npos) << e;
   }
@@ -302,8 +298,7 @@ TEST(Embed, DefaultsAndErrors) {
 namespace {
 
 // A copy of the BERT fixture (weights linked) with the given extra files.
-std::string bert_dir_with(const std::string& tag,
-                          const std::vector<std::pair<std::string, std::string>>& files) {
+std::string bert_dir_with(const std::string& tag, const std::vector<std::pair<std::string, std::string>>& files) {
   const std::string dir = make_temp_dir(tag);
   for (const char* f : {"config.json", "model.safetensors"})
     fs::create_symlink(fs::absolute(model_dir("bert") + "/" + f), dir + "/" + f);
@@ -325,9 +320,8 @@ const char* kModules =
 // it has a Normalize module (golden: HF cls pooling, normalized).
 TEST(Embed, SentenceTransformersDirectorySetsTheDefault) {
   const std::string dir = bert_dir_with(
-      "embed-st",
-      {{"modules.json", kModules},
-       {"1_Pooling/config.json", R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": true,
+      "embed-st", {{"modules.json", kModules},
+                   {"1_Pooling/config.json", R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": true,
                       "pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": false,
                       "pooling_mode_mean_sqrt_len_tokens": false})"}});
   ModelOptions o;
@@ -336,8 +330,8 @@ TEST(Embed, SentenceTransformersDirectorySetsTheDefault) {
   EXPECT_EQ(*m.embed_options().pooling, Pooling::Cls);
   EXPECT_TRUE(*m.embed_options().normalize);
   const auto& c = embed_golden().at("cases").at("bert");
-  EXPECT_TRUE(within_tolerance(m.embed_ids(golden_inputs(c, true)).f32(),
-                               rows_tensor(c.at("pooled").at("cls_normalized"))));
+  EXPECT_TRUE(
+      within_tolerance(m.embed_ids(golden_inputs(c, true)).f32(), rows_tensor(c.at("pooled").at("cls_normalized"))));
   // An explicit pooling keeps the directory's normalisation unless that is set too.
   EXPECT_TRUE(within_tolerance(m.embed_ids(golden_inputs(c, true),
                                            [] {
@@ -352,21 +346,18 @@ TEST(Embed, SentenceTransformersDirectorySetsTheDefault) {
 
 TEST(Embed, SentenceTransformersSetupOrdoCannotFollowNeedsAnExplicitPooling) {
   const std::string max_dir = bert_dir_with(
-      "embed-st-max",
-      {{"modules.json", kModules}, {"1_Pooling/config.json", R"({"pooling_mode_max_tokens": true})"}});
+      "embed-st-max", {{"modules.json", kModules}, {"1_Pooling/config.json", R"({"pooling_mode_max_tokens": true})"}});
   const std::string dense_dir = bert_dir_with(
-      "embed-st-dense",
-      {{"modules.json",
-        R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+      "embed-st-dense", {{"modules.json",
+                          R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
           {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
           {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])"},
-       {"1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true})"}});
+                         {"1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true})"}});
   ModelOptions o;
   o.load_tokenizer = false;
   const std::vector<EncodeRequest> in = {EncodeRequest{{5, 6, 7}, {}, {}}};
   for (const auto& [dir, expect] :
-       {std::pair<std::string, std::string>{max_dir,
-                                            "1_Pooling/config.json: field 'pooling_mode_max_tokens' is true"},
+       {std::pair<std::string, std::string>{max_dir, "1_Pooling/config.json: field 'pooling_mode_max_tokens' is true"},
         {dense_dir,
          "modules.json: module 2: type 'sentence_transformers.models.Dense' is a module ordo does not "
          "apply"}}) {
@@ -383,8 +374,8 @@ TEST(Embed, SentenceTransformersSetupOrdoCannotFollowNeedsAnExplicitPooling) {
 // BertModel the vectors the golden pools (golden.json "bert-text").
 TEST(Embed, TextsMatchHuggingFaceTokenizerAndModel) {
   const auto& c = embed_golden().at("cases").at("bert-text");
-  const std::string dir = bert_dir_with(
-      "embed-text", {{"vocab.txt", ordo::test::read_file(data_path("fixtures/embed/vocab.txt"))}});
+  const std::string dir =
+      bert_dir_with("embed-text", {{"vocab.txt", ordo::test::read_file(data_path("fixtures/embed/vocab.txt"))}});
   Model m = Model::load(dir);
   const std::vector<std::string> texts = c.at("texts").get<std::vector<std::string>>();
   const std::vector<EncodeRequest> ids = golden_inputs(c, false);
@@ -432,8 +423,7 @@ TEST(Embed, HostileSentenceTransformersFiles) {
            {"[3]", "modules.json: module 0: field 'type' missing or not a string"},
            {R"([{"type": "sentence_transformers.models.Pooling", "path": "../../etc"}])",
             "modules.json: module 0: field 'path' must name the Pooling module's folder"},
-           {R"([{"type": "sentence_transformers.models.Pooling", "path": "nowhere"}])",
-            "nowhere/config.json"}}) {
+           {R"([{"type": "sentence_transformers.models.Pooling", "path": "nowhere"}])", "nowhere/config.json"}}) {
     SCOPED_TRACE(modules);
     const std::string dir = bert_dir_with("embed-st-hostile", {{"modules.json", modules}});
     Model m = Model::load(dir, o);

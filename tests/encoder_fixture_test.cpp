@@ -42,8 +42,7 @@ TEST_P(EncoderFixture, HiddenStatesAndPoolerMatchReference) {
     const std::string name = c.at("name");
     SCOPED_TRACE("case " + name);
     std::vector<Tensor> hidden;
-    Tensor h =
-        model_->engine().encode(ids_of(c.at("input_ids")), optional_ids(c, "token_type_ids"), {}, &hidden);
+    Tensor h = model_->engine().encode(ids_of(c.at("input_ids")), optional_ids(c, "token_type_ids"), {}, &hidden);
     EXPECT_TRUE(within_tolerance(h.f32(), golden_->tensor(name + ".last_hidden_state")));
     const size_t n_hidden = model_->spec().encoder.layers.size() + 1;
     ASSERT_EQ(hidden.size(), n_hidden);
@@ -96,16 +95,14 @@ TEST_P(EncoderFixture, PaddedBatchMatchesReferenceOnRealRows) {
       std::vector<uint8_t> mask(ids.size(), 1);
       std::vector<int64_t> real;
       for (int64_t t = 0; t < T; ++t) {
-        if (c.contains("attention_mask"))
-          mask[t] = static_cast<uint8_t>(c.at("attention_mask")[b][t].get<int>());
+        if (c.contains("attention_mask")) mask[t] = static_cast<uint8_t>(c.at("attention_mask")[b][t].get<int>());
         if (mask[t]) real.push_back(t);
       }
       std::vector<int32_t> types =
           c.contains("token_type_ids") ? ids_of(c.at("token_type_ids")[b]) : std::vector<int32_t>{};
       std::vector<Tensor> hidden;
       Tensor h = model_->engine().encode(ids, types, mask, &hidden);
-      EXPECT_TRUE(
-          within_tolerance(h.f32(), batch_row(golden_->tensor(name + ".last_hidden_state"), b), real));
+      EXPECT_TRUE(within_tolerance(h.f32(), batch_row(golden_->tensor(name + ".last_hidden_state"), b), real));
       ASSERT_EQ(hidden.size(), model_->spec().encoder.layers.size() + 1);
       for (size_t i = 0; i < hidden.size(); ++i) {
         const std::string key = name + ".hidden_states." + std::to_string(i);
@@ -123,5 +120,4 @@ TEST_P(EncoderFixture, PaddedBatchMatchesReferenceOnRealRows) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Encoder, EncoderFixture, testing::ValuesIn(fixture_params({"bert"})),
-                         fixture_param_name);
+INSTANTIATE_TEST_SUITE_P(Encoder, EncoderFixture, testing::ValuesIn(fixture_params({"bert"})), fixture_param_name);

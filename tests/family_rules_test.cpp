@@ -139,7 +139,8 @@ TEST(FamilyRules, HeadCountMustDivideTheWidth) {
     EXPECT_EQ(ok.spec().head_dim, 16);  // 64 / 4
     m.config[c.heads] = 3;
     if (std::string(c.fixture) == "marian") m.config["decoder_attention_heads"] = 3;
-    expect_has(m.load_error(), {"config.json: ", std::string(c.width) + " (64) is not a multiple of " + c.heads + " (3)"});
+    expect_has(m.load_error(),
+               {"config.json: ", std::string(c.width) + " (64) is not a multiple of " + c.heads + " (3)"});
   }
 }
 

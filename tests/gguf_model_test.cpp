@@ -202,7 +202,7 @@ TEST(GgufModelErrors, TypesOrdoDoesNotReadAreNamedAtLoad) {
     ADD_FAILURE() << "no error";
   } catch (const ordo::Error& e) {
     EXPECT_NE(std::string(e.what()).find(path + ": tensor 'blk.0.attn_q.weight' has type Q5_0, which ordo does "
-                                         "not read yet"),
+                                                "not read yet"),
               std::string::npos)
         << e.what();
   }

@@ -37,7 +37,9 @@ void expect_error(const std::string& b, const std::string& what) {
   }
 }
 
-std::string f32_bytes(const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), 4 * v.size()); }
+std::string f32_bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), 4 * v.size());
+}
 
 GgufBuilder small() {
   GgufBuilder b;
@@ -104,7 +106,7 @@ TEST(GgufReader, DequantisesQ8_0AndQ4_0) {
   b.add_tensor("q8", {32}, 8, q8);
   b.add_tensor("q4", {32}, 2, q4);
   b.add_tensor("h", {2}, 1, std::string("\x00\x3c\x00\xc0", 4));  // F16 1, -2
-  b.add_tensor("bf", {1}, 30, std::string("\x80\x3f", 2));       // BF16 1
+  b.add_tensor("bf", {1}, 30, std::string("\x80\x3f", 2));        // BF16 1
   const GgufFile g = parse(b.bytes());
   const ordo::Tensor a = g.tensor(g.tensors()[0]), c = g.tensor(g.tensors()[1]);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(a.f32()[j], 0.5f * static_cast<float>(j - 16)) << j;
@@ -126,8 +128,9 @@ TEST(GgufReader, TypesOrdoDoesNotReadAreNamed) {
     g.tensor(g.tensors()[0]);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "t.gguf: tensor 'blk.0.ffn_down.weight' has type Q4_K, which ordo does not read yet "
-                           "(it reads F32, F16, BF16, Q8_0 and Q4_0)");
+    EXPECT_STREQ(e.what(),
+                 "t.gguf: tensor 'blk.0.ffn_down.weight' has type Q4_K, which ordo does not read yet "
+                 "(it reads F32, F16, BF16, Q8_0 and Q4_0)");
   }
 }
 

@@ -93,7 +93,8 @@ TEST_F(HostileDir, WordPieceDecodeOfInvalidUtf8VocabularyStaysInBounds) {
 
 TEST_F(HostileDir, AddedTokenIdMinusOneInTokenizerConfigIsNamed) {
   copy_from(kTokData + "/bert", {"vocab.txt"});
-  write_bytes(path("tokenizer_config.json"), R"({"added_tokens_decoder": {"-1": {"content": "[X]", "special": true}}})");
+  write_bytes(path("tokenizer_config.json"),
+              R"({"added_tokens_decoder": {"-1": {"content": "[X]", "special": true}}})");
   expect_has(error_of([&] { ordo::load_tokenizer(dir_); }),
              {"tokenizer_config.json", "added_tokens_decoder key '-1'", "is not a token id"});
   fs::remove(path("vocab.txt"));
@@ -115,11 +116,11 @@ TEST_F(HostileDir, TokenizerJsonIdsOutOfRangeAreNamed) {
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: model.vocab: token 'b' has id 100000000", "out of range: 0 <= id < 2^24"});
   write_bytes(path("tokenizer.json"),
-        tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": -1, "content": "<x>"}])"));
+              tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": -1, "content": "<x>"}])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: added_tokens[0].id: must be an integer with 0 <= id < 2^24, got -1"});
   write_bytes(path("tokenizer.json"),
-        tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": 2147483647, "content": "<x>"}])"));
+              tokenizer_json(R"({"a": 0})", "[]", R"(, "added_tokens": [{"id": 2147483647, "content": "<x>"}])"));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
              {"tokenizer.json: added_tokens[0].id", "0 <= id < 2^24, got 2147483647"});
   write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 4294967296})", "[]"));
@@ -138,7 +139,8 @@ TEST_F(HostileDir, MergesNamingUnknownTokensAreRefused) {
 
 TEST_F(HostileDir, EncodeCannotEmitIdsDecodeRejects) {
   // A template whose special token id is not in the vocabulary: encode would emit an id decode refuses.
-  const std::string post = R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}},
+  const std::string post =
+      R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}},
       {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"id": "<s>", "ids": [999], "tokens": ["<s>"]}}})";
   write_bytes(path("tokenizer.json"), tokenizer_json(R"({"a": 0})", "[]", post));
   expect_has(error_of([&] { ordo::load_bpe_tokenizer_json(path("tokenizer.json")); }),
@@ -165,7 +167,8 @@ TEST_F(HostileDir, NonRegularTokenizerFilesAreRefusedNotWaitedOn) {
   fifo("vocab.txt");
   expect_has(error_of([&] { ordo::load_wordpiece(path("vocab.txt")); }), {"vocab.txt: not a regular file"});
   fifo("tokenizer.model");
-  expect_has(error_of([&] { ordo::load_sentencepiece(path("tokenizer.model")); }), {"tokenizer.model: not a regular file"});
+  expect_has(error_of([&] { ordo::load_sentencepiece(path("tokenizer.model")); }),
+             {"tokenizer.model: not a regular file"});
 }
 
 // ---- config.json and safetensors ----------------------------------------------------------------
@@ -180,7 +183,8 @@ TEST_F(HostileDir, ZeroHeadsAreNamedNotDividedBy) {
   model("marian");
   edit_config("\"encoder_attention_heads\": 4", "\"encoder_attention_heads\": 0");
   edit_config("\"decoder_attention_heads\": 4", "\"decoder_attention_heads\": 0");
-  expect_has(load_error(), {"config.json: field 'encoder_attention_heads' must be an integer in [1, 2147483647], got 0"});
+  expect_has(load_error(),
+             {"config.json: field 'encoder_attention_heads' must be an integer in [1, 2147483647], got 0"});
 }
 
 TEST_F(HostileDir, EpsilonsMustBePositiveAndFinite) {
@@ -207,7 +211,8 @@ TEST_F(HostileDir, OutOfRangeFieldsAreNamed) {
        "config.json: field 'partial_rotary_factor' 0.01 of head_dim 16 leaves no rotary dimensions"},
       {"\"eos_token_id\": 2", "\"eos_token_id\": 2147483648",
        "field 'eos_token_id' must be a token id in [-1, 2147483647], got 2147483648"},
-      {"\"hidden_size\": 64", "\"hidden_size\": 1e400", "config.json: field 'hidden_size': number overflow parsing '1e400'"},
+      {"\"hidden_size\": 64", "\"hidden_size\": 1e400",
+       "config.json: field 'hidden_size': number overflow parsing '1e400'"},
       {"\"hidden_size\": 64", "\"hidden_size\": 99999999999",
        "field 'hidden_size' must be an integer in [1, 2147483647], got 99999999999"},
       {"\"rope_scaling\": null", "\"rope_scaling\": " + nested(200000),
@@ -256,14 +261,17 @@ TEST(HostileValues, SamplingParametersRejectNaN) {
     set(p);
     return error_of([&] { ordo::Sampler s(p); });
   };
-  expect_has(sampler_error([&](ordo::SamplingParams& p) { p.temperature = nan; }), {"temperature must be a finite number >= 0"});
+  expect_has(sampler_error([&](ordo::SamplingParams& p) { p.temperature = nan; }),
+             {"temperature must be a finite number >= 0"});
   expect_has(sampler_error([&](ordo::SamplingParams& p) { p.top_p = nan; }), {"top_p must be in (0, 1]"});
-  expect_has(sampler_error([&](ordo::SamplingParams& p) { p.repetition_penalty = nan; }), {"repetition_penalty must be a finite number > 0"});
+  expect_has(sampler_error([&](ordo::SamplingParams& p) { p.repetition_penalty = nan; }),
+             {"repetition_penalty must be a finite number > 0"});
   expect_has(sampler_error([&](ordo::SamplingParams& p) { p.temperature = INFINITY; }), {"temperature"});
 }
 
 TEST(HostileValues, ThreadCountsOutsideTheLimitAreRefused) {
-  expect_has(error_of([] { ordo::set_num_threads(100000); }), {"threads must be between 0 (all cores) and 1024, got 100000"});
+  expect_has(error_of([] { ordo::set_num_threads(100000); }),
+             {"threads must be between 0 (all cores) and 1024, got 100000"});
   expect_has(error_of([] { ordo::set_num_threads(-3); }), {"got -3"});
 }
 
@@ -284,18 +292,22 @@ TEST(HostileValues, ScalingFactorsAndContextAreBoundedBeforeAllocating) {
   EXPECT_EQ(m.engine().context_limit(), 1024);
   ordo::GenerateParams p;
   p.max_new_tokens = 1000000000;
-  expect_has(error_of([&] { m.generate_ids({1, 2}, p); }),
+  expect_has(error_of([&] {
+               m.generate_ids({1, 2}, p);
+             }),
              {"max_new_tokens (1000000000) needs 1000000002 positions, more than the context limit of 1024",
               "16 x the trained length 64", "ordo -c/--ctx-size N"});
   m.engine().set_context_limit(4096);
   p.max_new_tokens = 2;
   EXPECT_EQ(m.generate_ids({1, 2}, p).ids.size(), 2u);
-  expect_has(error_of([&] { m.engine().new_sequence(5000); }), {"a sequence needs 5000 positions", "limit of 4096 (as set)"});
+  expect_has(error_of([&] { m.engine().new_sequence(5000); }),
+             {"a sequence needs 5000 positions", "limit of 4096 (as set)"});
 }
 
 TEST(HostileValues, ForeignExceptionsLeaveTheApiAsOrdoErrors) {
   expect_has(error_of([] { ordo::with_ordo_errors("x.json", [] { return std::string().at(1); }); }), {"x.json: "});
-  expect_has(error_of([] { ordo::with_ordo_errors("big", []() -> int { throw std::bad_alloc(); }); }), {"big: out of memory"});
+  expect_has(error_of([] { ordo::with_ordo_errors("big", []() -> int { throw std::bad_alloc(); }); }),
+             {"big: out of memory"});
   EXPECT_EQ(ordo::with_ordo_errors("ok", [] { return 7; }), 7);
 }
 

@@ -110,8 +110,11 @@ TEST(JsonConfig, FirstPresentOfSeveralNames) {
   EXPECT_DOUBLE_EQ(c.get_double_any({"layer_norm_eps"}, 1e-12), 1e-12);
   EXPECT_EQ(c.first_present({"n_embd", "hidden_size"}), std::optional<std::string>("hidden_size"));
   EXPECT_FALSE(c.first_present({"n_embd", "nothing"}).has_value());
-  expect_error([&] { c.get_int_any({"n_embd", "d_model"}); },
-               {"cfg.json: none of the fields 'n_embd', 'd_model' is present"});
+  expect_error(
+      [&] {
+        c.get_int_any({"n_embd", "d_model"});
+      },
+      {"cfg.json: none of the fields 'n_embd', 'd_model' is present"});
   expect_error([&] { c.get_int_any({"n_embd", "as_string"}); }, {"field 'as_string' must be an integer"});
 }
 
@@ -132,7 +135,8 @@ TEST(JsonConfig, MalformedJsonNamesFileLineAndColumn) {
   expect_error([] { JsonConfig::parse("{\n  \"a\": 1,\n  \"b\": }\n", "bad.json"); },
                {"bad.json: malformed JSON at line 3, column 8: ", "unexpected '}'"});
   expect_error([] { JsonConfig::parse("", "empty.json"); }, {"empty.json: malformed JSON at line 1, column 1"});
-  expect_error([] { JsonConfig::parse("{\"a\": 1} x", "trail.json"); }, {"trail.json: malformed JSON at line 1, column 10"});
+  expect_error([] { JsonConfig::parse("{\"a\": 1} x", "trail.json"); },
+               {"trail.json: malformed JSON at line 1, column 10"});
   expect_error([] { JsonConfig::parse("[1, 2]", "arr.json"); }, {"arr.json: expected a JSON object, got array"});
 }
 

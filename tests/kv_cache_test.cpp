@@ -137,7 +137,8 @@ TEST_P(KvCacheSize, ShrinksTheCacheAndGrowsKeepingContents) {
   const DType kv = GetParam();
   Model m = load("llama", kv);
   const ordo::Transformer& e = m.engine();
-  const std::vector<int32_t> ids = ordo::test::ids_of(ordo::test::Golden::load("llama").json.at("cases").at(0).at("input_ids"));
+  const std::vector<int32_t> ids =
+      ordo::test::ids_of(ordo::test::Golden::load("llama").json.at("cases").at(0).at("input_ids"));
   const int64_t n = static_cast<int64_t>(ids.size());
   ordo::Sequence big = e.new_sequence(n);
   ASSERT_EQ(big.self.k.at(0).dtype, kv);
@@ -182,12 +183,14 @@ TEST(KvCache, RejectsBf16AndUnknownNames) {
 // under 1e-5 with F16. The bounds allow 2% and 0.1%.
 TEST(KvCache, PerplexityOfRealModelBarelyMoves) {
   const std::vector<int32_t> ids =
-      Model::load(ordo::test::model_dir("stories260K")).encode(ordo::test::read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
+      Model::load(ordo::test::model_dir("stories260K"))
+          .encode(ordo::test::read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
   for (int64_t ctx : {128, 256}) {
     const double exact = ordo::perplexity(load("stories260K", DType::F32).engine(), ids, ctx).ppl();
     const double f16 = ordo::perplexity(load("stories260K", DType::F16).engine(), ids, ctx).ppl();
     const double i8 = ordo::perplexity(load("stories260K", DType::I8).engine(), ids, ctx).ppl();
-    std::printf("[kv] stories260K ppl at ctx %ld: f32 %.4f, f16 %.4f, int8 %.4f\n", static_cast<long>(ctx), exact, f16, i8);
+    std::printf("[kv] stories260K ppl at ctx %ld: f32 %.4f, f16 %.4f, int8 %.4f\n", static_cast<long>(ctx), exact, f16,
+                i8);
     EXPECT_NEAR(f16, exact, 1e-3 * exact);
     EXPECT_NEAR(i8, exact, 2e-2 * exact);
     EXPECT_NE(i8, exact);  // the rows really were rounded
@@ -195,8 +198,6 @@ TEST(KvCache, PerplexityOfRealModelBarelyMoves) {
 }
 
 // The bundled model's greedy continuation with an F16 cache is still the reference's.
-TEST(KvCache, CliF16GreedyIdsMatchReference) {
-  ordo::test::expect_greedy_reference_ids("--kv-dtype f16");
-}
+TEST(KvCache, CliF16GreedyIdsMatchReference) { ordo::test::expect_greedy_reference_ids("--kv-dtype f16"); }
 
 }  // namespace

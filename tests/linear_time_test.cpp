@@ -248,7 +248,8 @@ TEST(AddedTokensLinear, LstripMaskMatchedTwoHundredThousandTimes) {
   TempDir d;
   const std::string path = d.write(
       "tokenizer.json",
-      json{{"model", {{"type", "WordLevel"}, {"vocab", {{"a", 0}, {"<unk>", 1}, {"<mask>", 2}}}, {"unk_token", "<unk>"}}},
+      json{{"model",
+            {{"type", "WordLevel"}, {"vocab", {{"a", 0}, {"<unk>", 1}, {"<mask>", 2}}}, {"unk_token", "<unk>"}}},
            {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
            {"added_tokens", json::array({added(2, "<mask>", true, false, false, false)})}}
           .dump());
@@ -267,10 +268,11 @@ TEST(AddedTokensLinear, TwentyThousandAddedTokensOverAMegabyte) {
     list.push_back(added(i + 1, "tok" + std::to_string(i), false, false, false, false));
   }
   TempDir d;
-  const std::string path = d.write("tokenizer.json", json{{"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}},
-                                                          {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
-                                                          {"added_tokens", list}}
-                                                         .dump());
+  const std::string path =
+      d.write("tokenizer.json", json{{"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}},
+                                     {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+                                     {"added_tokens", list}}
+                                    .dump());
   auto tok = ordo::load_tokenizer_json(path);
   std::string text;
   std::vector<int32_t> want;
@@ -287,10 +289,11 @@ TEST(AddedTokensLinear, TwentyThousandAddedTokensOverAMegabyte) {
 TEST(UnigramLinear, FourMegabytesOfUnknownCjkIsOneUnknownToken) {
   TempDir d;
   const std::string path = d.write(
-      "tokenizer.json",
-      json{{"model",
-            {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.0})})}}}}
-          .dump());
+      "tokenizer.json", json{{"model",
+                              {{"type", "Unigram"},
+                               {"unk_id", 0},
+                               {"vocab", json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.0})})}}}}
+                            .dump());
   auto tok = ordo::load_tokenizer_json(path);
   std::string text;
   while (text.size() < (4u << 20)) text += "\xe4\xb8\xad\xe6\x96\x87";
@@ -301,11 +304,12 @@ TEST(UnigramLinear, FourMegabytesOfUnknownCjkIsOneUnknownToken) {
 
 TEST(RegexLinear, SplitPatternOnLongWordsOutgrowsTheJitStack) {
   TempDir d;
-  const std::string path = d.write(
-      "tokenizer.json",
-      json{{"model", {{"type", "WordLevel"}, {"vocab", {{"<unk>", 0}, {"-", 1}}}, {"unk_token", "<unk>"}}},
-           {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "(?:\\p{L}|\\p{N})+"}}}, {"behavior", "Isolated"}}}}
-          .dump());
+  const std::string path =
+      d.write("tokenizer.json",
+              json{{"model", {{"type", "WordLevel"}, {"vocab", {{"<unk>", 0}, {"-", 1}}}, {"unk_token", "<unk>"}}},
+                   {"pre_tokenizer",
+                    {{"type", "Split"}, {"pattern", {{"Regex", "(?:\\p{L}|\\p{N})+"}}}, {"behavior", "Isolated"}}}}
+                  .dump());
   auto tok = ordo::load_tokenizer_json(path);
   // About 32 bytes of JIT stack per letter: 3,000 letters overflow PCRE2's default 32 KB, and
   // 3,000 / 100,000 / 2,000,000 need each of the grown stacks (1, 16, 256 MB).
@@ -358,7 +362,8 @@ TEST(JsonLinear, SafetensorsDuplicateKeyAmongManyIsStillReported) {
 
 TEST(JsonLinear, ConfigWithTwoHundredThousandNestedObjects) {
   std::string text = "{\"hidden_size\": 64";
-  for (int i = 0; i < 200000; ++i) text += ",\"k" + std::to_string(i) + "\":{\"a\":{\"b\":[" + std::to_string(i) + "]}}";
+  for (int i = 0; i < 200000; ++i)
+    text += ",\"k" + std::to_string(i) + "\":{\"a\":{\"b\":[" + std::to_string(i) + "]}}";
   text += "}";
   const ordo::JsonConfig c = ordo::JsonConfig::parse(text, "config.json");
   EXPECT_EQ(c.get_int("hidden_size"), 64);

@@ -43,8 +43,7 @@ TEST(LongContext, DynamicNtkRerotatePolicyMatchesRecomputedReference) {
   EXPECT_EQ(m.generate_ids(ids_of(greedy.at("input_ids")), p).ids, ids_of(greedy.at("output_ids")));
   pc.scaling.dynamic_rerotate = true;
   m.engine().set_position(pc);
-  EXPECT_EQ(m.generate_ids(ids_of(greedy.at("input_ids")), p).ids,
-            ids_of(greedy.at("use_cache_false_output_ids")));
+  EXPECT_EQ(m.generate_ids(ids_of(greedy.at("input_ids")), p).ids, ids_of(greedy.at("use_cache_false_output_ids")));
 }
 
 // Policy: LongRoPE uses short factors while the sequence is within the original length and long
@@ -90,8 +89,7 @@ TEST(Perplexity, HandComputedTinyCase) {
 // The evaluator equals summing log-probabilities from ordo's own full forward, window by window.
 TEST(Perplexity, MatchesOwnForwardOverTheSameWindows) {
   Model m = Model::load(ordo::test::model_dir("stories260K"));
-  const std::vector<int32_t> ids =
-      m.encode(read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
+  const std::vector<int32_t> ids = m.encode(read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
   ASSERT_GT(ids.size(), 1000u);
   const int64_t V = m.spec().vocab_size;
   auto reference = [&](int64_t ctx, int64_t stride) {
@@ -127,8 +125,8 @@ TEST(Perplexity, MatchesOwnForwardOverTheSameWindows) {
 TEST(Perplexity, CliWritesTableJsonAndPlotThatAgree) {
   const std::string dir = ordo::test::make_temp_dir("ppl");
   const std::string text = ordo::test::data_path("text/stories-sampled.txt");
-  auto r = ordo::test::run_cli("ppl --text " + text + " --ctx 128,256 --scaling model,linear:2 --json " +
-                               dir + "/p.json --plot " + dir + "/p.svg");
+  auto r = ordo::test::run_cli("ppl --text " + text + " --ctx 128,256 --scaling model,linear:2 --json " + dir +
+                               "/p.json --plot " + dir + "/p.svg");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(read_file(dir + "/p.json"));
   ASSERT_EQ(doc.at("results").size(), 4u);
@@ -160,8 +158,7 @@ TEST(Perplexity, TextShorterThanContextIsAClearError) {
     perplexity(m.engine(), {1, 2, 3}, 8);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("3 tokens, fewer than the context length 8"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 tokens, fewer than the context length 8"), std::string::npos) << e.what();
   }
 }
 

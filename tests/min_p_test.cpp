@@ -10,7 +10,9 @@
 
 namespace {
 
-nlohmann::json load_golden() { return nlohmann::json::parse(ordo::test::read_file(ordo::test::data_path("fixtures/min_p.json"))); }
+nlohmann::json load_golden() {
+  return nlohmann::json::parse(ordo::test::read_file(ordo::test::data_path("fixtures/min_p.json")));
+}
 
 TEST(MinP, DistributionMatchesHuggingFaceWarpers) {
   const nlohmann::json g = load_golden();

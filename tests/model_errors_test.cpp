@@ -99,8 +99,10 @@ TEST_F(BrokenModel, TruncatedWeightsNameFile) {
 TEST_F(BrokenModel, MissingWeightsFile) {
   fs::remove(dir_ + "/model.safetensors");
   // What was looked for and what the directory holds.
-  expect_load_error({"no weights: looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin and "
-                     "pytorch_model.bin.index.json", "found config.json, generation_config.json"});
+  expect_load_error(
+      {"no weights: looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin and "
+       "pytorch_model.bin.index.json",
+       "found config.json, generation_config.json"});
 }
 
 TEST_F(BrokenModel, UnknownScalingTypeNamesIt) {
@@ -208,11 +210,13 @@ TEST(ModelErrors, ActivationNamesAreOneTableForEveryFamily) {
     const char* fixture;
     const char* field;
   };
-  for (const Case& c : {Case{"opt", "activation_function"}, Case{"gpt-neox", "hidden_act"}, Case{"gpt2", "activation_function"},
-                        Case{"bert", "hidden_act"}, Case{"marian", "activation_function"}}) {
+  for (const Case& c :
+       {Case{"opt", "activation_function"}, Case{"gpt-neox", "hidden_act"}, Case{"gpt2", "activation_function"},
+        Case{"bert", "hidden_act"}, Case{"marian", "activation_function"}}) {
     SCOPED_TRACE(c.fixture);
     const std::string dir = ordo::test::make_temp_dir("activation");
-    for (const auto& e : fs::directory_iterator(ordo::test::model_dir(c.fixture))) fs::copy(e.path(), dir + "/" + e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(ordo::test::model_dir(c.fixture)))
+      fs::copy(e.path(), dir + "/" + e.path().filename().string());
     nlohmann::json cfg = nlohmann::json::parse(ordo::test::read_file(dir + "/config.json"));
     ordo::ModelOptions o;
     o.load_tokenizer = false;
@@ -220,14 +224,16 @@ TEST(ModelErrors, ActivationNamesAreOneTableForEveryFamily) {
       cfg[c.field] = name;
       std::ofstream(dir + "/config.json") << cfg.dump();
       const Model m = Model::load(dir, o);
-      const auto& layers = m.spec().graph == ordo::GraphKind::Encoder ? m.spec().encoder.layers : m.spec().decoder.layers;
+      const auto& layers =
+          m.spec().graph == ordo::GraphKind::Encoder ? m.spec().encoder.layers : m.spec().decoder.layers;
       EXPECT_EQ(layers.at(0).ffn.act, ordo::Activation::GeluTanh) << name;
     }
     cfg[c.field] = "gelu_tanh_typo";
     std::ofstream(dir + "/config.json") << cfg.dump();
     const std::string msg = ordo::test::error_of([&] { Model::load(dir, o); });
-    for (const std::string& needle : {std::string("config.json: field '") + c.field + "'", std::string("'gelu_tanh_typo' is not supported"),
-                                      std::string("gelu_pytorch_tanh")})
+    for (const std::string& needle :
+         {std::string("config.json: field '") + c.field + "'", std::string("'gelu_tanh_typo' is not supported"),
+          std::string("gelu_pytorch_tanh")})
       EXPECT_NE(msg.find(needle), std::string::npos) << msg;
     fs::remove_all(dir);
   }

@@ -104,9 +104,7 @@ void expect_linear_close(const std::vector<float>& x, int64_t M, int64_t K, cons
 class LinearTest : public ::testing::TestWithParam<Backend> {};
 class GemmTest : public ::testing::TestWithParam<Backend> {};
 
-std::string backend_param_name(const ::testing::TestParamInfo<Backend>& info) {
-  return ordo::backend_name(info.param);
-}
+std::string backend_param_name(const ::testing::TestParamInfo<Backend>& info) { return ordo::backend_name(info.param); }
 
 }  // namespace
 
@@ -123,9 +121,9 @@ TEST_P(LinearTest, F32MatchesDoubleReference) {
         std::vector<float> x = random_vec(size_t(M * K), seed++);
         std::vector<float> y(size_t(M * N), std::nanf(""));
         ordo::linear(be, x.data(), M, K, t.lin, y.data());
-        expect_linear_close(x, M, K, t, y, 1e-4,
-                            "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
-                                (bias ? " bias" : ""));
+        expect_linear_close(
+            x, M, K, t, y, 1e-4,
+            "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) + (bias ? " bias" : ""));
       }
 }
 
@@ -141,8 +139,8 @@ TEST_P(LinearTest, ReducedPrecisionWeightsMatchDequantisedReference) {
           std::vector<float> y(size_t(M * N), std::nanf(""));
           ordo::linear(be, x.data(), M, K, t.lin, y.data());
           expect_linear_close(x, M, K, t, y, 1e-4,
-                              std::string(ordo::dtype_name(dt)) + " M=" + std::to_string(M) + " K=" +
-                                  std::to_string(K) + " N=" + std::to_string(N) + (bias ? " bias" : ""));
+                              std::string(ordo::dtype_name(dt)) + " M=" + std::to_string(M) +
+                                  " K=" + std::to_string(K) + " N=" + std::to_string(N) + (bias ? " bias" : ""));
         }
 }
 
@@ -343,8 +341,7 @@ TEST_P(GemmTest, InsideOpenMPParallelRegion) {
   std::vector<float> C(size_t(kHeads * M * N));
 #pragma omp parallel for num_threads(2)
   for (int h = 0; h < kHeads; ++h)
-    ordo::gemm_nt(be, M, N, K, 0.125f, A.data() + h * M * K, K, B.data() + h * N * K, K, 0.0f,
-                  C.data() + h * M * N, N);
+    ordo::gemm_nt(be, M, N, K, 0.125f, A.data() + h * M * K, K, B.data() + h * N * K, K, 0.0f, C.data() + h * M * N, N);
   for (int h = 0; h < kHeads; ++h)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
@@ -358,5 +355,4 @@ TEST_P(GemmTest, InsideOpenMPParallelRegion) {
       }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, GemmTest, ::testing::Values(Backend::OpenBLAS, Backend::OneDNN),
-                         backend_param_name);
+INSTANTIATE_TEST_SUITE_P(Backends, GemmTest, ::testing::Values(Backend::OpenBLAS, Backend::OneDNN), backend_param_name);

@@ -137,8 +137,8 @@ TEST(OutputFile, OutputsInsideOrLinkedIntoAnInputAreRefused) {
   fs::create_symlink(m, d + "/link");
   fs::create_hard_link(m + "/config.json", d + "/config-copy.json");
   fs::create_directories(d + "/out");
-  for (const std::string& p : {m + "/config.json", m + "/new.json", m + "/sub/new.json", m, m + "/",
-                               d + "/link/x.npy", d + "/out/../model/x.npy", d + "/config-copy.json", d + "/link"}) {
+  for (const std::string& p : {m + "/config.json", m + "/new.json", m + "/sub/new.json", m, m + "/", d + "/link/x.npy",
+                               d + "/out/../model/x.npy", d + "/config-copy.json", d + "/link"}) {
     const std::string e = error_of([&] { ordo::check_output_path(p, {m}); });
     EXPECT_NE(e.find(p + ": "), std::string::npos) << p << " -> " << e;
     EXPECT_NE(e.find("input model '" + m + "'"), std::string::npos) << p << " -> " << e;

@@ -116,7 +116,8 @@ TEST(OutputFiles, QuantizeFailingPartWayLeavesTheEarlierOutputWhole) {
 
 TEST(OutputFiles, ForwardIntoTheModelDirectoryIsRefused) {
   Sandbox s("of-fwd-in");
-  for (const std::string& out : {s.model + "/model.safetensors", s.model + "/logits.npy", s.dir + "/model/../model/x.npy"}) {
+  for (const std::string& out :
+       {s.model + "/model.safetensors", s.model + "/logits.npy", s.dir + "/model/../model/x.npy"}) {
     const auto r = run_ordo_sh("forward" + s.m() + "--ids 1,2,3 -o " + shell_quote(out));
     expect_refused(r, out);
     EXPECT_NE(r.output.find("input model '" + s.model + "'"), std::string::npos) << r.output;
@@ -148,7 +149,8 @@ TEST(OutputFiles, EmbedErrorPartWayKeepsTheEarlierJsonl) {
   put(s.dir + "/in.txt", lines);
   const std::string out = s.dir + "/out.jsonl";
   put(out, "earlier\n");
-  const auto r = run_ordo_sh("embed" + s.m() + "-f " + shell_quote(s.dir + "/in.txt") + " -o " + shell_quote(out), 4096);
+  const auto r =
+      run_ordo_sh("embed" + s.m() + "-f " + shell_quote(s.dir + "/in.txt") + " -o " + shell_quote(out), 4096);
   expect_refused(r, out + ": write failed: File too large");
   EXPECT_EQ(r.output.find("wrote"), std::string::npos) << r.output;
   EXPECT_EQ(read_file(out), "earlier\n");
@@ -165,12 +167,13 @@ TEST(OutputFiles, FullStdoutIsAnErrorForEveryPrintingCommand) {
   for (const std::string& cmd :
        {"tokenize" + s.m() + "hello", "tokenize" + s.m() + "--decode 1,2,3", "inspect" + s.m(),
         "run" + s.m() + "-p Zoo -n 8 --temp 0 -q", "run" + s.m() + "--ids 1,2 -n 4 --temp 0 -q",
-        "run" + s.m() + "-f " + shell_quote(s.dir + "/prompts.txt") + " -n 4 --temp 0 -q",
-        "embed" + s.m() + "Zoo", "ppl" + s.m() + "--text " + shell_quote(kText) + " --ctx 32",
+        "run" + s.m() + "-f " + shell_quote(s.dir + "/prompts.txt") + " -n 4 --temp 0 -q", "embed" + s.m() + "Zoo",
+        "ppl" + s.m() + "--text " + shell_quote(kText) + " --ctx 32",
         "quantize" + s.m() + "-o " + shell_quote(s.dir + "/q")}) {
     const auto r = run_ordo_sh(cmd + " >/dev/full");
     EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
-    EXPECT_NE(r.output.find("ordo: error: stdout: No space left on device"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("ordo: error: stdout: No space left on device"), std::string::npos)
+        << cmd << ": " << r.output;
     const auto null = run_ordo_sh(cmd + " >/dev/null");
     EXPECT_EQ(null.exit_code, 0) << cmd << ": " << null.output;
   }
@@ -189,7 +192,8 @@ TEST(OutputFiles, EveryOutputFlagChecksItsWrites) {
   const std::string ppl = "ppl" + s.m() + "--text " + shell_quote(kText) + " --ctx 32 ";
   const std::string cmp = "compare --no-zoo --quick" + s.m() + "--tasks length --ctx-base 16 --multiples 1 --text " +
                           shell_quote(kText) + " ";
-  const std::string bench = "bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes f32 --prompts 8 --contexts '' ";
+  const std::string bench =
+      "bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes f32 --prompts 8 --contexts '' ";
   const std::string missing = s.dir + "/no/such";
   // --plot takes only names whose extension is a plot format, so devices are not among its targets.
   for (const std::string& flag : {ppl + "--json", ppl + "--plot", cmp + "--json", cmp + "--html", bench + "--json"}) {
@@ -207,9 +211,9 @@ TEST(OutputFiles, EveryOutputFlagChecksItsWrites) {
     if (flag.rfind("bench", 0) == 0) continue;  // bench --synthetic has no input model
     expect_refused(run_ordo_sh(flag + " " + shell_quote(s.model + "/report" + ext)), s.model + "/report" + ext);
   }
-  for (const std::string& cmd : {"forward" + s.m() + "--ids 1,2 -o " + missing + "/x.npy",
-                                "embed" + s.m() + "Zoo -o " + missing + "/x.json",
-                                "quantize" + s.m() + "-o " + shell_quote(s.model + "/config.json/q")})
+  for (const std::string& cmd :
+       {"forward" + s.m() + "--ids 1,2 -o " + missing + "/x.npy", "embed" + s.m() + "Zoo -o " + missing + "/x.json",
+        "quantize" + s.m() + "-o " + shell_quote(s.model + "/config.json/q")})
     EXPECT_EQ(run_ordo_sh(cmd).exit_code, 1) << cmd;
   struct stat st;
   ASSERT_EQ(::stat("/dev/null", &st), 0);
@@ -221,8 +225,8 @@ TEST(OutputFiles, EveryOutputFlagChecksItsWrites) {
 TEST(OutputFiles, DevStdoutRedirectedToAFileGetsTheJsonAfterTheTable) {
   Sandbox s("of-devstdout");
   const std::string out = s.dir + "/all.txt";
-  const auto r = run_ordo_sh("ppl" + s.m() + "--text " + shell_quote(kText) + " --ctx 32 --json /dev/stdout >" +
-                             shell_quote(out));
+  const auto r =
+      run_ordo_sh("ppl" + s.m() + "--text " + shell_quote(kText) + " --ctx 32 --json /dev/stdout >" + shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string all = read_file(out);
   const size_t table = all.find("scaling "), json = all.find("{\n  \"model\"");

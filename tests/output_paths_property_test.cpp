@@ -34,17 +34,27 @@ TEST(OutputPathsProperty, RefusedNamingThePathOrWrittenAndTheModelIsUntouched) {
   // Ways to reach the model directory and a directory beside it.
   fs::create_directories(root + "/out/deep");
   fs::create_symlink(model, root + "/l1");
-  fs::create_symlink(root + "/l1", root + "/l2");  // a chain of two
+  fs::create_symlink(root + "/l1", root + "/l2");     // a chain of two
   fs::create_symlink("../model", root + "/out/rel");  // relative link
   fs::create_symlink(root + "/out", root + "/lo");
   fs::create_hard_link(model + "/model.safetensors", root + "/out/hard.safetensors");
   fs::create_symlink(model + "/model.safetensors", root + "/out/soft.safetensors");
   fs::create_symlink(model + "/config.json", root + "/out/cfg.npy");
-  const std::vector<std::pair<std::string, bool>> model_dirs = {
-      {model, true}, {root + "/l1", true}, {root + "/l2", true}, {root + "/out/rel", true},
-      {root + "/out/../model", true}, {root + "/out/deep/../../l2", true}, {"model", true}, {"./l1", true},
-      {"out/rel/.", true}, {root + "/out", false}, {root + "/lo", false}, {root + "/out/deep", false},
-      {"out", false}, {"lo/deep/..", false}, {root + "/l1/../out", false}};
+  const std::vector<std::pair<std::string, bool>> model_dirs = {{model, true},
+                                                                {root + "/l1", true},
+                                                                {root + "/l2", true},
+                                                                {root + "/out/rel", true},
+                                                                {root + "/out/../model", true},
+                                                                {root + "/out/deep/../../l2", true},
+                                                                {"model", true},
+                                                                {"./l1", true},
+                                                                {"out/rel/.", true},
+                                                                {root + "/out", false},
+                                                                {root + "/lo", false},
+                                                                {root + "/out/deep", false},
+                                                                {"out", false},
+                                                                {"lo/deep/..", false},
+                                                                {root + "/l1/../out", false}};
   const std::vector<std::string> file_names = {"x.npy", "model.safetensors", "logits.safetensors", "config.npy"};
 
   std::mt19937 rng(31);
@@ -55,7 +65,7 @@ TEST(OutputPathsProperty, RefusedNamingThePathOrWrittenAndTheModelIsUntouched) {
     c.into_model = in_model;
     std::string d = dir;
     switch (rng() % 4) {
-      case 0: d += "/"; break;                     // trailing slash on the directory part
+      case 0: d += "/"; break;                                  // trailing slash on the directory part
       case 1: d += "/new/sub", c.parent_exists = false; break;  // parents that do not exist
       default: break;
     }
@@ -89,10 +99,11 @@ TEST(OutputPathsProperty, RefusedNamingThePathOrWrittenAndTheModelIsUntouched) {
   int n = 0;
   for (const auto& [dir, in_model] : model_dirs) {
     const std::string fresh = dir + "/q" + std::to_string(++n);
-    for (const std::string& out : in_model ? std::vector<std::string>{dir, dir + "/", fresh} : std::vector<std::string>{fresh}) {
+    for (const std::string& out :
+         in_model ? std::vector<std::string>{dir, dir + "/", fresh} : std::vector<std::string>{fresh}) {
       SCOPED_TRACE("quantize -o " + out);
-      const auto r =
-          run_ordo_sh("quantize --replace -m " + shell_quote(model) + " -o " + shell_quote(out) + " >/dev/null", -1, root);
+      const auto r = run_ordo_sh(
+          "quantize --replace -m " + shell_quote(model) + " -o " + shell_quote(out) + " >/dev/null", -1, root);
       if (in_model) {
         EXPECT_EQ(r.exit_code, 1) << r.output;
         EXPECT_NE(r.output.find("ordo: error: "), std::string::npos) << r.output;

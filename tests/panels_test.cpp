@@ -71,8 +71,8 @@ Linear make_linear(int64_t N, int64_t K, DType dt, bool bias, uint32_t seed, std
 }
 
 // The contract for F32/F16/BF16: acc = fma(w[n][k], x[k], acc) for k = 0..K-1 from +0, then + bias.
-std::vector<float> fma_chain(const std::vector<float>& w, const Linear& l, const float* x, int64_t M,
-                             int64_t N, int64_t K) {
+std::vector<float> fma_chain(const std::vector<float>& w, const Linear& l, const float* x, int64_t M, int64_t N,
+                             int64_t K) {
   std::vector<float> y(static_cast<size_t>(M * N));
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
@@ -87,8 +87,8 @@ std::vector<float> fma_chain(const std::vector<float>& w, const Linear& l, const
 // The contract for I8: x rounded to 16-bit fixed point (step max|x| / 16383, round to nearest
 // even), Σ w·xq exact in int32 per 512 columns, each block added to a float total from 0, then
 // fma(total · step, scale[n], bias[n]).
-std::vector<float> int8_blocks(const std::vector<float>& w, const Linear& l, const float* x, int64_t M,
-                               int64_t N, int64_t K) {
+std::vector<float> int8_blocks(const std::vector<float>& w, const Linear& l, const float* x, int64_t M, int64_t N,
+                               int64_t K) {
   std::vector<float> y(static_cast<size_t>(M * N));
   for (int64_t m = 0; m < M; ++m) {
     float mx = 0.0f;
@@ -113,8 +113,7 @@ std::vector<float> int8_blocks(const std::vector<float>& w, const Linear& l, con
 size_t differing(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
   size_t d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    d += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
   return d;
 }
 
@@ -131,7 +130,7 @@ TEST(PanelKernels, EveryOutputIsItsContractBitForBit) {
     for (int64_t N : {1, 63, 64, 65, 200})
       for (int64_t K : {1, 5, 64, 513, 1030})
         for (int64_t M : {1, 2, 3, 6, 7, 16, 17, 40, 70}) {  // 7-64: chunked; 70: whole panels
-          if (M > 7 && N == 200 && K > 64) continue;  // keeps the scalar references quick
+          if (M > 7 && N == 200 && K > 64) continue;         // keeps the scalar references quick
           std::vector<float> wf;
           const Linear l = make_linear(N, K, dt, N % 2 == 1, seed++, wf);
           const std::vector<float> x = random_vec(static_cast<size_t>(M * K), seed++, 3.0f);

@@ -38,7 +38,8 @@ std::string poisoned_copy(const std::string& src, const std::string& name, int64
                           const std::string& tag = "poison") {
   const std::string dir = ordo::test::make_temp_dir(tag);
   for (const auto& e : fs::directory_iterator(src))
-    if (e.is_regular_file() && e.path().filename() != "model.safetensors") fs::copy_file(e.path(), dir / e.path().filename());
+    if (e.is_regular_file() && e.path().filename() != "model.safetensors")
+      fs::copy_file(e.path(), dir / e.path().filename());
   const ordo::SafeTensors st = ordo::SafeTensors::open(src + "/model.safetensors");
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [n, t] : st.tensors()) {
@@ -80,7 +81,8 @@ TEST(Finite, FirstNonfiniteFindsEachKindInEveryDtype) {
     for (ordo::DType d : {ordo::DType::F16, ordo::DType::BF16}) {
       Tensor h = Tensor::zeros(t.shape, d);
       auto* p = static_cast<uint16_t*>(h.data);
-      for (int64_t i = 0; i < t.numel(); ++i) p[i] = d == ordo::DType::F16 ? ordo::f32_to_f16(x[i]) : ordo::f32_to_bf16(x[i]);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        p[i] = d == ordo::DType::F16 ? ordo::f32_to_f16(x[i]) : ordo::f32_to_bf16(x[i]);
       EXPECT_EQ(ordo::first_nonfinite(h), 200001);
       EXPECT_EQ(ordo::count_nonfinite(h), 2);
     }
@@ -185,7 +187,8 @@ TEST(Poison, F16OverflowRefusedNamingTensorAndValueF32Works) {
   const std::string e = load_error(dir, f16);
   EXPECT_TRUE(has(e, "tensor '" + kQ + "' holds 70000 at [3, 17], beyond F16's range")) << e;
   // F32 (as stored) and BF16 (F32's range) hold it: the run is finite.
-  for (const std::optional<ordo::DType> d : {std::optional<ordo::DType>{}, std::optional<ordo::DType>{ordo::DType::BF16}}) {
+  for (const std::optional<ordo::DType> d :
+       {std::optional<ordo::DType>{}, std::optional<ordo::DType>{ordo::DType::BF16}}) {
     ordo::ModelOptions o;
     o.dtype = d;
     Model m = Model::load(dir, o);
@@ -225,8 +228,10 @@ TEST(Poison, Int8RefusesNonfiniteEvenWhenAllowed) {
   o.allow_nonfinite = true;
   o.dtype = ordo::DType::I8;
   const std::string e = load_error(dir, o);
-  EXPECT_TRUE(has(e, "tensor '" + kQ + "' holds inf at [0, 5] (1 of its 4096 values are not finite): int8 quantization "
-                     "cannot represent")) << e;
+  EXPECT_TRUE(has(e, "tensor '" + kQ +
+                         "' holds inf at [0, 5] (1 of its 4096 values are not finite): int8 quantization "
+                         "cannot represent"))
+      << e;
   fs::remove_all(dir);
 }
 

@@ -27,10 +27,9 @@ TEST(T5Relative, BucketTable) {
     int64_t rp, bidir, causal;
   };
   const Row rows[] = {
-      {0, 0, 0},        {1, 17, 0},       {-1, 1, 1},      {7, 23, 0},      {-7, 7, 7},
-      {8, 24, 0},       {-8, 8, 8},       {15, 25, 0},     {-15, 9, 15},    {16, 26, 0},
-      {-16, 10, 16},    {100, 31, 0},     {-100, 15, 30},  {127, 31, 0},    {-127, 15, 31},
-      {128, 31, 0},     {-128, 15, 31},   {500, 31, 0},    {-500, 15, 31},
+      {0, 0, 0},      {1, 17, 0},   {-1, 1, 1},     {7, 23, 0},    {-7, 7, 7},     {8, 24, 0},     {-8, 8, 8},
+      {15, 25, 0},    {-15, 9, 15}, {16, 26, 0},    {-16, 10, 16}, {100, 31, 0},   {-100, 15, 30}, {127, 31, 0},
+      {-127, 15, 31}, {128, 31, 0}, {-128, 15, 31}, {500, 31, 0},  {-500, 15, 31},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(t5_relative_bucket(r.rp, true, 32, 128), r.bidir) << "rp " << r.rp << " bidirectional";
@@ -161,7 +160,8 @@ TEST(Alibi, MptConventionAgreesForEveryHeadCount) {
       std::vector<float> got = alibi_slopes(n, max_bias);
       std::vector<double> want = alibi_mpt(n, max_bias);
       for (int64_t h = 0; h < n; ++h)
-        expect_rel_near(got[h], want[h], kRelTol, "mpt n=" + std::to_string(n) + " max_bias=" + std::to_string(max_bias));
+        expect_rel_near(got[h], want[h], kRelTol,
+                        "mpt n=" + std::to_string(n) + " max_bias=" + std::to_string(max_bias));
     }
   }
 }

@@ -51,9 +51,8 @@ TEST(PositionRegistry, UnsupportedScalingIsAnError) {
     ScalingType type;
   };
   const PositionWeights w = weights_for_small_context();
-  for (Case c : {Case{"none", ScalingType::Linear}, Case{"alibi", ScalingType::YaRN},
-                 Case{"learned", ScalingType::NTK}, Case{"sinusoidal", ScalingType::Dynamic},
-                 Case{"relative", ScalingType::LongRoPE}}) {
+  for (Case c : {Case{"none", ScalingType::Linear}, Case{"alibi", ScalingType::YaRN}, Case{"learned", ScalingType::NTK},
+                 Case{"sinusoidal", ScalingType::Dynamic}, Case{"relative", ScalingType::LongRoPE}}) {
     PositionConfig cfg;
     cfg.scheme = c.scheme;
     cfg.scaling.type = c.type;

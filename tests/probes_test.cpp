@@ -32,8 +32,7 @@ std::vector<std::string> words_of(const std::string& s) {
 TEST(Probes, SplitSentences) {
   EXPECT_EQ(pr::split_sentences("One two.  Three\n four! \"Five?\" Six"),
             (std::vector<std::string>{"One two.", "Three four!", "\"Five?\"", "Six"}));
-  EXPECT_EQ(pr::split_sentences("He said 'no.' Then left."),
-            (std::vector<std::string>{"He said 'no.'", "Then left."}));
+  EXPECT_EQ(pr::split_sentences("He said 'no.' Then left."), (std::vector<std::string>{"He said 'no.'", "Then left."}));
   EXPECT_TRUE(pr::split_sentences("   ").empty());
 }
 
@@ -74,8 +73,8 @@ TEST(Probes, DefaultPairsSwapTwoContentWords) {
 }
 
 TEST(Probes, ParsePairs) {
-  const auto p = pr::parse_pairs("{\"original\": \"a b\", \"swapped\": \"b a\"}\n\n  \n{\"original\": \"c\", \"swapped\": \"d\"}\n",
-                                 "p.jsonl");
+  const auto p = pr::parse_pairs(
+      "{\"original\": \"a b\", \"swapped\": \"b a\"}\n\n  \n{\"original\": \"c\", \"swapped\": \"d\"}\n", "p.jsonl");
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(p[1].original, "c");
   EXPECT_NE(error_of([] { pr::parse_pairs("{\"original\": \"a\"}\n", "p.jsonl"); }).find("p.jsonl:1: expected"),
@@ -100,8 +99,8 @@ TEST(Probes, WordOrderMatchesHandScoredForward) {
   int64_t wins = 0;
   double sum = 0;
   for (size_t i = 0; i < 2; ++i) {
-    const double want = sequence_logprob(m, m.encode(pairs[i].original, true)) -
-                        sequence_logprob(m, m.encode(pairs[i].swapped, true));
+    const double want =
+        sequence_logprob(m, m.encode(pairs[i].original, true)) - sequence_logprob(m, m.encode(pairs[i].swapped, true));
     EXPECT_NEAR(r.pairs[i].margin, want, 1e-4 * std::max(1.0, std::fabs(want))) << i;
     EXPECT_NEAR(r.pairs[i].original, sequence_logprob(m, m.encode(pairs[i].original, true)), 1e-4) << i;
     EXPECT_TRUE(r.pairs[i].same_tokens) << "two whole words swapped: the same tokens";
@@ -138,7 +137,8 @@ TEST(Probes, LengthMethodsComeFromTheRegistry) {
 
 TEST(Probes, LengthPerplexityMatchesHandScoredWindows) {
   Model m = Model::load(kStories);
-  std::vector<int32_t> ids = m.encode(ordo::test::read_file(std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt").substr(0, 1200), false);
+  std::vector<int32_t> ids =
+      m.encode(ordo::test::read_file(std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt").substr(0, 1200), false);
   ids.resize(ids.size() / 32 * 32);
   const std::vector<pr::LengthPoint> pts = pr::length(m, ids, {"none", ScalingType::None}, {1, 2, 100000}, 16, 512);
   ASSERT_EQ(pts.size(), 3u);

@@ -11,8 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include "compare_html.hpp"
 #include "bench_noise.hpp"
+#include "compare_html.hpp"
 #include "compare_report.hpp"
 #include "progress.hpp"
 #include "support/cli.hpp"
@@ -100,8 +100,8 @@ TEST(ReportNumbers, IntervalsRoundToTheirLeadingDigits) {
   EXPECT_EQ(interval_text(0.00763, 0.000284), (P{"0.00763", "0.00028"}));
   EXPECT_EQ(interval_text(2.31e-7, 1.94e-7), (P{"2.3e-7", "1.9e-7"}));  // tiny: one shared exponent
   EXPECT_EQ(interval_text(9.96e-7, 9.6e-7), (P{"1e-6", "1e-6"}));       // rounds up a decade
-  EXPECT_EQ(interval_text(0.5, 0.0), (P{"0.5", "0.0"}));  // every seed the same
-  EXPECT_EQ(interval_text(123.456789, NAN), (P{"123.5", ""}));  // no interval: 4 significant digits
+  EXPECT_EQ(interval_text(0.5, 0.0), (P{"0.5", "0.0"}));                // every seed the same
+  EXPECT_EQ(interval_text(123.456789, NAN), (P{"123.5", ""}));          // no interval: 4 significant digits
 }
 
 TEST(ReportCharts, RoundTicksAndSchemeColours) {
@@ -142,7 +142,8 @@ void expect_charts_coloured_by_scheme(const json& doc, const std::string& html) 
   size_t titled = 0;
   for (const std::string& svg : charts) {
     expect_well_formed(svg);
-    const std::string title = strip_tags(all_matches(svg, std::regex("<text[^>]*font-size=\"15\"[^>]*>[^<]*</text>"))[0]);
+    const std::string title =
+        strip_tags(all_matches(svg, std::regex("<text[^>]*font-size=\"15\"[^>]*>[^<]*</text>"))[0]);
     const bool over_seeds = title.find("mean over seeds") != std::string::npos;
     const std::regex el_re("fill=\"(#[0-9a-f]{6})\"[^>]*><title>([^<]*): ([^<]*)</title>");
     for (auto it = std::sregex_iterator(svg.begin(), svg.end(), el_re); it != std::sregex_iterator(); ++it) {
@@ -256,7 +257,8 @@ TEST(ReportPlot, PplPlotSvgPngAndRefusal) {
   EXPECT_EQ(all_matches(s, std::regex("<polyline[^>]*stroke-dasharray")).size(), 2u);
   // Round y ticks: 1, 2 or 5 × 10^k each, or evenly spaced multiples of such a step (a narrow range).
   std::vector<double> ticks;
-  for (const std::string& t : all_matches(s, std::regex("text-anchor=\"end\">([^<]*)<"), 1)) ticks.push_back(std::stod(t));
+  for (const std::string& t : all_matches(s, std::regex("text-anchor=\"end\">([^<]*)<"), 1))
+    ticks.push_back(std::stod(t));
   ASSERT_GE(ticks.size(), 3u);
   auto round125 = [](double v) {
     const double mant = v / std::pow(10.0, std::floor(std::log10(v) + 1e-9));
@@ -274,8 +276,8 @@ TEST(ReportPlot, PplPlotSvgPngAndRefusal) {
   ASSERT_GT(p.size(), 24u);
   EXPECT_EQ(p.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   auto be32 = [&](size_t at) {
-    return (uint32_t(uint8_t(p[at])) << 24) | (uint32_t(uint8_t(p[at + 1])) << 16) | (uint32_t(uint8_t(p[at + 2])) << 8) |
-           uint32_t(uint8_t(p[at + 3]));
+    return (uint32_t(uint8_t(p[at])) << 24) | (uint32_t(uint8_t(p[at + 1])) << 16) |
+           (uint32_t(uint8_t(p[at + 2])) << 8) | uint32_t(uint8_t(p[at + 3]));
   };
   EXPECT_EQ(p.substr(12, 4), "IHDR");
   EXPECT_EQ(be32(16), 720u);  // the same layout as the SVG
@@ -314,7 +316,9 @@ TEST(ReportProgress, NonTerminalLinesAndEta) {
   ordo::cli::Progress t("ordo ppl", 2, tty, true);
   t.step(1, "rows: a");
   t.show("window ", 3, " of ", 9);
-  EXPECT_EQ(tty.str(), "\r\033[Kordo ppl: 1 of 2 rows: a (elapsed 0 s)\r\033[Kordo ppl: 1 of 2 rows: a (elapsed 0 s) · window 3 of 9");
+  EXPECT_EQ(
+      tty.str(),
+      "\r\033[Kordo ppl: 1 of 2 rows: a (elapsed 0 s)\r\033[Kordo ppl: 1 of 2 rows: a (elapsed 0 s) · window 3 of 9");
 
   // The command itself: stderr has the lines, stdout only the table.
   auto r = run_cli("ppl -m " + shell_quote(kStories) + " --text " + shell_quote(kText) + " --ctx 64,128");
@@ -344,7 +348,8 @@ TEST(ReportBench, BusyMachineAndNoisyRowsAreNamed) {
   EXPECT_EQ(speed_comparison("decode at ctx 1024", 60, 100, "at ctx 128", 0.8, 0.03),
             "decode at ctx 1024 against at ctx 128: not comparable, the machine was too busy (repetitions differ by "
             "80%)");
-  EXPECT_EQ(speed_comparison("decode at ctx 1024", 80, 100, "at ctx 128", 0.02, 0.03, "the load average was 9.3 on 2 cores"),
-            "decode at ctx 1024 against at ctx 128: not comparable, the machine was busy (the load average was 9.3 on 2 "
-            "cores)");
+  EXPECT_EQ(
+      speed_comparison("decode at ctx 1024", 80, 100, "at ctx 128", 0.02, 0.03, "the load average was 9.3 on 2 cores"),
+      "decode at ctx 1024 against at ctx 128: not comparable, the machine was busy (the load average was 9.3 on 2 "
+      "cores)");
 }

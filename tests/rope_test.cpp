@@ -203,10 +203,10 @@ TEST(Rope, DynamicRotateUsesTheSequenceLength) {
   const std::vector<float> x0 = random_vec(16, 9);
   int32_t p = 20;
   std::vector<float> a = x0, b = x0, c = x0;
-  s->rotate(a.data(), RotateTarget::Query, 1, &p, 1, 21);   // short sequence: unscaled
+  s->rotate(a.data(), RotateTarget::Query, 1, &p, 1, 21);  // short sequence: unscaled
   plain->rotate(b.data(), RotateTarget::Query, 1, &p, 1, 21);
   EXPECT_EQ(a, b);
-  s->rotate(c.data(), RotateTarget::Query, 1, &p, 1, 56);   // same position inside a 56-long sequence: scaled base
+  s->rotate(c.data(), RotateTarget::Query, 1, &p, 1, 56);  // same position inside a 56-long sequence: scaled base
   const RopeFrequencies f = rope_frequencies(cfg, 16, 56);
   const float ang = 20.0f * f.inv_freq[1];
   EXPECT_NEAR(c[1], x0[1] * std::cos(ang) - x0[9] * std::sin(ang), 1e-6);
@@ -247,7 +247,8 @@ PositionConfig fixture_config(const json& c, int64_t* head_dim) {
   const json& rs = c.at("rope_scaling");
   if (rs.is_null()) return cfg;
   Scaling& s = cfg.scaling;
-  s.type = parse_scaling(rs.contains("rope_type") ? rs.at("rope_type").get<std::string>() : rs.at("type").get<std::string>());
+  s.type = parse_scaling(rs.contains("rope_type") ? rs.at("rope_type").get<std::string>()
+                                                  : rs.at("type").get<std::string>());
   s.factor = rs.value("factor", 1.0);
   if (rs.contains("original_max_position_embeddings"))
     s.original_max_positions = rs.at("original_max_position_embeddings").get<int64_t>();
@@ -266,7 +267,8 @@ PositionConfig fixture_config(const json& c, int64_t* head_dim) {
 void expect_freqs(const RopeFrequencies& got, const json& want_inv, double want_scale, const std::string& what) {
   std::vector<double> w = want_inv.get<std::vector<double>>();
   ASSERT_EQ(got.inv_freq.size(), w.size()) << what;
-  for (size_t i = 0; i < w.size(); ++i) expect_rel_near(got.inv_freq[i], w[i], kRelTol, what + " inv_freq[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < w.size(); ++i)
+    expect_rel_near(got.inv_freq[i], w[i], kRelTol, what + " inv_freq[" + std::to_string(i) + "]");
   expect_rel_near(got.attention_scaling, want_scale, 1e-7, what + " attention_scaling");
 }
 
@@ -327,7 +329,8 @@ TEST(RopeScaling, DynamicFixtureSeq56DiffersFromInit) {
   int64_t hd = 0;
   const PositionConfig cfg = fixture_config(read_json(dir + "/config.json"), &hd);
   const json golden = read_json(dir + "/golden.json");
-  const std::vector<double> at56 = golden.at("rope").at("per_case").at("seq56").at("inv_freq").get<std::vector<double>>();
+  const std::vector<double> at56 =
+      golden.at("rope").at("per_case").at("seq56").at("inv_freq").get<std::vector<double>>();
   const std::vector<double> init = golden.at("rope").at("inv_freq_at_init").get<std::vector<double>>();
   EXPECT_NE(at56[1], init[1]);
   const RopeFrequencies f = rope_frequencies(cfg, hd, 56);
@@ -343,7 +346,8 @@ TEST(RopeScaling, YarnFixtureMatchesFormula) {
   // d 16, base 1e4, L0 32, s 4: corr_dim(32) = -1.6 -> low 0; corr_dim(1) = 1.41 -> high 2.
   // ramp = [0, .5, 1, ...]: inv_0 kept, inv_1 half/half, the rest / 4.
   int64_t hd = 0;
-  const PositionConfig cfg = fixture_config(read_json(std::string(ORDO_TEST_DATA) + "/fixtures/llama-yarn/config.json"), &hd);
+  const PositionConfig cfg =
+      fixture_config(read_json(std::string(ORDO_TEST_DATA) + "/fixtures/llama-yarn/config.json"), &hd);
   const RopeFrequencies f = rope_frequencies(cfg, hd, 0);
   expect_rel_near(f.inv_freq[0], 1.0, kRelTol, "yarn 0");
   expect_rel_near(f.inv_freq[1], 0.5 * std::pow(1e4, -0.125) * (1 + 0.25), kRelTol, "yarn 1");

@@ -36,8 +36,7 @@ double act_ref(Activation a, double x) {
   switch (a) {
     case Activation::SiLU: return x / (1.0 + std::exp(-x));
     case Activation::GeluErf: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
-    case Activation::GeluTanh:
-      return x / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::GeluTanh: return x / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::ReLU: return x > 0 ? x : 0.0;
   }
   return 0;

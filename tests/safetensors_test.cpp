@@ -99,14 +99,14 @@ TEST_F(SafeTensorsTest, LoadsLlamaFixture) {
   EXPECT_EQ(emb.dtype, DType::F32);
   EXPECT_EQ(emb.shape, (std::vector<int64_t>{256, 64}));
   // Expected values read from the file itself with python3 (json + struct.unpack_from('<f', ...)).
-  EXPECT_EQ(f32_at(emb, 0), 0.325023711f);             // [0, 0], bits 0x3ea66982
-  EXPECT_EQ(f32_at(emb, 1), 0.186996952f);             // [0, 1], bits 0x3e3f7c21
+  EXPECT_EQ(f32_at(emb, 0), 0.325023711f);              // [0, 0], bits 0x3ea66982
+  EXPECT_EQ(f32_at(emb, 1), 0.186996952f);              // [0, 1], bits 0x3e3f7c21
   EXPECT_EQ(f32_at(emb, 256 * 64 - 1), -0.141002432f);  // [255, 63], bits 0xbe1062f1
 
   const Tensor& k = st.get("model.layers.1.self_attn.k_proj.weight");
   EXPECT_EQ(k.shape, (std::vector<int64_t>{32, 64}));
-  EXPECT_EQ(f32_at(k, 0), -0.206356436f);            // [0, 0]
-  EXPECT_EQ(f32_at(k, 5 * 64 + 7), -0.144678786f);   // [5, 7]
+  EXPECT_EQ(f32_at(k, 0), -0.206356436f);              // [0, 0]
+  EXPECT_EQ(f32_at(k, 5 * 64 + 7), -0.144678786f);     // [5, 7]
   EXPECT_EQ(f32_at(k, 32 * 64 - 1), -0.00687586702f);  // [31, 63]
 
   // Tensors keep the mapping alive after the SafeTensors object is gone.
@@ -129,8 +129,8 @@ TEST_F(SafeTensorsTest, RoundTripsAllDtypesAndMetadata) {
   for (int i = 0; i < 3; ++i) static_cast<uint16_t*>(b.data)[i] = ordo::f32_to_bf16(3.f * i + 0.25f);
   for (int i = 0; i < 7; ++i) static_cast<int8_t*>(q.data)[i] = static_cast<int8_t>(i * 37 - 128);
 
-  const std::vector<std::pair<std::string, Tensor>> in = {
-      {"z.i8", q}, {"a.f32", a}, {"m.f16", h}, {"b.bf16", b}, {"e.empty", empty}, {"s.scalar", scalar}};
+  const std::vector<std::pair<std::string, Tensor>> in = {{"z.i8", q},   {"a.f32", a},       {"m.f16", h},
+                                                          {"b.bf16", b}, {"e.empty", empty}, {"s.scalar", scalar}};
   const std::map<std::string, std::string> meta = {{"format", "pt"}, {"ordo.note", "caf\xc3\xa9 \"quoted\""}};
   const std::string file = path("rt.safetensors");
   ordo::write_safetensors(file, in, meta);
@@ -188,8 +188,11 @@ TEST_F(SafeTensorsTest, WriterRejectsBadInput) {
   nodata.shape = {4};
   expect_error([&] { ordo::write_safetensors(file, {{"w", nodata}}); }, {file, "'w'", "no data"});
   expect_error([&] { ordo::write_safetensors(file, {{"__metadata__", t}}); }, {file, "__metadata__"});
-  expect_error([&] { ordo::write_safetensors(path("no/such/dir/x.safetensors"), {{"w", t}}); },
-               {"no/such/dir/x.safetensors", "cannot create"});
+  expect_error(
+      [&] {
+        ordo::write_safetensors(path("no/such/dir/x.safetensors"), {{"w", t}});
+      },
+      {"no/such/dir/x.safetensors", "cannot create"});
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 
@@ -263,10 +266,12 @@ TEST_F(SafeTensorsTest, RejectsOverlappingTensors) {
 }
 
 TEST_F(SafeTensorsTest, RejectsUnknownDtype) {
-  expect_open_error(write_raw("unk.safetensors", R"({"w":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", repeat(4)),
-                    {"tensor 'w'", "unknown dtype 'F33'"});
-  expect_open_error(write_raw("lower.safetensors", R"({"w":{"dtype":"f32","shape":[1],"data_offsets":[0,4]}})", repeat(4)),
-                    {"tensor 'w'", "unknown dtype"});
+  expect_open_error(
+      write_raw("unk.safetensors", R"({"w":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", repeat(4)),
+      {"tensor 'w'", "unknown dtype 'F33'"});
+  expect_open_error(
+      write_raw("lower.safetensors", R"({"w":{"dtype":"f32","shape":[1],"data_offsets":[0,4]}})", repeat(4)),
+      {"tensor 'w'", "unknown dtype"});
   expect_open_error(write_raw("num.safetensors", R"({"w":{"dtype":4,"shape":[1],"data_offsets":[0,4]}})", repeat(4)),
                     {"tensor 'w'", "'dtype' must be a string"});
 }
@@ -281,34 +286,34 @@ TEST_F(SafeTensorsTest, RejectsUnsupportedDtype) {
 }
 
 TEST_F(SafeTensorsTest, RejectsShapeNotMatchingByteRange) {
-  expect_open_error(write_raw("mismatch.safetensors",
-                              R"({"w":{"dtype":"F16","shape":[2,3],"data_offsets":[0,16]}})", repeat(16)),
-                    {"tensor 'w'", "shape [2, 3]", "12 bytes", "[0, 16]", "16 bytes"});
+  expect_open_error(
+      write_raw("mismatch.safetensors", R"({"w":{"dtype":"F16","shape":[2,3],"data_offsets":[0,16]}})", repeat(16)),
+      {"tensor 'w'", "shape [2, 3]", "12 bytes", "[0, 16]", "16 bytes"});
 }
 
 TEST_F(SafeTensorsTest, RejectsShapeWithOverflowingProduct) {
   // 2^32 * 2^32 overflows int64; 2^62 elements * 4 bytes overflows u64.
-  expect_open_error(write_raw("ovf.safetensors",
-                              R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""),
-                    {"tensor 'w'", "overflows"});
-  expect_open_error(write_raw("ovf2.safetensors",
-                              R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})", ""),
-                    {"tensor 'w'", "overflows"});
+  expect_open_error(
+      write_raw("ovf.safetensors", R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""),
+      {"tensor 'w'", "overflows"});
+  expect_open_error(
+      write_raw("ovf2.safetensors", R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})", ""),
+      {"tensor 'w'", "overflows"});
   // Entries beyond int64 are rejected as entries.
-  expect_open_error(write_raw("ovf3.safetensors",
-                              R"({"w":{"dtype":"I8","shape":[18446744073709551615],"data_offsets":[0,0]}})", ""),
-                    {"tensor 'w'", "'shape' entry 0"});
+  expect_open_error(
+      write_raw("ovf3.safetensors", R"({"w":{"dtype":"I8","shape":[18446744073709551615],"data_offsets":[0,0]}})", ""),
+      {"tensor 'w'", "'shape' entry 0"});
 }
 
 TEST_F(SafeTensorsTest, RejectsNegativeOrNonIntegerShapeEntries) {
   expect_open_error(write_raw("neg.safetensors", R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", ""),
                     {"tensor 'w'", "'shape' entry 0", "non-negative integer", "-1"});
-  expect_open_error(write_raw("flt.safetensors", R"({"w":{"dtype":"F32","shape":[1,2.0],"data_offsets":[0,8]}})",
-                              repeat(8)),
-                    {"tensor 'w'", "'shape' entry 1", "2.0"});
-  expect_open_error(write_raw("str.safetensors", R"({"w":{"dtype":"F32","shape":["2"],"data_offsets":[0,8]}})",
-                              repeat(8)),
-                    {"tensor 'w'", "'shape' entry 0"});
+  expect_open_error(
+      write_raw("flt.safetensors", R"({"w":{"dtype":"F32","shape":[1,2.0],"data_offsets":[0,8]}})", repeat(8)),
+      {"tensor 'w'", "'shape' entry 1", "2.0"});
+  expect_open_error(
+      write_raw("str.safetensors", R"({"w":{"dtype":"F32","shape":["2"],"data_offsets":[0,8]}})", repeat(8)),
+      {"tensor 'w'", "'shape' entry 0"});
   expect_open_error(write_raw("obj.safetensors", R"({"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", repeat(8)),
                     {"tensor 'w'", "'shape' must be an array"});
   expect_open_error(write_raw("noshape.safetensors", R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", repeat(8)),
@@ -316,14 +321,15 @@ TEST_F(SafeTensorsTest, RejectsNegativeOrNonIntegerShapeEntries) {
 }
 
 TEST_F(SafeTensorsTest, RejectsBadDataOffsets) {
-  expect_open_error(write_raw("rev.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", repeat(8)),
-                    {"tensor 'w'", "[8, 4]", "begin > end"});
-  expect_open_error(write_raw("three.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",
-                              repeat(8)),
-                    {"tensor 'w'", "'data_offsets' must be an array of two integers"});
-  expect_open_error(write_raw("negoff.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})",
-                              repeat(8)),
-                    {"tensor 'w'", "'data_offsets' must be two non-negative integers"});
+  expect_open_error(
+      write_raw("rev.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", repeat(8)),
+      {"tensor 'w'", "[8, 4]", "begin > end"});
+  expect_open_error(
+      write_raw("three.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", repeat(8)),
+      {"tensor 'w'", "'data_offsets' must be an array of two integers"});
+  expect_open_error(
+      write_raw("negoff.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", repeat(8)),
+      {"tensor 'w'", "'data_offsets' must be two non-negative integers"});
   expect_open_error(write_raw("hugeoff.safetensors",
                               R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[18446744073709551615,0]}})", ""),
                     {"tensor 'w'", "begin > end"});
@@ -343,7 +349,8 @@ TEST_F(SafeTensorsTest, RejectsMalformedHeaderStructure) {
   expect_open_error(write_raw("entry.safetensors", R"({"w":[1]})", ""), {"tensor 'w'", "must be a JSON object"});
   expect_open_error(write_raw("meta.safetensors", R"({"__metadata__":{"format":1}})", ""),
                     {"'__metadata__' entry 'format' must be a string"});
-  expect_open_error(write_raw("meta2.safetensors", R"({"__metadata__":"pt"})", ""), {"'__metadata__' must be an object"});
+  expect_open_error(write_raw("meta2.safetensors", R"({"__metadata__":"pt"})", ""),
+                    {"'__metadata__' must be an object"});
   expect_open_error(write_raw("dup.safetensors",
                               R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[0,1]},)"
                               R"("w":{"dtype":"I8","shape":[1],"data_offsets":[1,2]}})",

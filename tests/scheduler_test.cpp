@@ -45,14 +45,9 @@ ScheduledResult run_one(Scheduler& s, const std::vector<int32_t>& prompt, const 
 
 TEST(Scheduler, ConcurrentRequestsGetTheIdsTheyGetAlone) {
   const Model& m = stories();
-  const char* texts[] = {"Once upon a time",
-                         "The cat",
-                         "Lily went to the park and",
-                         "One day, a big",
-                         "Tom had a red ball",
-                         "She",
-                         "The sun was",
-                         "A little bird"};
+  const char* texts[] = {
+      "Once upon a time", "The cat",      "Lily went to the park and", "One day, a big", "Tom had a red ball", "She",
+      "The sun was",      "A little bird"};
   std::vector<std::vector<int32_t>> prompts;
   std::vector<GenerateResult> alone;
   for (int i = 0; i < 16; ++i) {
@@ -62,8 +57,7 @@ TEST(Scheduler, ConcurrentRequestsGetTheIdsTheyGetAlone) {
   Scheduler s(m.engine(), 4, 16);
   std::vector<ScheduledResult> got(16);
   std::vector<std::thread> clients;
-  for (int i = 0; i < 16; ++i)
-    clients.emplace_back([&, i] { got[i] = run_one(s, prompts[i], params_for(i)); });
+  for (int i = 0; i < 16; ++i) clients.emplace_back([&, i] { got[i] = run_one(s, prompts[i], params_for(i)); });
   for (auto& t : clients) t.join();
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(got[i].generation.ids, alone[i].ids) << "request " << i;

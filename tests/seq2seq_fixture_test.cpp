@@ -28,8 +28,8 @@ TEST_P(Seq2SeqFixture, LogitsAndHiddenStatesMatchReference) {
     const std::string name = c.at("name");
     SCOPED_TRACE("case " + name);
     std::vector<Tensor> enc_hidden;
-    ForwardOutput out = model_->forward_seq2seq(ids_of(c.at("input_ids")), ids_of(c.at("decoder_input_ids")),
-                                                true, &enc_hidden);
+    ForwardOutput out =
+        model_->forward_seq2seq(ids_of(c.at("input_ids")), ids_of(c.at("decoder_input_ids")), true, &enc_hidden);
     EXPECT_TRUE(within_tolerance(out.logits.f32(), golden_->tensor(name + ".logits")));
     const size_t n_enc = model_->spec().encoder.layers.size() + 1;
     const size_t n_dec = model_->spec().decoder.layers.size() + 1;
@@ -95,5 +95,5 @@ TEST_P(Seq2SeqFixture, IncrementalDecodeMatchesFullPass) {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Seq2Seq, Seq2SeqFixture,
-                         testing::ValuesIn(fixture_params({"t5", "t5-v1_1", "marian"})), fixture_param_name);
+INSTANTIATE_TEST_SUITE_P(Seq2Seq, Seq2SeqFixture, testing::ValuesIn(fixture_params({"t5", "t5-v1_1", "marian"})),
+                         fixture_param_name);

@@ -64,7 +64,7 @@ TEST(SequenceOwner, CompatibleShapesRefused) {
   a.decode(s, {1, 2});
   const std::string msg = error_of([&] { b.decode(s, {3}); });
   expect_names_both(msg, a, b);
-  EXPECT_EQ(s.length(), 2);  // nothing appended
+  EXPECT_EQ(s.length(), 2);                      // nothing appended
   EXPECT_EQ(a.decode(s, {3}).logits.dim(0), 1);  // still usable with its own model
   EXPECT_EQ(s.length(), 3);
 }

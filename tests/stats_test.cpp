@@ -34,9 +34,9 @@ TEST(Stats, StudentTCdfAndQuantileMatchScipy) {
   struct Cdf {
     double t, dof, want;
   };
-  for (const Cdf& c : {Cdf{-2.5, 1, 0.12111894159084335}, Cdf{0.3, 2, 0.6037571695799111},
-                       Cdf{1.96, 5, 0.946356023747353}, Cdf{-4.0, 10, 0.0012591663123683462},
-                       Cdf{2.0, 100, 0.9758939106344332}, Cdf{12.0, 3, 0.9993774920996054}})
+  for (const Cdf& c :
+       {Cdf{-2.5, 1, 0.12111894159084335}, Cdf{0.3, 2, 0.6037571695799111}, Cdf{1.96, 5, 0.946356023747353},
+        Cdf{-4.0, 10, 0.0012591663123683462}, Cdf{2.0, 100, 0.9758939106344332}, Cdf{12.0, 3, 0.9993774920996054}})
     expect_rel(st::student_t_cdf(c.t, c.dof), c.want, 1e-10, "t cdf");
   EXPECT_EQ(st::student_t_cdf(0, 7), 0.5);
   struct Q {

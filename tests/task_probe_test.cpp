@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ordo/probes.hpp"
 #include "support/cli.hpp"
@@ -41,7 +41,8 @@ TEST(TaskSuite, ParsesItemsAndNamesFileAndLineOfBadOnes) {
     return error_of([&] { pr::parse_task_suite(good + "\n\n" + bad + "\n", "s.jsonl"); });
   };
   EXPECT_EQ(error_at_line3("{\"task\": \"copy\"").rfind("s.jsonl:3: expected {\"task\"", 0), 0u);
-  EXPECT_EQ(error_at_line3("{\"task\": \"copy\", \"length\": 3, \"prompt\": \"x\"}").rfind("s.jsonl:3: expected", 0), 0u);
+  EXPECT_EQ(error_at_line3("{\"task\": \"copy\", \"length\": 3, \"prompt\": \"x\"}").rfind("s.jsonl:3: expected", 0),
+            0u);
   EXPECT_EQ(error_at_line3("{\"task\": \"copy\", \"length\": 2.5, \"prompt\": \"x\", \"target\": \"y\"}"),
             "s.jsonl:3: \"length\" must be an integer, got 2.5");
   EXPECT_EQ(error_at_line3("{\"task\": \"copy\", \"length\": 0, \"prompt\": \"x\", \"target\": \"y\"}"),
@@ -204,7 +205,8 @@ TEST_P(ZooTasks, AccuracyAndItemsMatchPyTorch) {
   const json golden = golden_at(dir);
   Model m = load_task_at(dir);
   ASSERT_EQ(m.spec().position.scheme, scheme);
-  const std::vector<pr::TaskPoint> plain = pr::synthetic_tasks(m, suite, {"none", ScalingType::None}, m.spec().position.max_positions);
+  const std::vector<pr::TaskPoint> plain =
+      pr::synthetic_tasks(m, suite, {"none", ScalingType::None}, m.spec().position.max_positions);
   int64_t matched = 0, correct = 0;
   for (const json& ref : golden.at("tasks")) {
     expect_point_matches(find_point(plain, ref), ref, where(GetParam(), ref));
@@ -252,7 +254,9 @@ TEST(TaskProbe, ItemsWithWordsTheModelLacksAreErrors) {
   Model m = load_task("rope");
   const std::vector<pr::TaskItem> suite = pr::parse_task_suite(
       "{\"task\": \"copy\", \"length\": 2, \"prompt\": \"copy zzqx zzqx =\", \"target\": \"zzqx zzqx\"}\n", "s.jsonl");
-  EXPECT_EQ(error_of([&] { pr::synthetic_tasks(m, suite, {"none", ScalingType::None}, 87); }),
+  EXPECT_EQ(error_of([&] {
+              pr::synthetic_tasks(m, suite, {"none", ScalingType::None}, 87);
+            }),
             task_dir("rope") + ": task item 1 (copy at length 2) has a word the model's vocabulary lacks");
 }
 
@@ -297,7 +301,7 @@ TEST(TaskProbeCli, CompareSyntheticOnTheTinyZoo) {
   ASSERT_FALSE(doc.contains("word_order"));
   const json& s = doc.at("synthetic");
   EXPECT_EQ(s.at("items"), 180);
-  ASSERT_EQ(s.at("models").size(), 3u);  // tasks/learned-s1, none-s1, rope-s1
+  ASSERT_EQ(s.at("models").size(), 3u);          // tasks/learned-s1, none-s1, rope-s1
   int64_t learned_rows = 0, learned_points = 0;  // its table; the points it can run unscaled
   for (const json& m : s.at("models"))
     if (m.at("scheme") == "learned") learned_rows = m.at("trained_length").get<int64_t>();
@@ -355,7 +359,8 @@ TEST(TaskProbeCli, CompareSyntheticOnTheTinyZoo) {
       if (ref.at("task") == t.at("task") && ref.at("length") == t.at("length")) gb = &ref;
     ASSERT_TRUE(ga && gb);
     EXPECT_NEAR(t.at("mean_diff").get<double>(), ga->at("accuracy").get<double>() - gb->at("accuracy").get<double>(),
-                1e-6) << t.dump();
+                1e-6)
+        << t.dump();
   }
   EXPECT_NE(r.out.find("== synthetic tasks by scheme"), std::string::npos);
   const std::string html = ordo::test::read_file(dir + "/r.html");
@@ -384,8 +389,9 @@ TEST(TaskProbeCli, NoZooModelsAndBadSuites) {
   ASSERT_EQ(doc.at("synthetic").at("results").size(), 1u);  // none-s1: no scaling to apply
   EXPECT_EQ(doc.at("synthetic").at("results").at(0).at("points").at(8).at("correct"),
             golden_of("none").at("tasks").at(8).at("correct"));
-  std::ofstream(dir + "/bad.jsonl") << "{\"task\": \"copy\", \"length\": 2, \"prompt\": \"copy a b =\", \"target\": \"a b\"}\n"
-                                    << "{\"task\": \"copy\", \"length\": \"2\"}\n";
+  std::ofstream(dir + "/bad.jsonl")
+      << "{\"task\": \"copy\", \"length\": 2, \"prompt\": \"copy a b =\", \"target\": \"a b\"}\n"
+      << "{\"task\": \"copy\", \"length\": \"2\"}\n";
   r = ordo::test::run_cli("compare --no-zoo -m " + shell_quote(task_dir("none")) + " --tasks synthetic --suite " +
                           shell_quote(dir + "/bad.jsonl"));
   EXPECT_NE(r.exit_code, 0);

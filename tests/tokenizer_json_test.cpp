@@ -213,9 +213,11 @@ std::string charsmap(uint32_t value, const std::string& pool, uint32_t root = 0)
 }
 
 std::string precompiled_wordlevel(const std::string& b64) {
-  return json{{"normalizer", {{"type", "Precompiled"}, {"precompiled_charsmap", b64}}},
-              {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
-              {"model", {{"type", "WordLevel"}, {"vocab", {{"A", 0}, {"a", 1}, {"b", 2}, {"<unk>", 3}}}, {"unk_token", "<unk>"}}}}
+  return json{
+      {"normalizer", {{"type", "Precompiled"}, {"precompiled_charsmap", b64}}},
+      {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+      {"model",
+       {{"type", "WordLevel"}, {"vocab", {{"A", 0}, {"a", 1}, {"b", 2}, {"<unk>", 3}}}, {"unk_token", "<unk>"}}}}
       .dump();
 }
 
@@ -331,14 +333,18 @@ void expect_stream_matches_decode(const ordo::Tokenizer& tok, const std::vector<
 }
 
 // Words "a", "b", "x" and " " whose decoder fuses the text and then replaces `from` by `to`.
-std::unique_ptr<ordo::Tokenizer> fuse_replace_tokenizer(const TempDir& d, const std::string& from, const std::string& to) {
+std::unique_ptr<ordo::Tokenizer> fuse_replace_tokenizer(const TempDir& d, const std::string& from,
+                                                        const std::string& to) {
   d.write("tokenizer.json",
-          json{{"model", {{"type", "WordLevel"}, {"vocab", {{"a", 0}, {"b", 1}, {"x", 2}, {" ", 3}, {"<unk>", 4}}},
-                          {"unk_token", "<unk>"}}},
+          json{{"model",
+                {{"type", "WordLevel"},
+                 {"vocab", {{"a", 0}, {"b", 1}, {"x", 2}, {" ", 3}, {"<unk>", 4}}},
+                 {"unk_token", "<unk>"}}},
                {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
-               {"decoder", {{"type", "Sequence"},
-                            {"decoders", {{{"type", "Fuse"}},
-                                          {{"type", "Replace"}, {"pattern", {{"String", from}}}, {"content", to}}}}}}}
+               {"decoder",
+                {{"type", "Sequence"},
+                 {"decoders",
+                  {{{"type", "Fuse"}}, {{"type", "Replace"}, {"pattern", {{"String", from}}}, {"content", to}}}}}}}
               .dump());
   return ordo::load_tokenizer(d.str());
 }

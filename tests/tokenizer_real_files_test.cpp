@@ -38,8 +38,10 @@ struct EditedDir {
     std::ifstream f(kDir + "/" + name + "/tokenizer_config.json");
     json cfg = json::parse(f);
     for (const auto& [k, v] : changes.items()) {
-      if (v.is_null()) cfg.erase(k);
-      else cfg[k] = v;
+      if (v.is_null())
+        cfg.erase(k);
+      else
+        cfg[k] = v;
     }
     d.write("tokenizer_config.json", cfg.dump());
     if (!config_json.empty()) d.write("config.json", config_json);
@@ -185,8 +187,13 @@ TEST(RealTokenizerFiles, BertCleanTextKeepsNoncharactersAsTokenizersDoes) {
   // tokenizers' clean_text drops 0, U+FFFD and its is_other (Cc, Cf, Co, no Cn): U+FFFF stays and,
   // being no word piece, makes its word [UNK] (100).
   const ordo::Tokenizer& bert = tokenizer("bert-base-uncased");
-  EXPECT_EQ(bert.encode("a\xEF\xBF\xBF" "b", false), std::vector<int32_t>{100});
-  const json& c = golden_case("bert-base-uncased", "a\xEF\xBF\xBF" "b");
+  EXPECT_EQ(bert.encode("a\xEF\xBF\xBF"
+                        "b",
+                        false),
+            std::vector<int32_t>{100});
+  const json& c = golden_case("bert-base-uncased",
+                              "a\xEF\xBF\xBF"
+                              "b");
   EXPECT_EQ(ids(c), std::vector<int32_t>{100});
   const json& mixed = golden_case("bert-base-uncased", std::string("x \xEF\xBF\xBE y \xEF\xBF\xBD z ") + '\0' + " w");
   EXPECT_EQ(bert.encode(mixed["text"], false), ids(mixed));

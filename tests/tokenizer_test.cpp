@@ -112,9 +112,7 @@ TEST_P(TokenizerStories260K, MatchesSentencePiece) {
 
 INSTANTIATE_TEST_SUITE_P(AllStrings, TokenizerStories260K, ::testing::Range<size_t>(0, 42));
 
-TEST(TokenizerStories260KCoverage, Has42Cases) {
-  EXPECT_EQ(stories_golden()["tokenizer"]["cases"].size(), 42u);
-}
+TEST(TokenizerStories260KCoverage, Has42Cases) { EXPECT_EQ(stories_golden()["tokenizer"]["cases"].size(), 42u); }
 
 // ---- streaming decode ---------------------------------------------------------------------------
 

@@ -70,8 +70,7 @@ TEST_F(HostileWeights, PickleCallingOsSystemIsRefusedAndNothingRuns) {
     SCOPED_TRACE(c.file);
     fs::copy_file(checkpoint(std::string("hostile/") + c.file), path("pytorch_model.bin"),
                   fs::copy_options::overwrite_existing);
-    fs::copy_file(checkpoint("gpt2-bin/config.json"), path("config.json"),
-                  fs::copy_options::overwrite_existing);
+    fs::copy_file(checkpoint("gpt2-bin/config.json"), path("config.json"), fs::copy_options::overwrite_existing);
     const std::string e = error_of([&] {
       ordo::ModelOptions o;
       o.load_tokenizer = false;
@@ -114,8 +113,7 @@ TEST_F(HostileWeights, StorageMissingOrTooSmallIsNamed) {
              {"tensor 'w': storage 'archive/data/0' holds 24 bytes, fewer than the 8 FloatStorage elements"});
   t = PT{"w"};
   t.shape = {3, 3};  // 9 elements from a storage of 6
-  expect_has(open_error(bin(state_dict({t}))),
-             {"tensor 'w': shape [3, 3], stride [3, 1], offset 0 reaches past"});
+  expect_has(open_error(bin(state_dict({t}))), {"tensor 'w': shape [3, 3], stride [3, 1], offset 0 reaches past"});
   t = PT{"w"};
   t.offset = 1;  // one past the end at the last element
   expect_has(open_error(bin(state_dict({t}))), {"tensor 'w'", "offset 1 reaches past its storage"});
@@ -249,20 +247,17 @@ TEST_F(HostileWeights, MalformedPicklesAreNamed) {
                  "Q."),
              {"persistent id names no torch storage type"});
   // A dict placed in a tuple, then changed through the memo: refused (no cycles can form).
-  expect_has(err("\x80\x02}q\x00\x85h\x00NNs."s),
-             {"a dict is changed after being placed in another object"});
+  expect_has(err("\x80\x02}q\x00\x85h\x00NNs."s), {"a dict is changed after being placed in another object"});
 }
 
 TEST_F(HostileWeights, PicklesBuiltToExhaustStackOrMemoryAreBounded) {
   // 100 nested tuples: the bound is 64.
-  expect_has(open_error(bin("\x80\x02)" + std::string(100, '\x85') + ".")),
-             {"nest more than 64 levels deep"});
+  expect_has(open_error(bin("\x80\x02)" + std::string(100, '\x85') + ".")), {"nest more than 64 levels deep"});
   // Two million objects from two million bytes.
   expect_has(open_error(bin("\x80\x02" + std::string(2'000'000, 'N') + ".")), {"more than 1000000 objects"});
   // Pushes of one object, MARKs and memo entries.
   expect_has(open_error(bin("\x80\x02N" + std::string(9'000'000, '2') + ".")), {"stack pushes"});
-  expect_has(open_error(bin("\x80\x02" + std::string(1'100'000, '(') + ".")),
-             {"more than 1000000 open MARKs"});
+  expect_has(open_error(bin("\x80\x02" + std::string(1'100'000, '(') + ".")), {"more than 1000000 open MARKs"});
   std::string memo = "\x80\x02N";
   for (uint32_t i = 0; i < 1'100'000; ++i) {
     memo += 'r';
@@ -343,8 +338,7 @@ class HostileIndex : public HostileWeights {
 
 TEST_F(HostileIndex, ShardsOutsideTheDirectoryAreRefused) {
   const std::string norm = "\"model.norm.weight\": \"model-00002-of-00003.safetensors\"";
-  for (const char* bad :
-       {"../model-00002-of-00003.safetensors", "/etc/passwd", "sub/x.safetensors", "..", "."}) {
+  for (const char* bad : {"../model-00002-of-00003.safetensors", "/etc/passwd", "sub/x.safetensors", "..", "."}) {
     SCOPED_TRACE(bad);
     expect_has(error_with(norm, std::string("\"model.norm.weight\": \"") + bad + "\""),
                {"model.safetensors.index.json: weight_map['model.norm.weight']: shard '" + std::string(bad) +
@@ -379,14 +373,12 @@ TEST_F(HostileIndex, MalformedIndexIsNamed) {
     write_bytes(path("model.safetensors.index.json"), text);
     return error_of([&] { Weights::open_dir(dir_); });
   };
-  expect_has(with("{\"weight_map\": [1]}"),
-             {"model.safetensors.index.json: field 'weight_map' must be an object"});
+  expect_has(with("{\"weight_map\": [1]}"), {"model.safetensors.index.json: field 'weight_map' must be an object"});
   expect_has(with("{\"weight_map\": {\"a\": 3}}"), {"weight_map['a'] must be a shard file name, got 3"});
   expect_has(with("{\"weight_map\": {}}"), {"field 'weight_map' is empty"});
   expect_has(with("{\"metadata\": {}}"), {"field 'weight_map' missing"});
   expect_has(with("[]"), {"must be a JSON object"});
-  expect_has(with("{\"weight_map\": {\"a\": \"b\"}, \"weight_map\": {}}"),
-             {"field 'weight_map' appears twice"});
+  expect_has(with("{\"weight_map\": {\"a\": \"b\"}, \"weight_map\": {}}"), {"field 'weight_map' appears twice"});
   expect_has(with("{\"weight_map\": "), {"model.safetensors.index.json: malformed JSON"});
   expect_has(with(std::string(200, '[') + std::string(200, ']')), {"more than 128 levels deep"});
 }

@@ -164,18 +164,17 @@ TEST(WeightFormats, UnsupportedDtypeIsNamedOnlyWhenUsed) {
   EXPECT_TRUE(w.has("embeddings.position_ids"));
   EXPECT_EQ(w.unsupported().size(), 1u);
   const std::string e = test::error_of([&] { w.get("embeddings.position_ids"); });
-  EXPECT_NE(
-      e.find("pytorch_model.bin: tensor 'embeddings.position_ids': unsupported dtype (torch.LongStorage)"),
-      std::string::npos)
+  EXPECT_NE(e.find("pytorch_model.bin: tensor 'embeddings.position_ids': unsupported dtype (torch.LongStorage)"),
+            std::string::npos)
       << e;
 }
 
 TEST(WeightFormats, InspectListsTheFilesItLoaded) {
   auto r = test::run_cli("inspect -m " + test::shell_quote(checkpoint("llama-safetensors-sharded")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"weights:      safetensors, 3 shards", "model.safetensors.index.json",
-                        "model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors",
-                        "(model-00002-of-00003.safetensors)"})
+  for (const char* s :
+       {"weights:      safetensors, 3 shards", "model.safetensors.index.json", "model-00001-of-00003.safetensors",
+        "model-00003-of-00003.safetensors", "(model-00002-of-00003.safetensors)"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in:\n" << r.out;
   r = test::run_cli("inspect --no-tensors -m " + test::shell_quote(checkpoint("bert-bin")));
   ASSERT_EQ(r.exit_code, 0) << r.err;

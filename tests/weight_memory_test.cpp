@@ -49,7 +49,7 @@ TEST(WeightMemory, TransformerReleasesWeightsOnlyItHolds) {
   for (DType dt : {DType::F32, DType::BF16, DType::I8}) {
     SCOPED_TRACE(ordo::weight_dtype_name(dt));
     const ModelSpec kept = ordo::synthetic_llama(tiny, dt, 5);
-    const ordo::Transformer copied(kept, ordo::Backend::OneDNN);        // the caller keeps the weights
+    const ordo::Transformer copied(kept, ordo::Backend::OneDNN);  // the caller keeps the weights
     const ordo::Transformer moved(ordo::synthetic_llama(tiny, dt, 5), ordo::Backend::OneDNN);
     const std::vector<const Linear*> a = linears(copied.spec()), b = linears(moved.spec()), k = linears(kept);
     ASSERT_EQ(a.size(), b.size());
@@ -84,11 +84,11 @@ TEST(WeightMemory, TransformerReleasesWeightsOnlyItHolds) {
 std::string write_llama_dir(const std::string& tag, DType stored) {
   const int64_t d = 128, layers = 2, heads = 4, kv = 2, ffn = 352, vocab = 512, hd = d / heads;
   const std::string dir = ordo::test::make_temp_dir(tag);
-  nlohmann::json cfg = {{"model_type", "llama"},          {"hidden_size", d},
-                        {"intermediate_size", ffn},        {"num_hidden_layers", layers},
-                        {"num_attention_heads", heads},    {"num_key_value_heads", kv},
-                        {"vocab_size", vocab},             {"max_position_embeddings", 64},
-                        {"rms_norm_eps", 1e-5},            {"tie_word_embeddings", false}};
+  nlohmann::json cfg = {{"model_type", "llama"},        {"hidden_size", d},
+                        {"intermediate_size", ffn},     {"num_hidden_layers", layers},
+                        {"num_attention_heads", heads}, {"num_key_value_heads", kv},
+                        {"vocab_size", vocab},          {"max_position_embeddings", 64},
+                        {"rms_norm_eps", 1e-5},         {"tie_word_embeddings", false}};
   std::ofstream(dir + "/config.json") << cfg.dump();
   uint32_t state = 12345;
   auto tensor = [&](std::vector<int64_t> shape, bool ones) {
@@ -101,7 +101,8 @@ std::string write_llama_dir(const std::string& tag, DType stored) {
     if (stored == DType::F32) return f;
     Tensor t = Tensor::zeros(shape, stored);
     for (int64_t i = 0; i < f.numel(); ++i)
-      static_cast<uint16_t*>(t.data)[i] = stored == DType::BF16 ? ordo::f32_to_bf16(f.f32()[i]) : ordo::f32_to_f16(f.f32()[i]);
+      static_cast<uint16_t*>(t.data)[i] =
+          stored == DType::BF16 ? ordo::f32_to_bf16(f.f32()[i]) : ordo::f32_to_f16(f.f32()[i]);
     return t;
   };
   std::vector<std::pair<std::string, Tensor>> ts;

@@ -64,8 +64,9 @@ TEST(ZooEncoder, BidirectionalConfigBuildsAnEncoderWithLogits) {
 
 TEST(ZooEncoder, BadMaskIdAndGenerationAreErrors) {
   const std::string big = encoder_dir("none", [](nlohmann::json& c) { c["mask_token_id"] = 1024; });
-  EXPECT_NE(error_of([&] { Model::load(big); }).find("config.json: field 'mask_token_id' must be a token id in [0, 1023]"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { Model::load(big); }).find("config.json: field 'mask_token_id' must be a token id in [0, 1023]"),
+      std::string::npos);
   const std::string neg = encoder_dir("none", [](nlohmann::json& c) { c["mask_token_id"] = -1; });
   EXPECT_NE(error_of([&] { Model::load(neg); }).find("got -1"), std::string::npos);
   const std::string none = encoder_dir("none", [](nlohmann::json& c) { c.erase("mask_token_id"); });

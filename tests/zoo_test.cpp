@@ -90,8 +90,7 @@ TEST(ZooCli, LearnedNeedsInterpolationPastItsTable) {
   EXPECT_NE(r.err.find("128 positions"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--scaling linear --factor"), std::string::npos) << r.err;
   // Interpolated to 256 positions, it runs.
-  auto s = run_cli("forward -m " + model + " --ids " + ids_csv(200) + " -o " + out +
-                   " --scaling linear --factor 2");
+  auto s = run_cli("forward -m " + model + " --ids " + ids_csv(200) + " -o " + out + " --scaling linear --factor 2");
   EXPECT_EQ(s.exit_code, 0) << s.err;
   // The other schemes run past the trained length without help.
   for (const auto& name : kSchemes) {

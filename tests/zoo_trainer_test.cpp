@@ -33,8 +33,7 @@ std::vector<std::string> zoo_models(const std::string& root, const std::string& 
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(root + "/" + kind, ec))
-    if (std::filesystem::exists(e.path() / "config.json"))
-      out.push_back(kind + "/" + e.path().filename().string());
+    if (std::filesystem::exists(e.path() / "config.json")) out.push_back(kind + "/" + e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -81,7 +80,9 @@ class ZooProbe : public testing::TestWithParam<Param> {};
 // Both zoos are complete: 6 schemes x 3 kinds (the committed one x 3 seeds).
 TEST(ZooModels, ArePresent) {
   for (const char* kind : {"lm", "mlm", "tasks"}) {
-    EXPECT_EQ(tiny_models(kind).size(), std::string(kind) == "lm" ? 1u : std::string(kind) == "mlm" ? 4u : 3u)
+    EXPECT_EQ(tiny_models(kind).size(), std::string(kind) == "lm"    ? 1u
+                                        : std::string(kind) == "mlm" ? 4u
+                                                                     : 3u)
         << kTiny << " " << kind;
     EXPECT_EQ(zoo_models(kZoo, kind).size(), 18u) << kZoo << " " << kind;
   }
@@ -98,8 +99,7 @@ TEST_P(ZooForward, LogitsAndHiddenStatesMatchTheTrainer) {
   EXPECT_EQ(m.spec().graph, mlm ? GraphKind::Encoder : GraphKind::Decoder);
   const std::string scheme = GetParam().model.substr(GetParam().model.find('/') + 1);
   EXPECT_EQ(m.spec().position.scheme, scheme.substr(0, scheme.find("-s")));
-  EXPECT_GE(expect_forward_cases_match(m, g, (mlm ? m.spec().encoder : m.spec().decoder).layers.size() + 1),
-            1);
+  EXPECT_GE(expect_forward_cases_match(m, g, (mlm ? m.spec().encoder : m.spec().decoder).layers.size() + 1), 1);
 }
 
 // The probe texts' PLL (encoders) or log-prob (decoders) against the trainer's float64 sums of
@@ -148,8 +148,7 @@ TEST(ZooWordOrder, NoPeEncoderTiesOthersSeparate) {
       const Golden g = load_golden(root, model);
       std::map<int, pr::WordPair> by_pair;
       for (const auto& p : g.json.at("pll"))
-        (p.at("order") == "original" ? by_pair[p.at("pair")].original : by_pair[p.at("pair")].swapped) =
-            p.at("text");
+        (p.at("order") == "original" ? by_pair[p.at("pair")].original : by_pair[p.at("pair")].swapped) = p.at("text");
       std::vector<pr::WordPair> pairs;
       for (const auto& [i, p] : by_pair) pairs.push_back(p);
       const pr::WordOrderResult r = pr::word_order(Model::load(root + "/" + model), pairs);

@@ -161,6 +161,7 @@ lint() {
     failed+=("clang-format (tools/dev.sh format rewrites the sources)")
   python_files | xargs -r -d '\n' pyflakes3 || failed+=(pyflakes)
   shell_scripts | xargs -r -d '\n' shellcheck || failed+=(shellcheck)
+  python3 tools/check_layout.py || failed+=("layout (CONTRIBUTING.md: job lines, file and function lengths)")
   commit_messages || failed+=("commit messages (CONTRIBUTING.md)")
   [[ ${#failed[@]} -eq 0 ]] || fail "lint failed: ${failed[*]}"
   echo "lint: ok ($(cxx_sources | wc -l) C++ sources, $(python_files | wc -l) Python files, $(shell_scripts | wc -l) shell scripts)" >&2

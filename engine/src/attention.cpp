@@ -58,7 +58,8 @@ const float* cache_as_f32(const E* p, const float* rs, int64_t groups, int64_t c
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t r0 = c * kChunk, n = std::min(kChunk, rows - r0);
-      widen_rows(p + (g * capacity + r0) * hd, rs ? rs + g * capacity + r0 : nullptr, n, hd, dst + (g * rows + r0) * hd);
+      widen_rows(p + (g * capacity + r0) * hd, rs ? rs + g * capacity + r0 : nullptr, n, hd,
+                 dst + (g * rows + r0) * hd);
     }
   return dst;
 }
@@ -69,7 +70,8 @@ template <class F>
 void with_cache(const KVCache& c, int l, F&& f) {
   const Tensor &K = c.k[static_cast<size_t>(l)], &V = c.v[static_cast<size_t>(l)];
   switch (K.dtype) {
-    case DType::F16: return f(static_cast<const uint16_t*>(K.data), static_cast<const uint16_t*>(V.data), nullptr, nullptr);
+    case DType::F16:
+      return f(static_cast<const uint16_t*>(K.data), static_cast<const uint16_t*>(V.data), nullptr, nullptr);
     case DType::I8:
       return f(static_cast<const int8_t*>(K.data), static_cast<const int8_t*>(V.data),
                c.k_scale[static_cast<size_t>(l)].f32(), c.v_scale[static_cast<size_t>(l)].f32());
@@ -90,7 +92,7 @@ const uint8_t* padding_of(const KVCache& c, int64_t total) {
 struct ScoreRow {
   const PositionScheme* bias;  // null: no score bias
   const int32_t* key_pos;
-  const uint8_t* key_valid;  // null: every key is real
+  const uint8_t* key_valid;                   // null: every key is real
   const AttentionParams::Observer* observer;  // null: nobody watches
   int layer;
   const KeyMap* keys = nullptr;  // null: every key at its exact distance
@@ -132,8 +134,11 @@ void scale_row(float* row, int64_t n, float f) {
 ScoreRow score_row(const AttentionParams& a, const Segment& s, const KVCache& cache, bool cross,
                    const PositionScheme* scheme, int layer, int64_t total) {
   return ScoreRow{scheme && scheme->has_score_bias() ? scheme : nullptr,
-                  cache.positions.empty() ? nullptr : cache.positions.data(), padding_of(cache, total),
-                  cross ? nullptr : a.observer, layer, cross ? nullptr : s.keys};
+                  cache.positions.empty() ? nullptr : cache.positions.data(),
+                  padding_of(cache, total),
+                  cross ? nullptr : a.observer,
+                  layer,
+                  cross ? nullptr : s.keys};
 }
 
 // ---- one-token queries -----------------------------------------------------------------------
@@ -162,7 +167,8 @@ void attend_single(const AttentionParams& a, const std::vector<const Segment*>& 
     std::memset(out, 0, static_cast<size_t>(hd) * sizeof(float));
     with_cache(cache, layer, [&](const auto* K, const auto* V, const float* Ks, const float* Vs) {
       const int64_t cap = cache.capacity, nb = kr.near_begin;
-      if (kr.far_end > 0) {  // the far keys: the second keys (KVCache::kg) when the cache keeps them, else the plain ones
+      if (kr.far_end >
+          0) {  // the far keys: the second keys (KVCache::kg) when the cache keeps them, else the plain ones
         const bool second = !cache.kg.empty();
         const auto* KF = second ? static_cast<decltype(K)>(cache.kg[static_cast<size_t>(layer)].data) : K;
         const float* KFs = second && Ks ? cache.kg_scale[static_cast<size_t>(layer)].f32() : Ks;
@@ -214,8 +220,8 @@ void prompt_block(const PromptRun& p, int64_t hh, int64_t t0, float* S, float* S
     far = std::max(far, kr[i].far_end);
   }
   if (far > 0) {  // the far keys' scores from the queries at their alternate positions
-    gemm_nt(a.backend, m, far, hd, a.scale, &p.q2[(t0 * H + hh) * hd], H * hd, p.KF + g * p.stride * hd, hd, 0.0f,
-            S2, far);
+    gemm_nt(a.backend, m, far, hd, a.scale, &p.q2[(t0 * H + hh) * hd], H * hd, p.KF + g * p.stride * hd, hd, 0.0f, S2,
+            far);
     for (int64_t i = 0; i < m; ++i) std::copy(S2 + i * far, S2 + i * far + kr[i].far_end, S + i * kend);
   }
   float row_scale[kQueryBlock];
@@ -225,8 +231,7 @@ void prompt_block(const PromptRun& p, int64_t hh, int64_t t0, float* S, float* S
     row_scale[i] = finish_scores(p.row, hh, p.s.pos[t0 + i], p.base + t0 + i, r, nk, kr[i]);
     std::fill(r + nk, r + kend, 0.0f);
   }
-  gemm_nn(a.backend, m, hd, kend, 1.0f, S, kend, p.V + g * p.stride * hd, hd, 0.0f, &p.ctx[(t0 * H + hh) * hd],
-          H * hd);
+  gemm_nn(a.backend, m, hd, kend, 1.0f, S, kend, p.V + g * p.stride * hd, hd, 0.0f, &p.ctx[(t0 * H + hh) * hd], H * hd);
   for (int64_t i = 0; i < m; ++i) scale_row(&p.ctx[((t0 + i) * H + hh) * hd], hd, row_scale[i]);
 }
 
@@ -262,8 +267,8 @@ void prompt_blocks(const PromptRun& p) {
 
 // Attention of one segment's prompt rows (T > 1) over `cache` (its self cache, or its encoder's);
 // q, q2 and ctx point at the segment's first row.
-void attend_prompt(const AttentionParams& a, const Segment& s, const KVCache& cache, bool cross, int layer,
-                   bool causal, const PositionScheme* scheme, const float* q, const float* q2, float* ctx) {
+void attend_prompt(const AttentionParams& a, const Segment& s, const KVCache& cache, bool cross, int layer, bool causal,
+                   const PositionScheme* scheme, const float* q, const float* q2, float* ctx) {
   const int64_t KV = a.n_kv_heads, hd = a.head_dim;
   const int64_t base = cross ? 0 : cache.length;
   const int64_t total = cross ? cache.length : base + s.T;
@@ -320,8 +325,8 @@ void attend_all(const AttentionParams& a, const Batch& b, bool cross, int layer,
     if (s.T == 1)
       single.push_back(&s);
     else
-      attend_prompt(a, s, cross ? *s.cross : *s.self, cross, layer, causal, scheme, q + s.row0 * row,
-                    q2 + s.row0 * row, ctx + s.row0 * row);
+      attend_prompt(a, s, cross ? *s.cross : *s.self, cross, layer, causal, scheme, q + s.row0 * row, q2 + s.row0 * row,
+                    ctx + s.row0 * row);
   }
   if (!single.empty()) attend_single(a, single, cross, layer, causal, scheme, q, q2, ctx);
 }
@@ -343,8 +348,8 @@ void self_attention(const AttentionParams& a, const AttentionWeights& w, const P
       if (s.keys && s.keys->alternate_queries()) {
         if (q2 == q) q2 = scratch(kScrQ2, R * H * hd);
         if (s.keys->second_keys()) kg = scratch(kScrKg, R * KV * hd) + s.row0 * KV * hd;
-        s.keys->rotate_alternates(scheme, q + s.row0 * H * hd, H, k + s.row0 * KV * hd, KV, hd, s.pos, s.T,
-                                  s.seq_len, q2 + s.row0 * H * hd, kg);
+        s.keys->rotate_alternates(scheme, q + s.row0 * H * hd, H, k + s.row0 * KV * hd, KV, hd, s.pos, s.T, s.seq_len,
+                                  q2 + s.row0 * H * hd, kg);
       }
       scheme.rotate(q + s.row0 * H * hd, RotateTarget::Query, H, s.pos, s.T, s.seq_len);
       scheme.rotate(k + s.row0 * KV * hd, RotateTarget::Key, KV, s.pos, s.T, s.seq_len);

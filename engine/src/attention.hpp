@@ -12,7 +12,8 @@ namespace ordo::detail {
 
 // What attention needs of the model (Transformer::run_stack builds it).
 struct AttentionParams {
-  using Observer = std::function<void(int64_t layer, int64_t head, int64_t query_index, const float* probs, int64_t nk)>;
+  using Observer =
+      std::function<void(int64_t layer, int64_t head, int64_t query_index, const float* probs, int64_t nk)>;
   int64_t d_model = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 0;  // of q·k
   Backend backend = Backend::OpenBLAS;

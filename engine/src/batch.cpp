@@ -24,8 +24,7 @@ void project(Backend be, const Batch& b, const float* x, int64_t K, std::initial
     return;
   }
   for (const Segment& s : b.segs)
-    if (s.row0 >= b.single_rows)
-      linear_targets(be, x + s.row0 * K, s.T, K, rows_from(s.row0), targets.size());
+    if (s.row0 >= b.single_rows) linear_targets(be, x + s.row0 * K, s.T, K, rows_from(s.row0), targets.size());
 }
 
 }  // namespace ordo::detail

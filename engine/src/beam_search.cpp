@@ -33,8 +33,8 @@ struct Group {
   std::vector<float> beam_scores;          // beam b's summed log-probability (float, as HF's tensor)
   std::vector<std::vector<int32_t>> feed;  // what the next step appends to seqs[b]
   std::vector<std::vector<uint8_t>> feed_mask;
-  std::vector<Hypothesis> hyps;            // BeamHypotheses.beams, in insertion order
-  double worst = 1e9;                      // BeamHypotheses.worst_score
+  std::vector<Hypothesis> hyps;  // BeamHypotheses.beams, in insertion order
+  double worst = 1e9;            // BeamHypotheses.worst_score
   bool started = false;
   GenerateResult res;
 };
@@ -78,8 +78,8 @@ Group start_group(const Transformer& model, const GenerateRequest& r, size_t i) 
 
 // BeamHypotheses.add: keeps the num_beams best hypotheses.
 void add_hypothesis(Group& g, float sum_logprobs, std::vector<int32_t> ids, int64_t generated_len) {
-  const double score =
-      static_cast<double>(sum_logprobs) / std::pow(static_cast<double>(generated_len), g.req->params.beams.length_penalty);
+  const double score = static_cast<double>(sum_logprobs) /
+                       std::pow(static_cast<double>(generated_len), g.req->params.beams.length_penalty);
   const size_t n = static_cast<size_t>(g.num_beams);
   if (g.hyps.size() < n || score > g.worst) {
     g.hyps.push_back(Hypothesis{score, std::move(ids)});
@@ -117,7 +117,8 @@ void finalize(Group& g, bool done, const BatchTokenCallback& on_token) {
     for (size_t b = 0; b < g.gen.size(); ++b)
       add_hypothesis(g, g.beam_scores[b], g.gen[b], static_cast<int64_t>(g.gen[b].size()));
   // sorted(key=score) then pop() from the end: of equal scores the later one comes first.
-  std::stable_sort(g.hyps.begin(), g.hyps.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
+  std::stable_sort(g.hyps.begin(), g.hyps.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
   const std::vector<int32_t>& stops = g.req->params.stop_ids;
   for (int k = 0; k < g.req->params.beams.num_return_sequences && !g.hyps.empty(); ++k) {
     g.res.sequences.push_back(ScoredSequence{std::move(g.hyps.back().ids), g.hyps.back().score});
@@ -125,8 +126,7 @@ void finalize(Group& g, bool done, const BatchTokenCallback& on_token) {
   }
   if (g.res.sequences.empty()) return;
   g.res.ids = g.res.sequences[0].ids;
-  g.res.stopped_by_eos =
-      !g.res.ids.empty() && std::find(stops.begin(), stops.end(), g.res.ids.back()) != stops.end();
+  g.res.stopped_by_eos = !g.res.ids.empty() && std::find(stops.begin(), stops.end(), g.res.ids.back()) != stops.end();
   if (on_token)
     for (int32_t id : g.res.ids)
       if (!on_token(g.index, id)) break;
@@ -152,9 +152,9 @@ std::vector<float> step_scores(const Transformer& model, const Group& g, const s
     float* s = scores.data() + b * static_cast<size_t>(V);
     std::vector<int32_t> history = g.req->prompt;
     history.insert(history.end(), g.gen[b].begin(), g.gen[b].end());
-    check_finite_row(rows[b], V, static_cast<int64_t>(history.size()) - 1,
-                     "beam " + std::to_string(b) + (g.index > 0 ? " of request " + std::to_string(g.index) : "") +
-                         ": logits");
+    check_finite_row(
+        rows[b], V, static_cast<int64_t>(history.size()) - 1,
+        "beam " + std::to_string(b) + (g.index > 0 ? " of request " + std::to_string(g.index) : "") + ": logits");
     log_softmax(rows[b], V, s);
     apply_penalties(s, V, history, p.sampling);
     detail::apply_length_rules(s, V, p, static_cast<int64_t>(g.req->prompt.size()),
@@ -282,8 +282,8 @@ std::vector<GenerateResult> beam_search_batch(const Transformer& model, const st
   size_t next = 0, beams = 0;
   for (;;) {
     while (next < requests.size() &&
-           (live.empty() || beams + static_cast<size_t>(requests[next].params.beams.num_beams) <=
-                                static_cast<size_t>(max_batch))) {
+           (live.empty() ||
+            beams + static_cast<size_t>(requests[next].params.beams.num_beams) <= static_cast<size_t>(max_batch))) {
       live.push_back(start_group(model, requests[next], next));
       beams += static_cast<size_t>(live.back().num_beams);
       ++next;

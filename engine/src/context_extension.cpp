@@ -77,8 +77,7 @@ const int32_t* KeyMap::embed_positions(const std::vector<int32_t>& pos) const {
 // stored rotated at ⌊p/G⌋ — a grouped position is fixed per key, so it is rotated once, when
 // stored, instead of re-rotating every cached key for every query.
 void KeyMap::rotate_alternates(const PositionScheme& scheme, const float* q, int64_t H, const float* k, int64_t KV,
-                               int64_t hd, const int32_t* pos, int64_t T, int64_t seq_len, float* qa,
-                               float* kg) const {
+                               int64_t hd, const int32_t* pos, int64_t T, int64_t seq_len, float* qa, float* kg) const {
   thread_local std::vector<int32_t> alt;
   alt.resize(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t)

@@ -98,8 +98,8 @@ void check_finite_row(const float* row, int64_t n, int64_t position, const std::
   if (i < 0) return;
   const std::string v = value_str(row[i]);
   throw NonFiniteError(what + " at position " + std::to_string(position) + " are " +
-              (v == "NaN" ? "NaN" : "infinite (" + v + ")") + " (entry " + std::to_string(i) +
-              "): the model's weights or activations are not finite (check with ordo inspect)");
+                       (v == "NaN" ? "NaN" : "infinite (" + v + ")") + " (entry " + std::to_string(i) +
+                       "): the model's weights or activations are not finite (check with ordo inspect)");
 }
 
 }  // namespace ordo

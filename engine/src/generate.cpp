@@ -167,8 +167,8 @@ RequestPlan plan_request(const Transformer& model, const GenerateRequest& r, siz
                 (i > 0 ? ", request " + std::to_string(i) : std::string()) + ") already reaches max_length (" +
                 std::to_string(r.params.max_length) + "): nothing can be generated; give max_new_tokens instead");
   if (r.params.max_length > 0)
-    plan.max_new_tokens = static_cast<int>(
-        std::max<int64_t>(0, std::min<int64_t>(plan.max_new_tokens, r.params.max_length - prompt)));
+    plan.max_new_tokens =
+        static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(plan.max_new_tokens, r.params.max_length - prompt)));
   const int64_t total = prompt + plan.max_new_tokens;
   int64_t capacity = r.params.capacity > 0 ? r.params.capacity : total + 1;
   const ContextExtension& ext = model.context_extension();
@@ -211,8 +211,15 @@ struct Live {
 // Validates request i and starts its sequence, its prompt as the first feed.
 Live start(const Transformer& model, const GenerateRequest& r, size_t i) {
   const detail::RequestPlan plan = detail::plan_request(model, r, i);
-  Live l{i, &r, detail::fresh_sequence(model, plan.capacity, r.encoder_out, r.encoder_mask), Sampler(r.params.sampling),
-         {}, r.prompt, r.params.prompt_mask, r.prompt, r.params.prompt_mask};
+  Live l{i,
+         &r,
+         detail::fresh_sequence(model, plan.capacity, r.encoder_out, r.encoder_mask),
+         Sampler(r.params.sampling),
+         {},
+         r.prompt,
+         r.params.prompt_mask,
+         r.prompt,
+         r.params.prompt_mask};
   l.max_new_tokens = plan.max_new_tokens;
   l.res.prompt_tokens = static_cast<int64_t>(r.prompt.size());
   return l;

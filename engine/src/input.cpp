@@ -25,8 +25,8 @@ std::string read_input_file(const std::string& path, uint64_t max_bytes, const c
   if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file (FIFOs, devices and sockets are refused)");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes)
-    throw Error(path + ": is " + std::to_string(size) + " bytes, more than the limit of " +
-                std::to_string(max_bytes) + " bytes for " + what);
+    throw Error(path + ": is " + std::to_string(size) + " bytes, more than the limit of " + std::to_string(max_bytes) +
+                " bytes for " + what);
   std::string text(static_cast<size_t>(size), '\0');
   size_t got = 0;
   while (got < text.size()) {
@@ -49,8 +49,10 @@ void check_json_limits(const char* text, size_t size, const std::string& origin)
   for (size_t i = 0; i < size; ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {

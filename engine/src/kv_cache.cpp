@@ -54,8 +54,8 @@ std::vector<Tensor*> slot_tensors(KVCache& c) {
 
 namespace detail {
 
-KVCache make_kv_cache(int64_t n_layers, int64_t n_kv, int64_t head_dim, int64_t capacity, DType dtype,
-                      bool second_keys, bool filled) {
+KVCache make_kv_cache(int64_t n_layers, int64_t n_kv, int64_t head_dim, int64_t capacity, DType dtype, bool second_keys,
+                      bool filled) {
   KVCache c;
   c.capacity = capacity;
   const std::vector<int64_t> rows{n_kv, capacity, head_dim}, scales{n_kv, capacity};
@@ -124,8 +124,10 @@ void Sequence::truncate(int64_t n) {
   if (n < 0 || n > self.length)
     throw Error("Sequence::truncate: " + std::to_string(n) + " is outside [0, " + std::to_string(self.length) + "]");
   if (n == self.length) return;
-  if (n > 0 && has_evicted()) throw Error("Sequence::truncate: attention sinks have dropped tokens from this sequence's cache, "
-                                          "so its slots are no longer a prefix of the text; start a new sequence");
+  if (n > 0 && has_evicted())
+    throw Error(
+        "Sequence::truncate: attention sinks have dropped tokens from this sequence's cache, "
+        "so its slots are no longer a prefix of the text; start a new sequence");
   const size_t k = static_cast<size_t>(n);
   self.length = n;
   self.positions.resize(k);

@@ -7,9 +7,7 @@
 
 namespace ordo {
 
-double PerplexityResult::ppl() const {
-  return tokens ? std::exp(nll_sum / static_cast<double>(tokens)) : NAN;
-}
+double PerplexityResult::ppl() const { return tokens ? std::exp(nll_sum / static_cast<double>(tokens)) : NAN; }
 
 double token_nll(const float* logits, int64_t vocab, int32_t target) {
   const float mx = *std::max_element(logits, logits + vocab);
@@ -42,9 +40,8 @@ std::vector<Window> plan_windows(int64_t n, int64_t ctx, int64_t stride) {
 
 }  // namespace
 
-PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx,
-                            int64_t stride, const std::function<void(int64_t, int64_t)>& progress,
-                            int64_t batch) {
+PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride,
+                            const std::function<void(int64_t, int64_t)>& progress, int64_t batch) {
   if (batch < 1) throw Error("perplexity: batch must be at least 1, got " + std::to_string(batch));
   const int64_t n = static_cast<int64_t>(ids.size());
   if (ctx < 2) throw Error("perplexity: context length must be at least 2, got " + std::to_string(ctx));
@@ -68,10 +65,8 @@ PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>
     for (size_t i = 0; i < n; ++i) {
       const Window& w = windows[w0 + i];
       seqs.push_back(model.new_sequence(w.end - w.begin));
-      reqs.push_back(DecodeRequest{&seqs.back(),
-                                   std::vector<int32_t>(ids.begin() + w.begin, ids.begin() + w.end),
-                                   {},
-                                   LogitsFor::None});
+      reqs.push_back(DecodeRequest{
+          &seqs.back(), std::vector<int32_t>(ids.begin() + w.begin, ids.begin() + w.end), {}, LogitsFor::None});
     }
     const std::vector<ForwardOutput> outs =
         n == 1 ? std::vector<ForwardOutput>{model.decode(seqs[0], reqs[0].ids, {}, LogitsFor::None)}

@@ -101,22 +101,23 @@ Linear convert_linear(const Linear& l, DType to) {
     std::vector<float> row;
     errors.run([&] { row.resize(static_cast<size_t>(K)); });
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < N; ++r) errors.run([&] {
-      if (row.empty()) return;  // this thread's row failed to allocate: the error is kept
-      row_f32(w, in_scales, r, row.data());
-      switch (to) {
-        case DType::F32: std::memcpy(out.weight.f32() + r * K, row.data(), K * sizeof(float)); break;
-        case DType::F16:
-        case DType::BF16: {
-          auto* d = static_cast<uint16_t*>(out.weight.data) + r * K;
-          for (int64_t k = 0; k < K; ++k) d[k] = to == DType::F16 ? f32_to_f16(row[k]) : f32_to_bf16(row[k]);
-          break;
+    for (int64_t r = 0; r < N; ++r)
+      errors.run([&] {
+        if (row.empty()) return;  // this thread's row failed to allocate: the error is kept
+        row_f32(w, in_scales, r, row.data());
+        switch (to) {
+          case DType::F32: std::memcpy(out.weight.f32() + r * K, row.data(), K * sizeof(float)); break;
+          case DType::F16:
+          case DType::BF16: {
+            auto* d = static_cast<uint16_t*>(out.weight.data) + r * K;
+            for (int64_t k = 0; k < K; ++k) d[k] = to == DType::F16 ? f32_to_f16(row[k]) : f32_to_bf16(row[k]);
+            break;
+          }
+          case DType::I8:
+            quantize_row(row.data(), K, static_cast<int8_t*>(out.weight.data) + r * K, out.scales.f32() + r);
+            break;
         }
-        case DType::I8:
-          quantize_row(row.data(), K, static_cast<int8_t*>(out.weight.data) + r * K, out.scales.f32() + r);
-          break;
-      }
-    });
+      });
   }
   errors.rethrow();
   return out;
@@ -169,8 +170,8 @@ int64_t pack_panels(ModelSpec& spec, const WeightDone& on_done) {
   int64_t bytes = 0;
   spec.for_each_linear([&](Linear& l) {
     if (!l.present() || l.weight.ndim() != 2 || l.panels) return;
-    const auto key = std::make_tuple(static_cast<const void*>(l.weight.data), l.weight.dim(0), l.weight.dim(1),
-                                     l.weight.dtype);
+    const auto key =
+        std::make_tuple(static_cast<const void*>(l.weight.data), l.weight.dim(0), l.weight.dim(1), l.weight.dtype);
     auto it = done.find(key);
     if (it != done.end()) {
       l.panels = it->second;

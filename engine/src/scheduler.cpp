@@ -12,16 +12,11 @@ namespace ordo {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::Stop:
-      return "stop";
-    case FinishReason::Length:
-      return "length";
-    case FinishReason::Cancelled:
-      return "cancelled";
-    case FinishReason::Timeout:
-      return "timeout";
-    case FinishReason::Error:
-      return "error";
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Timeout: return "timeout";
+    case FinishReason::Error: return "error";
   }
   return "error";
 }
@@ -32,8 +27,7 @@ struct Scheduler::Live {
   // (its on_done reports the error).
   Live(const Transformer& model, uint64_t id_, ScheduledRequest& r)
       : id(id_), gen{r.prompt, r.params, nullptr, {}}, sampler(r.params.sampling) {
-    if (gen.params.beams.num_beams > 1)
-      throw Error("the scheduler does not run beam search (num_beams must be 1)");
+    if (gen.params.beams.num_beams > 1) throw Error("the scheduler does not run beam search (num_beams must be 1)");
     const detail::RequestPlan plan = detail::plan_request(model, gen, 0);
     seq = detail::fresh_sequence(model, plan.capacity, nullptr, {});
     max_new_tokens = plan.max_new_tokens;
@@ -263,8 +257,8 @@ void Scheduler::step(std::vector<std::unique_ptr<Live>>& live) {
     l.prefilled = true;
     const size_t before = l.history.size();  // l.res may be moved out below
     try {
-      l.done = !advance(model_, l.req, l.gen.params, l.sampler, l.res, l.history, l.feed, l.seq,
-                        l.max_new_tokens, out[i].logits.f32());
+      l.done = !advance(model_, l.req, l.gen.params, l.sampler, l.res, l.history, l.feed, l.seq, l.max_new_tokens,
+                        out[i].logits.f32());
     } catch (const std::exception& e) {
       finish(l.req, std::move(l.res), FinishReason::Error, e.what());
       l.done = true;

@@ -10,8 +10,24 @@ namespace ordo::detail {
 // logits (the buffers only grow, to the largest chunk seen). Roles never overlap within one call
 // chain (run_stack → attention / feed_forward).
 enum Scratch {
-  kScrQ, kScrK, kScrV, kScrCtx, kScrScores, kScrKf, kScrVf, kScrUp, kScrGate, kScrH, kScrA, kScrF, kScrX,
-  kScrQ2, kScrKg, kScrKgf, kScrScores2, kScrCount
+  kScrQ,
+  kScrK,
+  kScrV,
+  kScrCtx,
+  kScrScores,
+  kScrKf,
+  kScrVf,
+  kScrUp,
+  kScrGate,
+  kScrH,
+  kScrA,
+  kScrF,
+  kScrX,
+  kScrQ2,
+  kScrKg,
+  kScrKgf,
+  kScrScores2,
+  kScrCount
 };
 
 // The calling thread's buffer for `role`, at least n floats.

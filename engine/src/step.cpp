@@ -27,8 +27,9 @@ void Transformer::check_step(const std::vector<StepInput>& in, Batch& b) const {
     if (spec_.graph == GraphKind::EncoderDecoder && r.seq->cross.k.empty())
       throw Error("encoder-decoder decode needs the encoder output: call attach_encoder first");
     for (size_t j = 0; j < i; ++j)
-      if (in[j].seq == r.seq) throw Error("decode_batch: one sequence appears in requests " + std::to_string(j) +
-                                          " and " + std::to_string(i));
+      if (in[j].seq == r.seq)
+        throw Error("decode_batch: one sequence appears in requests " + std::to_string(j) + " and " +
+                    std::to_string(i));
     b.rows += r.T;
     b.single_rows += r.T == 1;
   }
@@ -64,8 +65,12 @@ std::vector<int64_t> Transformer::place_step(const std::vector<StepInput>& in, c
       cache.valid[static_cast<size_t>(base + t)] = r.mask ? r.mask[t] : 1;
     }
     next[i] = nx;
-    b.segs[i] = Segment{row0, r.T, pos.data() + row0, &cache,
-                        spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr, std::max<int64_t>(nx, 1),
+    b.segs[i] = Segment{row0,
+                        r.T,
+                        pos.data() + row0,
+                        &cache,
+                        spec_.graph == GraphKind::EncoderDecoder ? &seq.cross : nullptr,
+                        std::max<int64_t>(nx, 1),
                         keys.active() ? &keys : nullptr};
   }
   return next;
@@ -78,11 +83,15 @@ void Transformer::step_outputs(const std::vector<StepInput>& in, const Batch& b,
                                std::vector<ForwardOutput>& out) const {
   const int64_t d = spec_.d_model;
   const bool prompts_alone = b.prompts_alone;
-  auto one_row = [&](size_t i) { return in[i].which == LogitsFor::Last || (in[i].which == LogitsFor::All && in[i].T == 1); };
+  auto one_row = [&](size_t i) {
+    return in[i].which == LogitsFor::Last || (in[i].which == LogitsFor::All && in[i].T == 1);
+  };
   int64_t n_single = 0, n_shared = 0;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (one_row(i)) ++n_single;
-    else if (in[i].which == LogitsFor::All && !prompts_alone) n_shared += in[i].T;
+    if (one_row(i))
+      ++n_single;
+    else if (in[i].which == LogitsFor::All && !prompts_alone)
+      n_shared += in[i].T;
   }
   float* rows = detail::scratch(detail::kScrH, (n_single + n_shared) * d);
   int64_t g = 0, h = n_single;
@@ -130,7 +139,8 @@ void Transformer::advance(const std::vector<StepInput>& in, const std::vector<in
 
 std::vector<ForwardOutput> Transformer::step(const std::vector<StepInput>& in, std::vector<Tensor>* hidden,
                                              bool prompts_alone) const {
-  if (spec_.graph == GraphKind::Encoder) throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
+  if (spec_.graph == GraphKind::Encoder)
+    throw Error(spec_.architecture + " is an encoder-only model: it cannot decode");
   detail::StepTimer timing;  // when a recording is alive on this thread (StepTimes)
   // Reused across steps: once warm, a decode step allocates little beyond its outputs.
   thread_local Batch b;

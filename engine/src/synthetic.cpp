@@ -52,7 +52,8 @@ SyntheticShape parse_synthetic_shape(const std::string& text) {
   sh.ffn = v[4];
   sh.vocab = v[5];
   if (sh.dim % sh.heads != 0 || sh.heads % sh.kv_heads != 0 || (sh.dim / sh.heads) % 2 != 0)
-    throw Error("synthetic model '" + text + "': DIM must be a multiple of HEADS (even head size) and HEADS of KV_HEADS");
+    throw Error("synthetic model '" + text +
+                "': DIM must be a multiple of HEADS (even head size) and HEADS of KV_HEADS");
   return sh;
 }
 

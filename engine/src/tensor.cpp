@@ -72,8 +72,8 @@ Tensor Tensor::from(std::vector<int64_t> shape, const std::vector<float>& values
 
 Tensor Tensor::rows(int64_t row_begin, int64_t row_end) const {
   if (shape.empty() || row_begin < 0 || row_end > shape[0] || row_begin > row_end)
-    throw Error("Tensor::rows: range [" + std::to_string(row_begin) + ", " + std::to_string(row_end) +
-                ") outside " + shape_str());
+    throw Error("Tensor::rows: range [" + std::to_string(row_begin) + ", " + std::to_string(row_end) + ") outside " +
+                shape_str());
   Tensor v = *this;
   int64_t row_elems = shape[0] ? numel() / shape[0] : 0;
   v.shape[0] = row_end - row_begin;

@@ -104,10 +104,12 @@ void Transformer::set_context_limit(int64_t n) {
 void Transformer::check_context(int64_t positions, const std::string& what) const {
   const int64_t limit = context_limit();
   if (positions <= limit) return;
-  const std::string why = context_limit_ > 0 ? "as set" : spec_.position.max_positions > 0
-      ? std::to_string(kContextLimitFactor) + " x the trained length " + std::to_string(spec_.position.max_positions) +
-            (spec_.position.scaling.type != ScalingType::None ? " x the scaling factor" : "")
-      : "the default for a model without a trained length";
+  const std::string why = context_limit_ > 0 ? "as set"
+                          : spec_.position.max_positions > 0
+                              ? std::to_string(kContextLimitFactor) + " x the trained length " +
+                                    std::to_string(spec_.position.max_positions) +
+                                    (spec_.position.scaling.type != ScalingType::None ? " x the scaling factor" : "")
+                              : "the default for a model without a trained length";
   throw Error(what + " needs " + std::to_string(positions) + " positions, more than the context limit of " +
               std::to_string(limit) + " (" + why + "); use fewer tokens or raise the limit " +
               "(ordo -c/--ctx-size N, ModelOptions::context_limit)");
@@ -260,7 +262,8 @@ void Transformer::run_layer(const Layer& ly, int l, bool causal, const PositionS
 
 std::vector<Tensor> Transformer::encode_all(const std::vector<EncodeRequest>& requests,
                                             std::vector<Tensor>* hidden) const {
-  if (spec_.graph == GraphKind::Decoder) throw Error(spec_.architecture + " is a decoder-only model: it has no encoder");
+  if (spec_.graph == GraphKind::Decoder)
+    throw Error(spec_.architecture + " is a decoder-only model: it has no encoder");
   const size_t n = requests.size();
   std::vector<KVCache> caches(n);
   Batch b;  // every input's rows together (an encoder generates nothing: rounding may differ from alone)
@@ -277,8 +280,8 @@ std::vector<Tensor> Transformer::encode_all(const std::vector<EncodeRequest>& re
       throw Error("attention mask has " + std::to_string(r.mask.size()) + " entries for " + std::to_string(T) +
                   " tokens");
     if (!r.token_types.empty() && static_cast<int64_t>(r.token_types.size()) != T)
-      throw Error("token type ids have " + std::to_string(r.token_types.size()) + " entries for " +
-                  std::to_string(T) + " tokens");
+      throw Error("token type ids have " + std::to_string(r.token_types.size()) + " entries for " + std::to_string(T) +
+                  " tokens");
     KVCache& c = caches[i];
     c = detail::make_kv_cache(static_cast<int64_t>(spec_.encoder.layers.size()), spec_.n_kv_heads, spec_.head_dim,
                               std::max<int64_t>(T, 1));
@@ -351,7 +354,6 @@ void Transformer::attach_encoder(Sequence& seq, const Tensor& encoder_out, const
   }
 }
 
-
 Tensor Transformer::logits(const float* h, int64_t T) const {
   const detail::PartTimer timer(&StepTimes::lm_head);
   const int64_t d = spec_.d_model;
@@ -365,7 +367,8 @@ Tensor Transformer::logits(const float* h, int64_t T) const {
     detail::linear_targets(backend_, h, T, d, &head, 1);
   }
   if (!spec_.final_logits_bias.empty())
-    for (int64_t t = 0; t < T; ++t) add_inplace(out.f32() + t * spec_.vocab_size, spec_.final_logits_bias.f32(), spec_.vocab_size);
+    for (int64_t t = 0; t < T; ++t)
+      add_inplace(out.f32() + t * spec_.vocab_size, spec_.final_logits_bias.f32(), spec_.vocab_size);
   return out;
 }
 

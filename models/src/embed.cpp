@@ -18,8 +18,7 @@ std::vector<int64_t> real_rows(const EncodeRequest& in, int64_t T) {
   return r;
 }
 
-void check_input(const EncodeRequest& in, size_t i, bool decoder, const std::string& arch,
-                 const std::string& dir) {
+void check_input(const EncodeRequest& in, size_t i, bool decoder, const std::string& arch, const std::string& dir) {
   const std::string where = dir + ": embed: input " + std::to_string(i) + ": ";
   if (in.ids.empty()) throw Error(where + "no tokens");
   if (!in.token_types.empty() && in.token_types.size() != in.ids.size())
@@ -52,9 +51,7 @@ void pool_into(const Transformer& e, const Tensor& h, const EncodeRequest& in, P
     case Pooling::Cls:  // the first real token: row 0 unless the input is left-padded
       std::copy(x + real.front() * d, x + (real.front() + 1) * d, out);
       return;
-    case Pooling::Last:
-      std::copy(x + real.back() * d, x + (real.back() + 1) * d, out);
-      return;
+    case Pooling::Last: std::copy(x + real.back() * d, x + (real.back() + 1) * d, out); return;
     case Pooling::Pooler: {
       const Tensor p = e.pool(h.rows(real.front(), real.front() + 1));
       std::copy(p.f32(), p.f32() + d, out);
@@ -75,14 +72,10 @@ void normalize_l2(float* v, int64_t d) {
 
 const char* pooling_name(Pooling p) {
   switch (p) {
-    case Pooling::Mean:
-      return "mean";
-    case Pooling::Cls:
-      return "cls";
-    case Pooling::Last:
-      return "last";
-    case Pooling::Pooler:
-      return "pooler";
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
+    case Pooling::Pooler: return "pooler";
   }
   return "?";
 }
@@ -127,13 +120,11 @@ std::vector<Tensor> Model::last_hidden_states(const std::vector<EncodeRequest>& 
       // Decoder-only: each input a fresh sequence, all of them in one forward, no logits.
       std::vector<Sequence> seqs;
       seqs.reserve(end - b);
-      for (size_t i = b; i < end; ++i)
-        seqs.push_back(e.new_sequence(static_cast<int64_t>(inputs[i].ids.size())));
+      for (size_t i = b; i < end; ++i) seqs.push_back(e.new_sequence(static_cast<int64_t>(inputs[i].ids.size())));
       std::vector<DecodeRequest> reqs;
       for (size_t i = b; i < end; ++i)
         reqs.push_back(DecodeRequest{&seqs[i - b], inputs[i].ids, inputs[i].mask, LogitsFor::None});
-      for (ForwardOutput& o : e.decode_batch(reqs, PromptRows::Shared))
-        out.push_back(std::move(o.final_hidden));
+      for (ForwardOutput& o : e.decode_batch(reqs, PromptRows::Shared)) out.push_back(std::move(o.final_hidden));
     }
     return out;
   });
@@ -143,8 +134,7 @@ Tensor Model::embed_ids(const std::vector<EncodeRequest>& inputs, const EmbedOpt
   const EmbedOptions o = with_ordo_errors(dir() + ": embed", [&] {
     EmbedOptions r = resolve(*this, opts);
     if (*r.pooling == Pooling::Pooler && !spec().pooler.present())
-      throw Error(dir() + ": " + spec().architecture +
-                  " has no pooler: it embeds with mean, cls or last pooling");
+      throw Error(dir() + ": " + spec().architecture + " has no pooler: it embeds with mean, cls or last pooling");
     return r;
   });
   const std::vector<Tensor> hs = last_hidden_states(inputs, opts.batch);

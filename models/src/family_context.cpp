@@ -8,9 +8,7 @@
 namespace ordo {
 
 FamilyContext::FamilyContext(JsonConfig config, Weights weights, JsonConfig generation)
-    : config_(std::move(config)),
-      weights_(std::move(weights)),
-      generation_(std::move(generation)) {}
+    : config_(std::move(config)), weights_(std::move(weights)), generation_(std::move(generation)) {}
 
 static std::string shape_of(const std::vector<int64_t>& s) {
   Tensor t;
@@ -51,8 +49,7 @@ Tensor FamilyContext::linear_weight(const std::string& name, int64_t out, int64_
   return t;
 }
 
-Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, int64_t in,
-                                         Tensor* scales) const {
+Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const {
   const Tensor& t = fetch(name);
   if (t.dtype == DType::F32) return get(name, {out, in});
   if (t.shape != std::vector<int64_t>{out, in})
@@ -99,7 +96,7 @@ Norm FamilyContext::norm(const std::string& prefix, NormKind kind, float eps, in
 }
 
 ModelSpec FamilyContext::start_spec(GraphKind graph, std::initializer_list<std::string> d_model_keys,
-                                     std::initializer_list<std::string> head_keys, const char* head_dim_key) const {
+                                    std::initializer_list<std::string> head_keys, const char* head_dim_key) const {
   ModelSpec s;
   s.architecture = config_.get_string("model_type");
   s.graph = graph;
@@ -118,9 +115,8 @@ void FamilyContext::read_attention_dims(ModelSpec& s, std::initializer_list<std:
     return;
   }
   if (s.d_model % s.n_heads != 0)
-    throw Error(config_.origin() + ": " + *config_.first_present(d_model_keys) + " (" +
-                std::to_string(s.d_model) + ") is not a multiple of " + *config_.first_present(head_keys) +
-                " (" + std::to_string(s.n_heads) + ")" +
+    throw Error(config_.origin() + ": " + *config_.first_present(d_model_keys) + " (" + std::to_string(s.d_model) +
+                ") is not a multiple of " + *config_.first_present(head_keys) + " (" + std::to_string(s.n_heads) + ")" +
                 (head_dim_key ? std::string(" and there is no ") + head_dim_key : std::string()));
   s.head_dim = s.d_model / s.n_heads;
 }
@@ -136,8 +132,7 @@ bool FamilyContext::ties_lm_head(bool tied_by_default) const {
   return config_.get_bool("tie_word_embeddings", tied_by_default);
 }
 
-Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name,
-                                     bool tied_by_default) const {
+Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const {
   if (ties_lm_head(tied_by_default)) return s.tok_embed;
   const DType stored = weights_.get(name).dtype;
   if (stored == DType::F16 || stored == DType::BF16) {  // as stored, like linear(): converted once, at load
@@ -148,10 +143,13 @@ Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name
 }
 
 Activation activation_from_name(const std::string& name, const std::string& where) {
-  static const std::pair<const char*, Activation> kNames[] = {
-      {"gelu", Activation::GeluErf},         {"gelu_new", Activation::GeluTanh}, {"gelu_pytorch_tanh", Activation::GeluTanh},
-      {"gelu_fast", Activation::GeluTanh},   {"relu", Activation::ReLU},         {"silu", Activation::SiLU},
-      {"swish", Activation::SiLU}};
+  static const std::pair<const char*, Activation> kNames[] = {{"gelu", Activation::GeluErf},
+                                                              {"gelu_new", Activation::GeluTanh},
+                                                              {"gelu_pytorch_tanh", Activation::GeluTanh},
+                                                              {"gelu_fast", Activation::GeluTanh},
+                                                              {"relu", Activation::ReLU},
+                                                              {"silu", Activation::SiLU},
+                                                              {"swish", Activation::SiLU}};
   std::string known;
   for (const auto& [n, a] : kNames) {
     if (name == n) return a;

@@ -1,6 +1,6 @@
-// What a family file sees: the model directory's config.json and weights (whatever files hold them), with helpers that fetch
-// tensors by Hugging Face name (converted to the engine's layout) and fail with the file and
-// tensor named. One file per family under families/ turns these into a ModelSpec.
+// What a family file sees: the model directory's config.json and weights (whatever files hold them), with helpers that
+// fetch tensors by Hugging Face name (converted to the engine's layout) and fail with the file and tensor named. One
+// file per family under families/ turns these into a ModelSpec.
 #pragma once
 
 #include <functional>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "json_config.hpp"
-#include "ordo/weights.hpp"
 #include "ordo/spec.hpp"
+#include "ordo/weights.hpp"
 
 namespace ordo {
 

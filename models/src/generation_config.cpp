@@ -48,7 +48,8 @@ void read_fields(const JsonConfig& c, const std::string& name, GenerationConfig&
   auto count = [&](const char* key, std::optional<int>& out, int64_t lo) {
     if (!take(key)) return;
     const int64_t v = c.get_int(key);
-    if (v < lo || v > INT_MAX) bad(key, "an integer in [" + std::to_string(lo) + ", 2147483647], got " + std::to_string(v));
+    if (v < lo || v > INT_MAX)
+      bad(key, "an integer in [" + std::to_string(lo) + ", 2147483647], got " + std::to_string(v));
     out = static_cast<int>(v);
   };
   auto number = [&](const char* key, std::optional<float>& out, double lo, bool lo_open, double hi) {
@@ -176,7 +177,8 @@ GenerationFiles read_generation_files(const std::string& dir) {
     with_config = g.get_bool("_from_model_config", false);
     read_fields(g, kGen, out.config, out.eos_ids);
   }
-  if (with_config && fs::exists(cfg)) read_fields(JsonConfig::load(cfg.string()), "config.json", out.config, out.eos_ids);
+  if (with_config && fs::exists(cfg))
+    read_fields(JsonConfig::load(cfg.string()), "config.json", out.config, out.eos_ids);
   return out;
 }
 
@@ -210,12 +212,16 @@ void set_beam_search(const GenerationConfig& overrides, const GenerationConfig& 
   pick.report.push_back({"num_beams", std::to_string(d.beams), d.beams_src});
   p.beams.length_penalty = pick("length_penalty", overrides.length_penalty, config.length_penalty, 1.0, true);
   const EarlyStopping es = overrides.early_stopping ? *overrides.early_stopping
-                                                    : config.early_stopping ? *config.early_stopping
-                                                                            : EarlyStopping::Heuristic;
+                           : config.early_stopping  ? *config.early_stopping
+                                                    : EarlyStopping::Heuristic;
   p.beams.early_stopping = es;
-  pick.report.push_back(
-      {"early_stopping", es == EarlyStopping::OnFull ? "true" : es == EarlyStopping::Never ? "never" : "false",
-       overrides.early_stopping ? "flag" : config.early_stopping ? source_of(config, "early_stopping") : "default"});
+  pick.report.push_back({"early_stopping",
+                         es == EarlyStopping::OnFull  ? "true"
+                         : es == EarlyStopping::Never ? "never"
+                                                      : "false",
+                         overrides.early_stopping ? "flag"
+                         : config.early_stopping  ? source_of(config, "early_stopping")
+                                                  : "default"});
 }
 
 // Hugging Face's length rules and renormalisation, as the file (or caller) sets them.
@@ -228,8 +234,7 @@ void set_length_rules(const GenerationConfig& overrides, const GenerationConfig&
   const auto& forced = overrides.forced_eos_token_id ? overrides.forced_eos_token_id : config.forced_eos_token_id;
   if (forced && !forced->empty()) {
     p.forced_eos_ids = *forced;
-    pick.report.push_back({"forced_eos_token_id",
-                           std::to_string(forced->front()) + (forced->size() > 1 ? ", ..." : ""),
+    pick.report.push_back({"forced_eos_token_id", std::to_string(forced->front()) + (forced->size() > 1 ? ", ..." : ""),
                            overrides.forced_eos_token_id ? "flag" : source_of(config, "forced_eos_token_id")});
   }
   if (overrides.renormalize_logits || config.renormalize_logits)
@@ -253,7 +258,10 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
   const std::string beams_src = d.beams_src;
   const float temp = sample ? pick("temperature", overrides.temperature, config.temperature, 0.8f, false) : 0.0f;
   if (sample && temp == 0) sample = false;
-  report.push_back({"decoding", beams > 1 ? "beam search" : sample ? "sampling" : "greedy",
+  report.push_back({"decoding",
+                    beams > 1 ? "beam search"
+                    : sample  ? "sampling"
+                              : "greedy",
                     beams > 1 ? beams_src : sample_src});
   if (sample) {
     p.sampling.temperature = pick("temperature", overrides.temperature, config.temperature, 0.8f, true);
@@ -265,11 +273,11 @@ TextGenerateParams resolve_generation(const GenerationConfig& overrides, const G
   p.sampling.repetition_penalty =
       pick("repetition_penalty", overrides.repetition_penalty, config.repetition_penalty, 1.0f, true);
   if (beams > 1) set_beam_search(overrides, config, d, pick, p);
-  const int returned = pick("num_return_sequences", overrides.num_return_sequences, config.num_return_sequences, 1,
-                            beams > 1);
+  const int returned =
+      pick("num_return_sequences", overrides.num_return_sequences, config.num_return_sequences, 1, beams > 1);
   if (returned > 1 && beams == 1 && overrides.num_return_sequences)
-    throw Error("num_return_sequences " + std::to_string(returned) + " needs beam search (num_beams >= " +
-                std::to_string(returned) + ")");
+    throw Error("num_return_sequences " + std::to_string(returned) +
+                " needs beam search (num_beams >= " + std::to_string(returned) + ")");
   if (beams > 1) {
     if (returned > beams)
       throw Error("num_return_sequences (" + std::to_string(returned) + ") must not exceed num_beams (" +

@@ -49,7 +49,8 @@ nlohmann::json rope_scaling(const GgufFile& g, const std::string& a) {
 
 nlohmann::json llama_config(const GgufFile& g, const std::string& a) {
   if (find_tensor(g, "rope_freqs.weight"))
-    throw Error(g.path() + ": tensor 'rope_freqs.weight' (Llama 3's per-frequency RoPE factors) is not read "
+    throw Error(g.path() +
+                ": tensor 'rope_freqs.weight' (Llama 3's per-frequency RoPE factors) is not read "
                 "from GGUF yet");
   nlohmann::json c;
   c["model_type"] = a;
@@ -123,7 +124,8 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path, const To
   id("tokenizer.ggml.padding_token_id", v.pad_id);
   if (g.find("tokenizer.ggml.add_bos_token")) v.add_bos = g.get_bool("tokenizer.ggml.add_bos_token", true);
   if (g.find("tokenizer.ggml.add_eos_token")) v.add_eos = g.get_bool("tokenizer.ggml.add_eos_token", false);
-  if (g.find("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = g.get_bool("tokenizer.ggml.add_space_prefix", true);
+  if (g.find("tokenizer.ggml.add_space_prefix"))
+    v.add_space_prefix = g.get_bool("tokenizer.ggml.add_space_prefix", true);
   return load_tokenizer_lists(v, path, opts);
 }
 

@@ -19,17 +19,18 @@ struct ArchNames {
 };
 
 const ArchNames& llama_names() {
-  static const ArchNames n = {"model.layers.",
-                              {{"attn_norm", "input_layernorm"},
-                               {"attn_q", "self_attn.q_proj"},
-                               {"attn_k", "self_attn.k_proj"},
-                               {"attn_v", "self_attn.v_proj"},
-                               {"attn_output", "self_attn.o_proj"},
-                               {"ffn_norm", "post_attention_layernorm"},
-                               {"ffn_gate", "mlp.gate_proj"},
-                               {"ffn_up", "mlp.up_proj"},
-                               {"ffn_down", "mlp.down_proj"}},
-                              {{"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}}};
+  static const ArchNames n = {
+      "model.layers.",
+      {{"attn_norm", "input_layernorm"},
+       {"attn_q", "self_attn.q_proj"},
+       {"attn_k", "self_attn.k_proj"},
+       {"attn_v", "self_attn.v_proj"},
+       {"attn_output", "self_attn.o_proj"},
+       {"ffn_norm", "post_attention_layernorm"},
+       {"ffn_gate", "mlp.gate_proj"},
+       {"ffn_up", "mlp.up_proj"},
+       {"ffn_down", "mlp.down_proj"}},
+      {{"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}}};
   return n;
 }
 
@@ -132,9 +133,9 @@ Loaded load_gguf(const std::string& path) {
     for (const char* mt : f.model_types)
       if (model_type == mt) fam = &f;
   Loaded out;
-  Weights w = Weights::from_tensors(path, "gguf v" + std::to_string(g.version()), std::move(tensors),
-                                    std::move(unsupported),
-                                    {g.mapped_bytes().first, g.mapped_bytes().second, g.mapping()});
+  Weights w =
+      Weights::from_tensors(path, "gguf v" + std::to_string(g.version()), std::move(tensors), std::move(unsupported),
+                            {g.mapped_bytes().first, g.mapped_bytes().second, g.mapping()});
   FamilyContext ctx(JsonConfig(cfg, path), std::move(w), JsonConfig::parse("{}", path));
   out.spec = fam->build(ctx);
   out.family = fam->name;

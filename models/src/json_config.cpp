@@ -104,8 +104,8 @@ class KeyReportingSax {
 
 }  // namespace
 
-nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin,
-                                   const std::string& failure, const JsonKeyCallback& on_key) {
+nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin, const std::string& failure,
+                                   const JsonKeyCallback& on_key) {
   check_json_limits(text, size, origin);
   std::string key;  // the last key read: a value that fails to convert (1e400) belongs to it
   try {

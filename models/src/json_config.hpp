@@ -101,8 +101,8 @@ class JsonConfig {
 // field 'k': number overflow parsing '1e400'" for a number no double holds. on_key, when given,
 // sees every object key with its depth (1: the top level).
 using JsonKeyCallback = std::function<void(int depth, const std::string& key)>;
-nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin,
-                                   const std::string& failure, const JsonKeyCallback& on_key = nullptr);
+nlohmann::json parse_json_document(const char* text, size_t size, const std::string& origin, const std::string& failure,
+                                   const JsonKeyCallback& on_key = nullptr);
 
 // "at line L, column C: <detail>" for a parse error in `text` (line/column computed from e.byte;
 // the detail is nlohmann's message without its "[json.exception...] parse error at ..." prefix).

@@ -2,9 +2,9 @@
 //
 // A weights file (safetensors or a PyTorch zip) is mapped read-only and private (PROT_READ,
 // MAP_PRIVATE): its pages are the file's, never written, so dropping them (MADV_DONTNEED) only
-// takes them out of the resident set and a later read faults them back in from the file. Once a weight has been converted or packed the
-// engine no longer reads its bytes there; without this, reading them to make the copy would leave
-// the whole file resident beside the copy and the model held twice.
+// takes them out of the resident set and a later read faults them back in from the file. Once a weight has been
+// converted or packed the engine no longer reads its bytes there; without this, reading them to make the copy would
+// leave the whole file resident beside the copy and the model held twice.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,7 @@ class MappedPages {
 
  private:
   std::vector<std::pair<uintptr_t, uintptr_t>> spans_;  // [begin, end) addresses
-  std::vector<std::shared_ptr<void>> keep_;              // the mappings, alive while their spans are
+  std::vector<std::shared_ptr<void>> keep_;             // the mappings, alive while their spans are
 };
 
 }  // namespace ordo

@@ -10,11 +10,11 @@
 #include "generation_config.hpp"
 #include "mapped_pages.hpp"
 #include "model_dir.hpp"
-#include "weight_check.hpp"
 #include "ordo/input.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/text_stream.hpp"
+#include "weight_check.hpp"
 
 namespace fs = std::filesystem;
 
@@ -95,7 +95,8 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   impl->generation = std::move(gen.config);
   // Every EOS id of the list whose first the family took (a family that chose another keeps its own).
   if (spec.eos_ids.empty() && spec.eos_id >= 0)
-    spec.eos_ids = !gen.eos_ids.empty() && gen.eos_ids[0] == spec.eos_id ? gen.eos_ids : std::vector<int32_t>{spec.eos_id};
+    spec.eos_ids =
+        !gen.eos_ids.empty() && gen.eos_ids[0] == spec.eos_id ? gen.eos_ids : std::vector<int32_t>{spec.eos_id};
   // The model is held once, in the dtype it runs in. The family left F16/BF16 linear weights as
   // stored (borrowed from the file): each is converted on its own, its converted copy packed into
   // panels and then freed (pack_panels), and the file pages every source was read from are let go
@@ -122,7 +123,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   check.finish();
   impl->load_warnings = std::move(check.warnings);
   file_pages.release_all();  // what packing read again of a page two weights share
-  l = Loaded{};  // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
+  l = Loaded{};              // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_label(dir);  // errors about a sequence fed to the wrong model name the directory
   impl->engine->set_kv_dtype(opts.kv_dtype);
@@ -184,7 +185,8 @@ bool Model::has_chat_template() const { return impl_->chat != nullptr; }
 const ChatTemplate& Model::chat_template() const {
   if (impl_->chat) return *impl_->chat;
   if (!impl_->chat_error.empty()) throw Error(impl_->chat_error);
-  throw Error(impl_->dir + "/tokenizer_config.json: no \"chat_template\" (and no chat_template.jinja): this model "
+  throw Error(impl_->dir +
+              "/tokenizer_config.json: no \"chat_template\" (and no chat_template.jinja): this model "
               "has no chat template; prompt it with plain text (ordo run -p)");
 }
 
@@ -317,9 +319,8 @@ std::vector<TextResult> Model::generate_batch_impl(const std::vector<std::string
     streams.push_back(std::make_unique<TextStream>(tok, seq2seq ? std::vector<int32_t>{} : ids.back(),
                                                    params.stop_strings, stops, std::move(cb)));
   }
-  std::vector<GenerateResult> gen =
-      generate_ids_batch_impl(ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); },
-                              keep_logits);
+  std::vector<GenerateResult> gen = generate_ids_batch_impl(
+      ids, params, max_batch, [&](size_t i, int32_t id) { return streams[i]->push(id); }, keep_logits);
   std::vector<TextResult> out(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     streams[i]->finish();

@@ -24,8 +24,9 @@ std::vector<int32_t> Model::chat_stop_ids() const {
   const Tokenizer& tok = tokenizer();
   add(tok.eos_id());
   // End-of-turn markers of the common chat formats, where the vocabulary has them as one token.
-  std::vector<std::string> markers{"<|eot_id|>", "<|im_end|>", "<end_of_turn>", "<|end|>", "<|eom_id|>",
-                                   "<|END_OF_TURN_TOKEN|>", "<|end_of_turn|>", "<|EOT|>"};
+  std::vector<std::string> markers{"<|eot_id|>",      "<|im_end|>", "<end_of_turn>",
+                                   "<|end|>",         "<|eom_id|>", "<|END_OF_TURN_TOKEN|>",
+                                   "<|end_of_turn|>", "<|EOT|>"};
   if (has_chat_template()) markers.push_back(chat_template().special_token("eos_token"));
   for (const std::string& m : markers) {
     if (m.empty()) continue;

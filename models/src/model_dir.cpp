@@ -27,7 +27,8 @@ Loaded load_dir(const std::string& dir) {
   if (is_gguf_file(dir)) return load_gguf(dir);
   if (!fs::is_directory(d)) throw Error(dir + ": not a model directory");
   const fs::path config_path = d / "config.json";
-  if (!fs::exists(config_path)) throw Error(config_path.string() + ": missing (every model directory needs config.json)");
+  if (!fs::exists(config_path))
+    throw Error(config_path.string() + ": missing (every model directory needs config.json)");
   JsonConfig config = JsonConfig::load(config_path.string());
   const std::string model_type = config.get_string("model_type");
   const Family* fam = nullptr;
@@ -37,7 +38,8 @@ Loaded load_dir(const std::string& dir) {
       known += (known.empty() ? "" : ", ") + std::string(t);
       if (model_type == t) fam = &f;
     }
-  if (!fam) throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
+  if (!fam)
+    throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
   Loaded out;
   if (config.has("ordo_quantization")) {
     const auto& q = config.raw().at("ordo_quantization");
@@ -45,8 +47,7 @@ Loaded load_dir(const std::string& dir) {
       throw Error(config_path.string() + ": 'ordo_quantization' must be an object with a string 'dtype'");
     out.stored_dtype = parse_weight_dtype(q.at("dtype").get<std::string>());
   }
-  FamilyContext ctx(std::move(config), Weights::open_dir(dir),
-                    load_optional_json(d / "generation_config.json"));
+  FamilyContext ctx(std::move(config), Weights::open_dir(dir), load_optional_json(d / "generation_config.json"));
   out.spec = fam->build(ctx);
   out.family = fam->name;
   out.linear_names = ctx.linear_names();

@@ -17,7 +17,7 @@ struct Loaded {
   std::string family;
   std::optional<DType> stored_dtype;  // "ordo_quantization" of a directory written by `ordo quantize`
   std::vector<std::pair<std::string, const void*>> linear_names;  // FamilyContext::linear_names()
-  std::vector<std::string> fetched_names;                          // FamilyContext::fetched_names()
+  std::vector<std::string> fetched_names;                         // FamilyContext::fetched_names()
   std::shared_ptr<Weights> weights;
 };
 

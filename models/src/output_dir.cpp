@@ -88,9 +88,10 @@ OutputDir::OutputDir(std::string out, const std::vector<std::string>& inputs, bo
     }
     if (ec) fail(out_, "cannot list", ec.value());
     if (!foreign.empty() && !replace)
-      throw Error(out_ + ": not empty and not ordo's own earlier output (it holds '" + foreign +
-                  "'); refusing to mix two models: choose a new or empty directory, or ask to replace its contents (ordo "
-                  "quantize --replace)");
+      throw Error(
+          out_ + ": not empty and not ordo's own earlier output (it holds '" + foreign +
+          "'); refusing to mix two models: choose a new or empty directory, or ask to replace its contents (ordo "
+          "quantize --replace)");
   } else {
     const fs::path parent = fs::path(out_).parent_path();
     if (!parent.empty()) {

@@ -194,12 +194,15 @@ void check_output_outside_inputs(const std::string& path, const std::vector<std:
       Key k;
       if (!key_of(it->path().string(), &k)) continue;
       struct stat es;
-      if (::stat(it->path().c_str(), &es) == 0 && S_ISDIR(es.st_mode)) dirs.emplace(k, in);
-      else files.emplace(k, in);
+      if (::stat(it->path().c_str(), &es) == 0 && S_ISDIR(es.st_mode))
+        dirs.emplace(k, in);
+      else
+        files.emplace(k, in);
     }
   }
   auto refuse = [&](const std::string& model, const std::string& how) {
-    throw Error(path + ": " + how + " the input model '" + model + "'; refusing to overwrite it (choose another output path)");
+    throw Error(path + ": " + how + " the input model '" + model +
+                "'; refusing to overwrite it (choose another output path)");
   };
   Key k;
   if (key_of(path, &k)) {  // the output exists: is it (a link to) an input file or directory?

@@ -220,7 +220,8 @@ std::vector<TextScore> pseudo_log_likelihoods(const Model& m, const std::vector<
     scores[t].ids = m.encode(*texts[t], true);
     // T masked copies of T tokens each: the same length limit as the causal scores.
     m.engine().check_context(static_cast<int64_t>(scores[t].ids.size()), "PLL of '" + texts[t]->substr(0, 40) + "'");
-    for (size_t p : non_special_positions(scores[t].ids, m.encode(*texts[t], false), *texts[t])) work.emplace_back(t, p);
+    for (size_t p : non_special_positions(scores[t].ids, m.encode(*texts[t], false), *texts[t]))
+      work.emplace_back(t, p);
   }
   // Masked copies share a forward up to kRows rows (one copy alone may exceed it): memory stays
   // bounded however long a text is, and each text's terms are summed in position order.

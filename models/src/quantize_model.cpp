@@ -4,17 +4,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 
 #include "model_dir.hpp"
-#include "weight_check.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/output_dir.hpp"
 #include "ordo/output_file.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/safetensors.hpp"
+#include "weight_check.hpp"
 
 namespace fs = std::filesystem;
 

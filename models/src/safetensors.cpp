@@ -74,23 +74,33 @@ std::string brief(const nlohmann::json& j) {
 
 // Every dtype of the safetensors specification; only some are supported by ordo.
 bool parse_dtype(const std::string& s, DType* out, bool* known) {
-  static const char* const kUnsupported[] = {"BOOL", "U8",   "I16",     "U16",     "I32",     "U32",
-                                             "I64",  "U64",  "F64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
+  static const char* const kUnsupported[] = {"BOOL", "U8",      "I16",     "U16",     "I32",     "U32",
+                                             "I64",  "U64",     "F64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
                                              "F4",   "F6_E2M3", "F6_E3M2", "C64"};
   *known = true;
-  if (s == "F32") { *out = DType::F32; return true; }
-  if (s == "F16") { *out = DType::F16; return true; }
-  if (s == "BF16") { *out = DType::BF16; return true; }
-  if (s == "I8") { *out = DType::I8; return true; }
+  if (s == "F32") {
+    *out = DType::F32;
+    return true;
+  }
+  if (s == "F16") {
+    *out = DType::F16;
+    return true;
+  }
+  if (s == "BF16") {
+    *out = DType::BF16;
+    return true;
+  }
+  if (s == "I8") {
+    *out = DType::I8;
+    return true;
+  }
   for (const char* u : kUnsupported)
     if (s == u) return false;
   *known = false;
   return false;
 }
 
-std::string range_str(uint64_t b, uint64_t e) {
-  return "[" + std::to_string(b) + ", " + std::to_string(e) + "]";
-}
+std::string range_str(uint64_t b, uint64_t e) { return "[" + std::to_string(b) + ", " + std::to_string(e) + "]"; }
 
 // Reads a non-negative JSON integer that must fit in int64 (shape entries) or uint64 (offsets).
 bool json_uint(const nlohmann::json& j, uint64_t limit, uint64_t* out) {
@@ -115,8 +125,7 @@ struct Entry {
   Tensor tensor;
 };
 
-Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& info,
-                  uint64_t data_size) {
+Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& info, uint64_t data_size) {
   if (!info.is_object()) fail_tensor(path, name, "entry must be a JSON object, got " + brief(info));
   Entry e;
   e.name = name;
@@ -128,8 +137,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   const std::string dtype_str = it->get<std::string>();
   bool known = false;
   if (!parse_dtype(dtype_str, &e.tensor.dtype, &known)) {
-    if (known)
-      fail_tensor(path, name, "unsupported dtype '" + dtype_str + "' (ordo supports F32, F16, BF16, I8)");
+    if (known) fail_tensor(path, name, "unsupported dtype '" + dtype_str + "' (ordo supports F32, F16, BF16, I8)");
     fail_tensor(path, name, "unknown dtype '" + dtype_str + "'");
   }
 
@@ -149,8 +157,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
       fail_tensor(path, name, "field 'shape' " + brief(*it) + ": element count overflows");
   }
   uint64_t nbytes = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(dtype_size(e.tensor.dtype)),
-                             &nbytes))
+  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(dtype_size(e.tensor.dtype)), &nbytes))
     fail_tensor(path, name, "field 'shape' " + brief(*it) + ": byte size overflows");
 
   // data_offsets
@@ -161,8 +168,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (!json_uint((*it)[0], std::numeric_limits<uint64_t>::max(), &e.begin) ||
       !json_uint((*it)[1], std::numeric_limits<uint64_t>::max(), &e.end))
     fail_tensor(path, name, "field 'data_offsets' must be two non-negative integers, got " + brief(*it));
-  if (e.begin > e.end)
-    fail_tensor(path, name, "field 'data_offsets' " + range_str(e.begin, e.end) + ": begin > end");
+  if (e.begin > e.end) fail_tensor(path, name, "field 'data_offsets' " + range_str(e.begin, e.end) + ": begin > end");
   if (e.end > data_size)
     fail_tensor(path, name,
                 "field 'data_offsets' " + range_str(e.begin, e.end) + " extends past the end of the data section (" +
@@ -209,11 +215,11 @@ nlohmann::json read_header(const std::string& path, const Mapping& m, uint64_t* 
                    std::to_string(m.size - 8) + " bytes after the length prefix");
   std::string duplicate;
   std::set<std::string> keys;
-  nlohmann::json header = parse_json_document(
-      reinterpret_cast<const char*>(base + 8), *header_len, path, "header is not valid JSON",
-      [&](int depth, const std::string& key) {
-        if (depth == 1 && !keys.insert(key).second && duplicate.empty()) duplicate = key;
-      });
+  nlohmann::json header = parse_json_document(reinterpret_cast<const char*>(base + 8), *header_len, path,
+                                              "header is not valid JSON", [&](int depth, const std::string& key) {
+                                                if (depth == 1 && !keys.insert(key).second && duplicate.empty())
+                                                  duplicate = key;
+                                              });
   if (!header.is_object()) fail(path, "header must be a JSON object, got " + brief(header));
   if (!duplicate.empty()) fail(path, "header lists '" + duplicate + "' more than once");
   return header;

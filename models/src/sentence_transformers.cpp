@@ -21,10 +21,9 @@ Pooling read_pooling(const std::string& path, std::string& problem) {
   const JsonConfig c = JsonConfig::load(path);
   std::optional<Pooling> chosen;
   std::string chosen_key;
-  for (const auto& [key, pooling] :
-       {std::pair<const char*, Pooling>{"pooling_mode_mean_tokens", Pooling::Mean},
-        {"pooling_mode_cls_token", Pooling::Cls},
-        {"pooling_mode_lasttoken", Pooling::Last}}) {
+  for (const auto& [key, pooling] : {std::pair<const char*, Pooling>{"pooling_mode_mean_tokens", Pooling::Mean},
+                                     {"pooling_mode_cls_token", Pooling::Cls},
+                                     {"pooling_mode_lasttoken", Pooling::Last}}) {
     if (!c.get_bool(key, false)) continue;
     if (chosen && problem.empty())
       problem = path + ": both '" + chosen_key + "' and '" + key +
@@ -60,8 +59,7 @@ std::optional<SentenceTransformersSetup> read_sentence_transformers(const std::s
     if (!m.is_object() || !m.contains("type") || !m.at("type").is_string())
       throw Error(where + ": field 'type' missing or not a string");
     const std::string type = m.at("type").get<std::string>();
-    const std::string sub =
-        m.contains("path") && m.at("path").is_string() ? m.at("path").get<std::string>() : "";
+    const std::string sub = m.contains("path") && m.at("path").is_string() ? m.at("path").get<std::string>() : "";
     if (ends_with(type, "models.Transformer")) continue;  // the model ordo loaded
     if (ends_with(type, "models.Pooling")) {
       if (sub.empty() || sub.find("..") != std::string::npos)

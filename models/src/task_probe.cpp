@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "ordo/probes.hpp"
 #include "jsonl.hpp"
+#include "ordo/probes.hpp"
 
 namespace ordo::probes {
 namespace {
@@ -67,18 +67,17 @@ void run_point(const Model& m, const std::vector<EncodedItem>& enc, const TaskRu
   p.stop_ids = eos;
   size_t done = 0;
   // Each item stops at its own budget, len(target) + 1 tokens, or at end of sequence.
-  const std::vector<GenerateResult> res =
-      m.generate_ids_batch(prompts, p, opts.max_batch, [&](size_t k, int32_t id) {
-        const bool finished = is_eos(id) || ++produced[k] == limit[k];
-        if (finished && opts.progress) opts.progress(pt, ++done);
-        return !finished;
-      });
+  const std::vector<GenerateResult> res = m.generate_ids_batch(prompts, p, opts.max_batch, [&](size_t k, int32_t id) {
+    const bool finished = is_eos(id) || ++produced[k] == limit[k];
+    if (finished && opts.progress) opts.progress(pt, ++done);
+    return !finished;
+  });
   for (size_t k = 0; k < g.items.size(); ++k) {
     // The target, then any EOS id.
     const std::vector<int32_t>& want = enc[g.items[k]].target;
     const std::vector<int32_t>& got = res[k].ids;
-    const bool ok = got.size() == want.size() + 1 && std::equal(want.begin(), want.end(), got.begin()) &&
-                    is_eos(got.back());
+    const bool ok =
+        got.size() == want.size() + 1 && std::equal(want.begin(), want.end(), got.begin()) && is_eos(got.back());
     pt.item_correct.push_back(ok ? 1 : 0);
     pt.correct += ok;
   }

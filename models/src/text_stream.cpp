@@ -5,9 +5,9 @@
 
 namespace ordo {
 
-TextStream::TextStream(const Tokenizer& tok, std::vector<int32_t> context,
-                       std::vector<std::string> stop_strings, std::vector<int32_t> stop_ids,
-                       std::function<bool(const std::string&)> on_text, bool skip_special)
+TextStream::TextStream(const Tokenizer& tok, std::vector<int32_t> context, std::vector<std::string> stop_strings,
+                       std::vector<int32_t> stop_ids, std::function<bool(const std::string&)> on_text,
+                       bool skip_special)
     : stream_(tok, std::move(context), skip_special),
       stop_strings_(std::move(stop_strings)),
       stop_ids_(std::move(stop_ids)),

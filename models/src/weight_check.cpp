@@ -1,11 +1,11 @@
 // Load-time weight checks (weight_check.hpp): one parallel pass over each tensor the model reads.
 #include "weight_check.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <map>
-#include <string>
 #include <set>
+#include <string>
 
 #include "ordo/finite.hpp"
 
@@ -81,7 +81,8 @@ void WeightCheck::check_tensor(const std::string& name) {
   if (target_ == DType::I8 && linear_data_.count(t.data))
     throw Error(what + ": int8 quantization cannot represent a value that is not finite");
   if (!allow_)
-    throw Error(what + ": the weights are corrupt (allow_nonfinite, --allow-nonfinite on the command line, "
+    throw Error(what +
+                ": the weights are corrupt (allow_nonfinite, --allow-nonfinite on the command line, "
                 "loads them anyway)");
   warnings.push_back(what);
 }
@@ -139,8 +140,8 @@ void WeightCheck::check_linears() {
         if (!name.empty()) break;
       }
     }
-    const std::string what = name.empty() ? "a linear weight " + lin.weight.shape_str() + " derived from the checkpoint"
-                                          : where(w, name);
+    const std::string what =
+        name.empty() ? "a linear weight " + lin.weight.shape_str() + " derived from the checkpoint" : where(w, name);
     if (target_ == DType::F16)
       throw Error(what + " holds " + value_str(v) + " at " + index_str(shape, at) +
                   ", beyond F16's range (largest finite value 65504): stored as f16 it would be infinite; keep "

@@ -12,11 +12,11 @@
 
 namespace ordo {
 
-// Checks every tensor the family read (l.fetched_names; `spec` is what it built from them) for NaN and ±inf, and, when the linear
-// weights will be stored as `target`, that converting them loses no value to infinity (F16:
-// |x| < 65520, what rounds to at most 65504) and that int8 gets only finite values. With
-// allow_nonfinite a NaN or Inf is returned as a warning instead (one per tensor); the range and
-// int8 checks stay errors: the stored model would not be the one the file describes.
+// Checks every tensor the family read (l.fetched_names; `spec` is what it built from them) for NaN and ±inf, and, when
+// the linear weights will be stored as `target`, that converting them loses no value to infinity (F16: |x| < 65520,
+// what rounds to at most 65504) and that int8 gets only finite values. With allow_nonfinite a NaN or Inf is returned as
+// a warning instead (one per tensor); the range and int8 checks stay errors: the stored model would not be the one the
+// file describes.
 std::vector<std::string> check_weights(const Loaded& l, const ModelSpec& spec, DType target, bool allow_nonfinite);
 
 // The same checks with the linear weights' scan fused into the load: check_now(true) checks every

@@ -40,8 +40,7 @@ struct ArgumentError : std::invalid_argument {
 };
 
 // ValueError naming `what` unless every id is in [0, vocab) and (unless allow_empty) there is one.
-void check_ids(const std::vector<int32_t>& ids, int64_t vocab, const std::string& what,
-               bool allow_empty = false);
+void check_ids(const std::vector<int32_t>& ids, int64_t vocab, const std::string& what, bool allow_empty = false);
 // Bytes from the engine as a str; invalid UTF-8 becomes U+FFFD (pybind11 would raise instead).
 pyb::str utf8_text(const std::string& s);
 

@@ -15,8 +15,7 @@ Prompt to_prompt(const pyb::handle& o, const SharedModel& sm, const std::string&
   if (pyb::isinstance<pyb::str>(o) || pyb::isinstance<pyb::bytes>(o)) {
     p.text = o.cast<std::string>();
     if (!sm.m.has_tokenizer())
-      throw ArgumentError(what +
-                          ": text needs a tokenizer; this model was loaded without one: give token ids");
+      throw ArgumentError(what + ": text needs a tokenizer; this model was loaded without one: give token ids");
     return p;
   }
   try {
@@ -29,8 +28,7 @@ Prompt to_prompt(const pyb::handle& o, const SharedModel& sm, const std::string&
   return p;
 }
 
-std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, const std::string& what,
-                               bool* single) {
+std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, const std::string& what, bool* single) {
   *single = pyb::isinstance<pyb::str>(o) || pyb::isinstance<pyb::bytes>(o);
   if (!*single && pyb::isinstance<pyb::sequence>(o)) {
     pyb::sequence s = o.cast<pyb::sequence>();
@@ -41,8 +39,7 @@ std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, cons
     out.push_back(to_prompt(o, sm, what));
     return out;
   }
-  if (!pyb::isinstance<pyb::iterable>(o))
-    throw ArgumentError(what + ": expected a list of texts or of token-id lists");
+  if (!pyb::isinstance<pyb::iterable>(o)) throw ArgumentError(what + ": expected a list of texts or of token-id lists");
   size_t i = 0;
   for (pyb::handle item : o) out.push_back(to_prompt(item, sm, what + "[" + std::to_string(i++) + "]"));
   if (out.empty()) throw ArgumentError(what + ": empty list");
@@ -115,10 +112,8 @@ Generation make_generation(const SharedModel& sm, std::string text, const Genera
 
 // Generated ids as text following the prompt (a decoder's prompt is the context, so a word's
 // leading space is kept), as TextStreamer streams it.
-std::string continuation_text(const Model& m, const std::vector<int32_t>& prompt,
-                              const std::vector<int32_t>& ids) {
-  StreamDecoder dec(m.tokenizer(),
-                    m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : prompt);
+std::string continuation_text(const Model& m, const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids) {
+  StreamDecoder dec(m.tokenizer(), m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : prompt);
   const std::vector<int32_t>& eos = m.spec().eos_ids;
   std::string text;
   for (int32_t id : ids)
@@ -128,8 +123,8 @@ std::string continuation_text(const Model& m, const std::vector<int32_t>& prompt
 
 }  // namespace
 
-std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Prompt>& prompts,
-                                     const GenArgs& a, int max_batch) {
+std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Prompt>& prompts, const GenArgs& a,
+                                     int max_batch) {
   const bool keep = a.logprobs > 0;
   const bool text = !prompts[0].ids;
   for (const Prompt& p : prompts)
@@ -151,8 +146,7 @@ std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Pr
     std::vector<GenerateResult> res = sm.m.generate_ids_batch(ids, a.params, max_batch, nullptr, keep);
     for (size_t i = 0; i < res.size(); ++i)
       out.push_back(make_generation(
-          sm, sm.m.has_tokenizer() ? continuation_text(sm.m, ids[i], res[i].ids) : std::string(), res[i], a,
-          keep));
+          sm, sm.m.has_tokenizer() ? continuation_text(sm.m, ids[i], res[i].ids) : std::string(), res[i], a, keep));
   }
   return out;
 }

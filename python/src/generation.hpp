@@ -19,8 +19,7 @@ struct Prompt {
 // str or bytes: text; any other sequence: token ids. ValueError naming `what` otherwise.
 Prompt to_prompt(const pyb::handle& o, const SharedModel& sm, const std::string& what);
 // One prompt (*single) or a list of them.
-std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, const std::string& what,
-                               bool* single);
+std::vector<Prompt> to_prompts(const pyb::handle& o, const SharedModel& sm, const std::string& what, bool* single);
 
 struct GenArgs {
   TextGenerateParams params;
@@ -42,7 +41,7 @@ struct Generation {
 };
 
 // Generates for every prompt (all texts or all id lists), max_batch at a time, without the GIL.
-std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Prompt>& prompts,
-                                     const GenArgs& a, int max_batch);
+std::vector<Generation> run_generate(const SharedModel& sm, const std::vector<Prompt>& prompts, const GenArgs& a,
+                                     int max_batch);
 
 }  // namespace ordo::py

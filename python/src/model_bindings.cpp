@@ -39,8 +39,7 @@ ModelOptions model_options(const std::vector<std::pair<std::string, std::string>
     for (const auto& [name, value] : flags) {
       std::string py = name;
       std::replace(py.begin(), py.end(), '-', '_');
-      for (size_t at; (at = msg.find("--" + name)) != std::string::npos;)
-        msg.replace(at, name.size() + 2, py);
+      for (size_t at; (at = msg.find("--" + name)) != std::string::npos;) msg.replace(at, name.size() + 2, py);
     }
     return msg;
   };
@@ -66,10 +65,9 @@ std::string flag_value(const T& v) {
   }
 }
 
-ModelPtr load_model(const std::string& path, std::optional<std::string> dtype,
-                    std::optional<std::string> kv_dtype, std::optional<std::string> position,
-                    std::optional<std::string> scaling, std::optional<double> factor,
-                    std::optional<int64_t> original_max, std::optional<int> threads,
+ModelPtr load_model(const std::string& path, std::optional<std::string> dtype, std::optional<std::string> kv_dtype,
+                    std::optional<std::string> position, std::optional<std::string> scaling,
+                    std::optional<double> factor, std::optional<int64_t> original_max, std::optional<int> threads,
                     std::optional<std::string> backend, std::optional<int64_t> max_context,
                     std::optional<std::pair<int64_t, int64_t>> self_extend, std::optional<int64_t> sinks,
                     std::optional<int64_t> window, bool tokenizer, bool allow_nonfinite) {
@@ -87,8 +85,7 @@ ModelPtr load_model(const std::string& path, std::optional<std::string> dtype,
   add("backend", backend);
   add("max-context", max_context);
   if (self_extend)
-    flags.emplace_back("self-extend",
-                       std::to_string(self_extend->first) + "," + std::to_string(self_extend->second));
+    flags.emplace_back("self-extend", std::to_string(self_extend->first) + "," + std::to_string(self_extend->second));
   add("sinks", sinks);
   add("window", window);
   ModelOptions o = model_options(flags);
@@ -146,10 +143,9 @@ pyb::dict info(const SharedModel& sm) {
 
 // ---- Binding ------------------------------------------------------------------------------------
 
-#define ORDO_GEN_KWARGS                                                                      \
-  pyb::arg("max_new_tokens") = 64, pyb::arg("temperature") = 0.0, pyb::arg("top_k") = 0,     \
-  pyb::arg("top_p") = 1.0, pyb::arg("min_p") = 0.0, pyb::arg("repeat_penalty") = 1.0,           \
-  pyb::arg("seed") = pyb::none(),                                                              \
+#define ORDO_GEN_KWARGS                                                                                           \
+  pyb::arg("max_new_tokens") = 64, pyb::arg("temperature") = 0.0, pyb::arg("top_k") = 0, pyb::arg("top_p") = 1.0, \
+  pyb::arg("min_p") = 0.0, pyb::arg("repeat_penalty") = 1.0, pyb::arg("seed") = pyb::none(),                      \
   pyb::arg("stop") = pyb::none(), pyb::arg("logprobs") = 0, pyb::arg("add_special") = true
 
 // What the calls return: Generation, Score, Perplexity and the streamer.
@@ -157,16 +153,14 @@ void bind_results(pyb::module_& mod) {
   pyb::class_<Generation>(mod, "Generation", "One prompt's generated text, ids, log-probs and finish reason.")
       .def_property_readonly("text", [](const Generation& g) { return utf8_text(g.text); })
       .def_readonly("ids", &Generation::ids)
-      .def_readonly("logprobs", &Generation::logprobs,
-                    "log p of each generated token (None unless logprobs=k > 0)")
+      .def_readonly("logprobs", &Generation::logprobs, "log p of each generated token (None unless logprobs=k > 0)")
       .def_readonly("top_logprobs", &Generation::top_logprobs, "the k likeliest (id, log p) of each step")
       .def_readonly("finish_reason", &Generation::finish_reason)
       .def_readonly("prompt_tokens", &Generation::prompt_tokens)
       .def_readonly("prefill_seconds", &Generation::prefill_seconds)
       .def_readonly("decode_seconds", &Generation::decode_seconds)
       .def("__repr__", [](const Generation& g) {
-        return "<ordo.Generation " + std::to_string(g.ids.size()) +
-               " tokens, finish_reason=" + g.finish_reason + ">";
+        return "<ordo.Generation " + std::to_string(g.ids.size()) + " tokens, finish_reason=" + g.finish_reason + ">";
       });
 
   pyb::class_<Score>(mod, "Score", "Log-probabilities of one given input.")
@@ -184,8 +178,7 @@ void bind_results(pyb::module_& mod) {
       .def_property_readonly("tokens", [](const PerplexityOut& p) { return p.r.tokens; })
       .def_property_readonly("windows", [](const PerplexityOut& p) { return p.r.windows; })
       .def_property_readonly("ctx", [](const PerplexityOut& p) { return p.r.ctx; })
-      .def("__repr__",
-           [](const PerplexityOut& p) { return "<ordo.Perplexity " + std::to_string(p.r.ppl()) + ">"; });
+      .def("__repr__", [](const PerplexityOut& p) { return "<ordo.Perplexity " + std::to_string(p.r.ppl()) + ">"; });
 
   pyb::class_<TextStreamer, std::shared_ptr<TextStreamer>>(mod, "_Streamer")
       .def("next",
@@ -206,12 +199,11 @@ void bind_results(pyb::module_& mod) {
 void bind_loading(pyb::class_<SharedModel, ModelPtr>& model) {
   model
       .def(pyb::init(&load_model), pyb::arg("path"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
-           pyb::arg("kv_dtype") = pyb::none(), pyb::arg("position") = pyb::none(),
-           pyb::arg("scaling") = pyb::none(), pyb::arg("factor") = pyb::none(),
-           pyb::arg("original_max") = pyb::none(), pyb::arg("threads") = pyb::none(),
+           pyb::arg("kv_dtype") = pyb::none(), pyb::arg("position") = pyb::none(), pyb::arg("scaling") = pyb::none(),
+           pyb::arg("factor") = pyb::none(), pyb::arg("original_max") = pyb::none(), pyb::arg("threads") = pyb::none(),
            pyb::arg("backend") = pyb::none(), pyb::arg("max_context") = pyb::none(),
-           pyb::arg("self_extend") = pyb::none(), pyb::arg("sinks") = pyb::none(),
-           pyb::arg("window") = pyb::none(), pyb::arg("tokenizer") = true, pyb::arg("allow_nonfinite") = false)
+           pyb::arg("self_extend") = pyb::none(), pyb::arg("sinks") = pyb::none(), pyb::arg("window") = pyb::none(),
+           pyb::arg("tokenizer") = true, pyb::arg("allow_nonfinite") = false)
       .def_property_readonly("info", &info)
       .def_property_readonly(
           "tokenizer",
@@ -246,11 +238,8 @@ void bind_loading(pyb::class_<SharedModel, ModelPtr>& model) {
 // forward and the generation calls.
 void bind_generation(pyb::class_<SharedModel, ModelPtr>& model) {
   model
-      .def(
-          "forward",
-          &forward,
-          pyb::arg("ids"), pyb::kw_only(), pyb::arg("hidden_states") = false,
-          pyb::arg("decoder_ids") = pyb::none())
+      .def("forward", &forward, pyb::arg("ids"), pyb::kw_only(), pyb::arg("hidden_states") = false,
+           pyb::arg("decoder_ids") = pyb::none())
       .def(
           "generate",
           [](const SharedModel& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p,
@@ -265,24 +254,21 @@ void bind_generation(pyb::class_<SharedModel, ModelPtr>& model) {
           [](const SharedModel& sm, const pyb::object& prompts, int max_batch, int n, double temp, int top_k,
              double top_p, double min_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
              bool add_special) {
-            if (max_batch < 1)
-              throw ArgumentError("max_batch must be >= 1, got " + std::to_string(max_batch));
+            if (max_batch < 1) throw ArgumentError("max_batch must be >= 1, got " + std::to_string(max_batch));
             const GenArgs a = gen_args(n, temp, top_k, top_p, min_p, rp, seed, stop, logprobs, add_special);
             if (pyb::isinstance<pyb::str>(prompts) || pyb::isinstance<pyb::bytes>(prompts))
               throw ArgumentError("prompts: expected a list of prompts, got one text");
             std::vector<Prompt> ps;
             size_t i = 0;
-            for (pyb::handle p : prompts)
-              ps.push_back(to_prompt(p, sm, "prompts[" + std::to_string(i++) + "]"));
+            for (pyb::handle p : prompts) ps.push_back(to_prompt(p, sm, "prompts[" + std::to_string(i++) + "]"));
             if (ps.empty()) return std::vector<Generation>{};
             return run_generate(sm, ps, a, max_batch);
           },
           pyb::arg("prompts"), pyb::kw_only(), pyb::arg("max_batch") = 16, ORDO_GEN_KWARGS)
       .def(
           "_stream",
-          [](const ModelPtr& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p,
-             double min_p, double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs,
-             bool add_special) {
+          [](const ModelPtr& sm, const pyb::object& prompt, int n, double temp, int top_k, double top_p, double min_p,
+             double rp, std::optional<int64_t> seed, const pyb::object& stop, int logprobs, bool add_special) {
             const GenArgs a = gen_args(n, temp, top_k, top_p, min_p, rp, seed, stop, logprobs, add_special);
             Prompt p = to_prompt(prompt, *sm, "prompt");
             if (p.ids && !a.params.stop_strings.empty())
@@ -298,21 +284,11 @@ void bind_generation(pyb::class_<SharedModel, ModelPtr>& model) {
 
 // score, perplexity and embed.
 void bind_scoring(pyb::class_<SharedModel, ModelPtr>& model) {
-  model
-      .def(
-          "_score",
-          &score,
-          pyb::arg("inputs"))
-      .def(
-          "perplexity",
-          &perplexity_of,
-          pyb::arg("text_or_ids"), pyb::kw_only(), pyb::arg("ctx") = pyb::none(), pyb::arg("stride") = 0,
-          pyb::arg("batch") = 1)
-      .def(
-          "embed",
-          &embed,
-          pyb::arg("texts"), pyb::kw_only(), pyb::arg("pooling") = pyb::none(),
-          pyb::arg("normalize") = pyb::none(), pyb::arg("batch") = 32, pyb::arg("add_special") = true);
+  model.def("_score", &score, pyb::arg("inputs"))
+      .def("perplexity", &perplexity_of, pyb::arg("text_or_ids"), pyb::kw_only(), pyb::arg("ctx") = pyb::none(),
+           pyb::arg("stride") = 0, pyb::arg("batch") = 1)
+      .def("embed", &embed, pyb::arg("texts"), pyb::kw_only(), pyb::arg("pooling") = pyb::none(),
+           pyb::arg("normalize") = pyb::none(), pyb::arg("batch") = 32, pyb::arg("add_special") = true);
 }
 
 }  // namespace

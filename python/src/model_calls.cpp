@@ -17,8 +17,7 @@ pyb::object forward(const SharedModel& sm, const std::vector<int32_t>& ids, bool
   const GraphKind g = sm.m.spec().graph;
   if (decoder_ids) check_ids(*decoder_ids, V, "decoder_ids");
   if (g == GraphKind::EncoderDecoder && !decoder_ids)
-    throw ArgumentError("decoder_ids: " + sm.m.spec().architecture +
-                        " is an encoder-decoder model: give decoder_ids");
+    throw ArgumentError("decoder_ids: " + sm.m.spec().architecture + " is an encoder-decoder model: give decoder_ids");
   if (g != GraphKind::EncoderDecoder && decoder_ids)
     throw ArgumentError("decoder_ids is only for encoder-decoder models");
   ForwardOutput o;
@@ -75,11 +74,9 @@ pyb::object score(const SharedModel& sm, const pyb::object& inputs) {
         out.push_back(Score{s.ids, s.terms, s.positions, s.logprob, "pll"});
     } else {
       if (m.spec().graph != GraphKind::Decoder)
-        throw Error(m.spec().architecture +
-                    " is not a decoder-only model: score needs one (or a masked-LM encoder)");
+        throw Error(m.spec().architecture + " is not a decoder-only model: score needs one (or a masked-LM encoder)");
       for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i].size() < 2)
-          throw ArgumentError("inputs[" + std::to_string(i) + "]: fewer than 2 tokens to score");
+        if (ids[i].size() < 2) throw ArgumentError("inputs[" + std::to_string(i) + "]: fewer than 2 tokens to score");
         ForwardOutput o = m.forward(ids[i]);
         Score s{ids[i], causal_logprobs(o.logits, ids[i]), {}, 0, "logprob"};
         for (size_t t = 1; t < ids[i].size(); ++t) s.positions.push_back(static_cast<int64_t>(t));
@@ -107,10 +104,8 @@ PerplexityOut perplexity_of(const SharedModel& sm, const pyb::object& input, std
     const int64_t c = ctx ? *ctx : n;
     if (c < 2) throw ArgumentError("ctx must be >= 2, got " + std::to_string(c));
     if (c > n)
-      throw ArgumentError("ctx " + std::to_string(c) + " is longer than the input (" +
-                          std::to_string(n) + " tokens)");
-    if (stride < 0 || stride > c)
-      throw ArgumentError("stride must be in [0, ctx], got " + std::to_string(stride));
+      throw ArgumentError("ctx " + std::to_string(c) + " is longer than the input (" + std::to_string(n) + " tokens)");
+    if (stride < 0 || stride > c) throw ArgumentError("stride must be in [0, ctx], got " + std::to_string(stride));
     if (batch < 1) throw ArgumentError("batch must be >= 1, got " + std::to_string(batch));
     m.engine().check_context(c, "ctx " + std::to_string(c));
     out.r = perplexity(m.engine(), ids, c, stride, nullptr, batch);
@@ -134,13 +129,11 @@ Array embed(const SharedModel& sm, const pyb::object& texts, std::optional<std::
   EmbedOptions o;
   if (pooling) {
     const std::string& p = *pooling;
-    o.pooling =
-        p == "mean"   ? Pooling::Mean
-        : p == "cls"  ? Pooling::Cls
-        : p == "last" ? Pooling::Last
-        : p == "pooler"
-            ? Pooling::Pooler
-            : throw ArgumentError("pooling must be mean, cls, last or pooler, got '" + p + "'");
+    o.pooling = p == "mean"     ? Pooling::Mean
+                : p == "cls"    ? Pooling::Cls
+                : p == "last"   ? Pooling::Last
+                : p == "pooler" ? Pooling::Pooler
+                                : throw ArgumentError("pooling must be mean, cls, last or pooler, got '" + p + "'");
   }
   o.normalize = normalize;
   o.batch = batch;

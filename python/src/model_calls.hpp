@@ -13,11 +13,10 @@ namespace ordo::py {
 
 struct Score {
   std::vector<int32_t> ids;
-  std::vector<double>
-      token_logprobs;              // each scored token's log p (decoders: log p(ids[t] | ids[<t]), t >= 1)
-  std::vector<int64_t> positions;  // the position in ids of each scored token
-  double logprob = 0;              // their sum (masked-LM encoders: the PLL)
-  std::string method;              // "logprob" or "pll"
+  std::vector<double> token_logprobs;  // each scored token's log p (decoders: log p(ids[t] | ids[<t]), t >= 1)
+  std::vector<int64_t> positions;      // the position in ids of each scored token
+  double logprob = 0;                  // their sum (masked-LM encoders: the PLL)
+  std::string method;                  // "logprob" or "pll"
 };
 
 struct PerplexityOut {

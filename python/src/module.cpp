@@ -105,8 +105,7 @@ void bind_tokenizer(pyb::module_& m) {
             return pyb::bytes(t.decode(as_ids(t, ids), skip_special));
           },
           pyb::arg("ids"), pyb::kw_only(), pyb::arg("skip_special") = false)
-      .def("id_to_piece",
-           [](const Tokenizer& t, int32_t id) { return utf8_text(t.id_to_piece(as_ids(t, {id})[0])); })
+      .def("id_to_piece", [](const Tokenizer& t, int32_t id) { return utf8_text(t.id_to_piece(as_ids(t, {id})[0])); })
       .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
       .def_property_readonly("bos_id", &Tokenizer::bos_id)
       .def_property_readonly("eos_id", &Tokenizer::eos_id)

@@ -20,10 +20,9 @@ namespace {
 std::unique_lock<std::shared_mutex> exclusive(SharedModel& sm, const char* probe) {
   std::unique_lock<std::shared_mutex> lock(sm.mu, std::try_to_lock);
   if (!lock.owns_lock())
-    throw Error(
-        std::string(probe) +
-        " changes the model's settings while it runs: it needs the model alone, but another call (or an "
-        "open stream) is using it");
+    throw Error(std::string(probe) +
+                " changes the model's settings while it runs: it needs the model alone, but another call (or an "
+                "open stream) is using it");
   return lock;
 }
 
@@ -101,8 +100,7 @@ pyb::dict permutation(SharedModel& sm, const std::vector<int32_t>& ids, uint64_t
 }
 
 pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::string& method,
-                 const std::vector<int64_t>& multiples, std::optional<int64_t> base,
-                 std::optional<int64_t> trained) {
+                 const std::vector<int64_t>& multiples, std::optional<int64_t> base, std::optional<int64_t> trained) {
   check_ids(ids, sm.m.spec().vocab_size, "ids");
   PositionConfig p;  // a copy, read under `mu` shared: another thread's probe may be retuning it
   {
@@ -123,8 +121,7 @@ pyb::list length(SharedModel& sm, const std::vector<int32_t>& ids, const std::st
     std::string known;
     for (const probes::LengthMethod& x : probes::length_methods(p.scheme))
       known += (known.empty() ? "" : ", ") + x.name;
-    throw ArgumentError("method '" + method + "' is not one the " + p.scheme +
-                        " scheme runs from a factor: " + known);
+    throw ArgumentError("method '" + method + "' is not one the " + p.scheme + " scheme runs from a factor: " + known);
   }
   for (int64_t m : multiples)
     if (m < 1) throw ArgumentError("multiples must be >= 1, got " + std::to_string(m));
@@ -225,8 +222,8 @@ void bind_probes(pyb::module_& mod) {
   p.def("length", &length, pyb::arg("model"), pyb::arg("ids"), pyb::kw_only(), pyb::arg("method") = "none",
         pyb::arg("multiples") = std::vector<int64_t>{1, 2, 4}, pyb::arg("base") = pyb::none(),
         pyb::arg("trained") = pyb::none());
-  p.def("attention_by_distance", &attention_by_distance, pyb::arg("model"), pyb::arg("windows"),
-        pyb::kw_only(), pyb::arg("max_distance") = pyb::none());
+  p.def("attention_by_distance", &attention_by_distance, pyb::arg("model"), pyb::arg("windows"), pyb::kw_only(),
+        pyb::arg("max_distance") = pyb::none());
   p.def("split_sentences", &probes::split_sentences, pyb::arg("text"));
   p.def(
       "default_pairs",

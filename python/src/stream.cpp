@@ -7,8 +7,7 @@
 namespace ordo::py {
 
 TextStreamer::TextStreamer(std::shared_ptr<const SharedModel> model, std::string prompt,
-                           std::optional<std::vector<int32_t>> ids, TextGenerateParams params,
-                           bool keep_logits)
+                           std::optional<std::vector<int32_t>> ids, TextGenerateParams params, bool keep_logits)
     : model_(std::move(model)),
       prompt_(std::move(prompt)),
       ids_(std::move(ids)),
@@ -38,8 +37,7 @@ void TextStreamer::run() {
     const Model& m = model_->m;
     if (ids_) {
       // Ids in, text out: the tokenizer's streaming decoder, the prompt as its context.
-      StreamDecoder dec(m.tokenizer(),
-                        m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : *ids_);
+      StreamDecoder dec(m.tokenizer(), m.spec().graph == GraphKind::EncoderDecoder ? std::vector<int32_t>{} : *ids_);
       const std::vector<int32_t>& eos = m.spec().eos_ids;  // their text is not shown, as Model::generate
       result_.generation = m.generate_ids(
           *ids_, params_,
@@ -57,8 +55,7 @@ void TextStreamer::run() {
       }
     } else {
       result_ = std::move(m.generate_batch(
-          {prompt_}, params_, 1, [this](size_t, const std::string& piece) { return push(piece); },
-          keep_logits_)[0]);
+          {prompt_}, params_, 1, [this](size_t, const std::string& piece) { return push(piece); }, keep_logits_)[0]);
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -19,8 +19,8 @@ namespace ordo::py {
 class TextStreamer {
  public:
   // A text prompt (stop strings apply) or, when `ids` is set, a token-id prompt.
-  TextStreamer(std::shared_ptr<const SharedModel> model, std::string prompt,
-               std::optional<std::vector<int32_t>> ids, TextGenerateParams params, bool keep_logits);
+  TextStreamer(std::shared_ptr<const SharedModel> model, std::string prompt, std::optional<std::vector<int32_t>> ids,
+               TextGenerateParams params, bool keep_logits);
   ~TextStreamer();
   TextStreamer(const TextStreamer&) = delete;
   TextStreamer& operator=(const TextStreamer&) = delete;

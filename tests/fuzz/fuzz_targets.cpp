@@ -209,8 +209,8 @@ int fuzz_checkpoint(const uint8_t* data, size_t size) {
 int fuzz_weights_index(const uint8_t* data, size_t size) {
   const std::string dir = fresh_dir();
   const std::string source = data_path("checkpoints/llama-safetensors-sharded");
-  for (const char* s : {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
-                        "model-00003-of-00003.safetensors"})
+  for (const char* s :
+       {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors"})
     fs::create_symlink(source + "/" + s, dir + "/" + s);
   write_file(dir + "/model.safetensors.index.json", data, size);
   expect_ordo_errors([&] {
@@ -225,10 +225,10 @@ int fuzz_weights_index(const uint8_t* data, size_t size) {
 // config.json -> spec: the config sits beside the weights of the fixture of its model_type.
 int fuzz_config(const uint8_t* data, size_t size) {
   static const std::map<std::string, std::string> weights = {
-      {"llama", "fixtures/llama"},   {"mistral", "fixtures/llama"}, {"qwen2", "fixtures/llama"},
-      {"gpt2", "fixtures/gpt2"},     {"bert", "fixtures/bert"},     {"bloom", "fixtures/bloom"},
-      {"gptj", "fixtures/gptj"},     {"gpt_neox", "fixtures/gpt-neox"}, {"marian", "fixtures/marian"},
-      {"mpt", "fixtures/mpt"},       {"opt", "fixtures/opt"},       {"t5", "fixtures/t5"}};
+      {"llama", "fixtures/llama"}, {"mistral", "fixtures/llama"},     {"qwen2", "fixtures/llama"},
+      {"gpt2", "fixtures/gpt2"},   {"bert", "fixtures/bert"},         {"bloom", "fixtures/bloom"},
+      {"gptj", "fixtures/gptj"},   {"gpt_neox", "fixtures/gpt-neox"}, {"marian", "fixtures/marian"},
+      {"mpt", "fixtures/mpt"},     {"opt", "fixtures/opt"},           {"t5", "fixtures/t5"}};
   const std::string dir = fresh_dir();
   const std::string text = as_text(data, size);
   write_file(dir + "/config.json", text);
@@ -237,8 +237,8 @@ int fuzz_config(const uint8_t* data, size_t size) {
                          ? j["model_type"].get<std::string>()
                          : "";
   const auto it = weights.find(type);
-  const std::string source = it != weights.end() ? data_path(it->second)
-                                                 : std::string(ORDO_SOURCE_DIR) + "/models/zoo/lm/rope-s1";
+  const std::string source =
+      it != weights.end() ? data_path(it->second) : std::string(ORDO_SOURCE_DIR) + "/models/zoo/lm/rope-s1";
   fs::create_symlink(source + "/model.safetensors", dir + "/model.safetensors");
   expect_ordo_errors([&] {
     ModelOptions o;
@@ -303,7 +303,8 @@ int fuzz_roundtrip(const uint8_t* data, size_t size) {
   static const std::vector<std::unique_ptr<Tokenizer>> toks = [] {
     std::vector<std::unique_ptr<Tokenizer>> v;
     v.push_back(load_wordpiece(data_path("fixtures/tokenizers/bert/vocab.txt")));
-    v.push_back(load_bpe(data_path("fixtures/tokenizers/gpt2/vocab.json"), data_path("fixtures/tokenizers/gpt2/merges.txt")));
+    v.push_back(
+        load_bpe(data_path("fixtures/tokenizers/gpt2/vocab.json"), data_path("fixtures/tokenizers/gpt2/merges.txt")));
     v.push_back(load_sentencepiece(data_path("fixtures/tokenizers/llama2/tokenizer.model")));
     TokenizerOptions t5;
     t5.extra_ids = 100;
@@ -410,15 +411,21 @@ int fuzz_serve_request(const uint8_t* data, size_t size) {
 }
 
 const std::vector<TargetInfo>& targets() {
-  static const std::vector<TargetInfo> all = {
-      {"safetensors", fuzz_safetensors},       {"config", fuzz_config},
-      {"sentencepiece", fuzz_sentencepiece},   {"wordpiece", fuzz_wordpiece},
-      {"bpe_files", fuzz_bpe_files},           {"tokenizer_json", fuzz_tokenizer_json},
-      {"tokenizer_config", fuzz_tokenizer_config}, {"roundtrip", fuzz_roundtrip},
-      {"cli_args", fuzz_cli_args},             {"checkpoint", fuzz_checkpoint},
-      {"weights_index", fuzz_weights_index},   {"added_tokens", fuzz_added_tokens},
-      {"chat_template", fuzz_chat_template},   {"gguf", fuzz_gguf},
-      {"serve_request", fuzz_serve_request}};
+  static const std::vector<TargetInfo> all = {{"safetensors", fuzz_safetensors},
+                                              {"config", fuzz_config},
+                                              {"sentencepiece", fuzz_sentencepiece},
+                                              {"wordpiece", fuzz_wordpiece},
+                                              {"bpe_files", fuzz_bpe_files},
+                                              {"tokenizer_json", fuzz_tokenizer_json},
+                                              {"tokenizer_config", fuzz_tokenizer_config},
+                                              {"roundtrip", fuzz_roundtrip},
+                                              {"cli_args", fuzz_cli_args},
+                                              {"checkpoint", fuzz_checkpoint},
+                                              {"weights_index", fuzz_weights_index},
+                                              {"added_tokens", fuzz_added_tokens},
+                                              {"chat_template", fuzz_chat_template},
+                                              {"gguf", fuzz_gguf},
+                                              {"serve_request", fuzz_serve_request}};
   return all;
 }
 

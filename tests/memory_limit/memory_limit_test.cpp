@@ -16,8 +16,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -177,10 +177,12 @@ class RandomMemoryLimit : public testing::TestWithParam<int> {};
 
 TEST_P(RandomMemoryLimit, EveryCommandWorksOrNamesTheAllocation) {
   const char* given = std::getenv("ORDO_MEMORY_LIMIT_SEED");
-  const unsigned seed = given && *given ? static_cast<unsigned>(std::strtoul(given, nullptr, 10)) : std::random_device{}();
+  const unsigned seed =
+      given && *given ? static_cast<unsigned>(std::strtoul(given, nullptr, 10)) : std::random_device{}();
   std::seed_seq mixed{seed, static_cast<unsigned>(GetParam())};
   std::mt19937 rng(mixed);
-  const int mib = static_cast<int>(std::lround(100.0 * std::pow(20.0, std::uniform_real_distribution<double>(0, 1)(rng))));
+  const int mib =
+      static_cast<int>(std::lround(100.0 * std::pow(20.0, std::uniform_real_distribution<double>(0, 1)(rng))));
   std::printf("memory-limit seed %u (repeat with ORDO_MEMORY_LIMIT_SEED=%u): ulimit -v %d MiB\n", seed, seed, mib);
   std::fflush(stdout);
   SCOPED_TRACE("ORDO_MEMORY_LIMIT_SEED=" + std::to_string(seed) + ", limit " + std::to_string(mib) + " MiB");

@@ -61,8 +61,8 @@ const nlohmann::json& Golden::case_json(const std::string& case_name) const {
 
 std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
-::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden,
-                                            const std::vector<int64_t>& rows, double rel) {
+::testing::AssertionResult within_tolerance(const float* got, const Tensor& golden, const std::vector<int64_t>& rows,
+                                            double rel) {
   const int64_t n_rows = golden.ndim() >= 2 ? golden.numel() / golden.dim(-1) : 1;
   const int64_t width = golden.ndim() >= 1 ? golden.dim(-1) : 1;
   std::vector<int64_t> use = rows;
@@ -72,8 +72,7 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<
   double max_ref = 0, max_err = 0;
   int64_t worst = -1;
   for (int64_t r : use)
-    for (int64_t i = 0; i < width; ++i)
-      max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[r * width + i])));
+    for (int64_t i = 0; i < width; ++i) max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[r * width + i])));
   for (int64_t r : use)
     for (int64_t i = 0; i < width; ++i) {
       const double e = std::fabs(static_cast<double>(got[r * width + i]) - ref[r * width + i]);

@@ -51,7 +51,8 @@ struct TempDir {
   std::filesystem::path path;
   TempDir() {
     std::random_device rd;
-    path = std::filesystem::temp_directory_path() / ("ordo_tokjson_test_" + std::to_string(rd()) + std::to_string(rd()));
+    path =
+        std::filesystem::temp_directory_path() / ("ordo_tokjson_test_" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path);
   }
   ~TempDir() {

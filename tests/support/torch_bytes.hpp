@@ -105,9 +105,9 @@ struct PT {
 inline std::string state_dict(const std::vector<PT>& ts) {
   std::string p = "\x80\x02}(";
   for (const PT& t : ts) {
-    p += str(t.name) + "ctorch._utils\n_rebuild_tensor_v2\n(" + "(" + str("storage") + "ctorch\n" +
-         t.storage_type + "\n" + str(t.key) + str("cpu") + i32(t.numel) + "tQ" + i32(t.offset) +
-         ints(t.shape) + ints(t.stride) + "\x89}tR";
+    p += str(t.name) + "ctorch._utils\n_rebuild_tensor_v2\n(" + "(" + str("storage") + "ctorch\n" + t.storage_type +
+         "\n" + str(t.key) + str("cpu") + i32(t.numel) + "tQ" + i32(t.offset) + ints(t.shape) + ints(t.stride) +
+         "\x89}tR";
   }
   return p + "u.";
 }

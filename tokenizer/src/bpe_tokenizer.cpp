@@ -4,13 +4,13 @@
 // themselves are read by make_tokenizer_json (hf/pipeline.cpp).
 #include <nlohmann/json.hpp>
 
-#include "hf/hf.hpp"
 #include "dir_config.hpp"
 #include "files.hpp"
+#include "hf/hf.hpp"
 #include "loaders.hpp"
-#include "strings.hpp"
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
+#include "strings.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;

@@ -57,8 +57,8 @@ DirConfig read_dir_config(const std::string& dir) {
     c.tokenize_chinese_chars = opt_bool(j, "tokenize_chinese_chars", tc);
     if (auto it = j.find("extra_ids"); it != j.end() && !it->is_null()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxIdGap)
-        throw Error("tokenizer: " + tc + ": field 'extra_ids' must be an integer in [0, " +
-                    std::to_string(kMaxIdGap) + "]");
+        throw Error("tokenizer: " + tc + ": field 'extra_ids' must be an integer in [0, " + std::to_string(kMaxIdGap) +
+                    "]");
       c.extra_ids = it->get<int>();
     }
     if (auto it = j.find("tokenizer_class"); it != j.end() && it->is_string())

@@ -13,8 +13,7 @@ namespace ordo::tokenizer_detail {
 
 struct DirConfig {
   // tokenizer_config.json
-  std::optional<bool> legacy, do_lower_case, add_bos, add_eos, add_prefix_space, strip_accents,
-      tokenize_chinese_chars;
+  std::optional<bool> legacy, do_lower_case, add_bos, add_eos, add_prefix_space, strip_accents, tokenize_chinese_chars;
   std::optional<int> extra_ids;
   std::optional<std::string> tokenizer_class;
   std::optional<std::string> bos_token, eos_token, unk_token, pad_token, cls_token, sep_token, mask_token;

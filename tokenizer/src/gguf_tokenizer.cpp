@@ -50,8 +50,9 @@ std::string llama_proto(const VocabLists& v, const std::string& source) {
   const size_t n = v.tokens.size();
   if (n == 0) throw Error(source + ": tokenizer.ggml.tokens is empty");
   if (v.scores.size() != n || v.types.size() != n)
-    throw Error(source + ": tokenizer.ggml.tokens has " + std::to_string(n) + " entries but tokenizer.ggml.scores has " +
-                std::to_string(v.scores.size()) + " and tokenizer.ggml.token_type " + std::to_string(v.types.size()));
+    throw Error(source + ": tokenizer.ggml.tokens has " + std::to_string(n) +
+                " entries but tokenizer.ggml.scores has " + std::to_string(v.scores.size()) +
+                " and tokenizer.ggml.token_type " + std::to_string(v.types.size()));
   std::string proto;
   for (size_t i = 0; i < n; ++i) {
     const int32_t t = v.types[i];
@@ -83,8 +84,8 @@ std::string llama_proto(const VocabLists& v, const std::string& source) {
   std::string norm;
   bytes_field(norm, 1, "identity");
   int_field(norm, 3, v.add_space_prefix.value_or(true));  // add_dummy_prefix
-  int_field(norm, 4, 0);                                   // remove_extra_whitespaces: Llama's keep them
-  int_field(norm, 5, 1);                                   // escape_whitespaces
+  int_field(norm, 4, 0);                                  // remove_extra_whitespaces: Llama's keep them
+  int_field(norm, 5, 1);                                  // escape_whitespaces
   bytes_field(proto, 3, norm);
   return proto;
 }
@@ -109,16 +110,19 @@ td::DirConfig special_config(const VocabLists& v, const char* model_type, bool a
 }
 
 // GPT-2's byte-level BPE (as bpe_tokenizer.cpp builds it from vocab.json + merges.txt).
-std::unique_ptr<Tokenizer> gpt2_tokenizer(const VocabLists& v, const std::string& source, const TokenizerOptions& opts) {
+std::unique_ptr<Tokenizer> gpt2_tokenizer(const VocabLists& v, const std::string& source,
+                                          const TokenizerOptions& opts) {
   if (v.pre != "gpt-2" && v.pre != "default" && !v.pre.empty())
     throw Error(source + ": tokenizer.ggml.pre is '" + v.pre + "'; ordo reads GPT-2's pre-tokenizer ('gpt-2') only");
   hf::BpeConfig c;
   c.where = source;
   for (size_t i = 0; i < v.tokens.size(); ++i)
     if (!c.vocab.emplace(v.tokens[i], static_cast<int32_t>(i)).second)
-      throw Error(source + ": tokenizer.ggml.tokens[" + std::to_string(i) + "] = '" + v.tokens[i] + "' is listed twice");
+      throw Error(source + ": tokenizer.ggml.tokens[" + std::to_string(i) + "] = '" + v.tokens[i] +
+                  "' is listed twice");
   for (size_t i = 0; i < v.merges.size(); ++i)
-    c.merges.push_back(hf::split_merge_line(v.merges[i], source + ": tokenizer.ggml.merges[" + std::to_string(i) + "]"));
+    c.merges.push_back(
+        hf::split_merge_line(v.merges[i], source + ": tokenizer.ggml.merges[" + std::to_string(i) + "]"));
   hf::PipelineParts p;
   p.source = source;
   p.model = hf::make_bpe_model(std::move(c));

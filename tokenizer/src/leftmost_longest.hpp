@@ -32,12 +32,12 @@ class LeftmostLongest {
   struct State {
     std::vector<std::pair<unsigned char, uint32_t>> next;  // sorted by byte
     uint32_t fail = 0;
-    int32_t out = -1;      // the longest pattern ending here (own or via the failure chain)
-    bool own = false;      // out is this state's own pattern
+    int32_t out = -1;  // the longest pattern ending here (own or via the failure chain)
+    bool own = false;  // out is this state's own pattern
   };
   uint32_t child(uint32_t state, unsigned char b) const;  // kDead when absent
 
-  std::vector<State> states_;  // 0: the start state
+  std::vector<State> states_;         // 0: the start state
   std::array<uint32_t, 256> root_{};  // dense start transitions (0: stay at the start)
   std::vector<size_t> lengths_;
 };

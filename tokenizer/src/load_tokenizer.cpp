@@ -3,9 +3,9 @@
 #include "dir_config.hpp"
 #include "files.hpp"
 #include "loaders.hpp"
+#include "ordo/input.hpp"
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
-#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;

@@ -11,11 +11,11 @@
 #include "dir_config.hpp"
 #include "files.hpp"
 #include "loaders.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "strings.hpp"
 #include "token_ids.hpp"
 #include "utf8.hpp"
-#include "ordo/tensor.hpp"
-#include "ordo/tokenizer.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -74,7 +74,8 @@ MarianTokenizer::MarianTokenizer(const std::string& dir, const TokenizerOptions&
   load_spm(target_, target_path_);
   const std::string vpath = td::join_path(dir, "vocab.json");
   const nlohmann::json j = td::read_json_file(vpath);  // size and nesting limits checked
-  if (!j.is_object() || j.empty()) throw Error("marian tokenizer: " + vpath + " must be a non-empty object of piece -> id");
+  if (!j.is_object() || j.empty())
+    throw Error("marian tokenizer: " + vpath + " must be a non-empty object of piece -> id");
   int64_t max_id = -1;
   for (const auto& [piece, id] : j.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (int64_t{1} << 24))
@@ -104,7 +105,7 @@ MarianTokenizer::MarianTokenizer(const std::string& dir, const TokenizerOptions&
   unk_ = opts.unk_id.value_or(unk_tok_);
   eos_ = opts.eos_id.value_or(cfg.eos_id.value_or(vocab_.at(eos)));
   pad_ = opts.pad_id.value_or(cfg.pad_id.value_or(vocab_.at(pad)));
-  bos_ = opts.bos_id.value_or(-1);  // Marian has no BOS: the decoder starts from pad
+  bos_ = opts.bos_id.value_or(-1);         // Marian has no BOS: the decoder starts from pad
   add_eos_ = opts.add_eos.value_or(true);  // MarianTokenizer always appends </s>; add_eos_token is not its flag
 }
 

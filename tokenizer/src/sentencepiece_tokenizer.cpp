@@ -11,12 +11,12 @@
 #include "files.hpp"
 #include "gguf_tokenizer.hpp"
 #include "loaders.hpp"
+#include "ordo/input.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "strings.hpp"
 #include "token_ids.hpp"
 #include "utf8.hpp"
-#include "ordo/tensor.hpp"
-#include "ordo/tokenizer.hpp"
-#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -53,10 +53,10 @@ class SentencePieceTokenizer final : public Tokenizer {
  private:
   std::vector<std::string> sp_pieces(const std::string& text) const;
   std::string sp_decode(const std::vector<std::string>& pieces) const;
-  std::vector<std::string> hf_tokenize(const std::string& text) const;  // PreTrainedTokenizer.tokenize
+  std::vector<std::string> hf_tokenize(const std::string& text) const;        // PreTrainedTokenizer.tokenize
   std::vector<std::string> hf_inner_tokenize(const std::string& text) const;  // _tokenize
-  std::string tokens_to_string(std::vector<std::string> tokens) const;  // convert_tokens_to_string
-  int32_t resolve(const std::string& token);                              // token string -> id
+  std::string tokens_to_string(std::vector<std::string> tokens) const;        // convert_tokens_to_string
+  int32_t resolve(const std::string& token);                                  // token string -> id
   // The constructor's steps, in order.
   void choose_style(const TokenizerOptions& opts, const td::DirConfig& cfg, int extra_opt);
   void load_model();
@@ -102,10 +102,14 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path, const To
 // Style: explicit option, else what the directory says, else T5 when extra ids are asked for.
 void SentencePieceTokenizer::choose_style(const TokenizerOptions& opts, const td::DirConfig& cfg, int extra_opt) {
   if (opts.sp_style) {
-    if (*opts.sp_style == "llama") style_ = Style::Llama;
-    else if (*opts.sp_style == "t5") style_ = Style::T5;
-    else if (*opts.sp_style == "plain") style_ = Style::Plain;
-    else throw Error("sentencepiece tokenizer: unknown sp_style '" + *opts.sp_style + "' (llama, t5 or plain)");
+    if (*opts.sp_style == "llama")
+      style_ = Style::Llama;
+    else if (*opts.sp_style == "t5")
+      style_ = Style::T5;
+    else if (*opts.sp_style == "plain")
+      style_ = Style::Plain;
+    else
+      throw Error("sentencepiece tokenizer: unknown sp_style '" + *opts.sp_style + "' (llama, t5 or plain)");
     return;
   }
   const std::string mt = cfg.model_type.value_or("");
@@ -200,8 +204,10 @@ SpecialIds SentencePieceTokenizer::collect_specials(const SpecialStrings& sp,
     ids = {sp_.bos_id(), sp_.eos_id(), sp_.unk_id(), sp_.pad_id()};
   }
   for (const auto& s : special_strs_) {
-    if (const auto* t = added_.find(s)) special_ids_.insert(t->id);
-    else if (int id = sp_.PieceToId(s); id >= 0 && sp_.IdToPiece(id) == s) special_ids_.insert(id);
+    if (const auto* t = added_.find(s))
+      special_ids_.insert(t->id);
+    else if (int id = sp_.PieceToId(s); id >= 0 && sp_.IdToPiece(id) == s)
+      special_ids_.insert(id);
   }
   return ids;
 }
@@ -294,8 +300,10 @@ std::vector<int32_t> SentencePieceTokenizer::encode(const std::string& text, boo
     ids.insert(ids.end(), raw.begin(), raw.end());
   } else {
     for (const auto& tok : tokenize(text)) {
-      if (const auto* a = added_.find(tok)) ids.push_back(a->id);
-      else ids.push_back(sp_.PieceToId(tok));
+      if (const auto* a = added_.find(tok))
+        ids.push_back(a->id);
+      else
+        ids.push_back(sp_.PieceToId(tok));
     }
   }
   if (add_special && add_eos_) {

@@ -4,10 +4,10 @@
 // incomplete byte-fallback / byte-level character) is held back until it completes. After a long
 // run of tokens none of which can start a window, the window restarts at the run's last id behind
 // an anchor: an ordinary token decoded in front, so the window's text reads as mid-text, as it is.
-#include "strings.hpp"
-#include "utf8.hpp"
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
+#include "strings.hpp"
+#include "utf8.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -85,7 +85,8 @@ std::string StreamDecoder::window_text(size_t begin, size_t end) const {
 std::optional<std::string> StreamDecoder::decode_window(size_t end, const std::vector<int32_t>& after) const {
   std::vector<int32_t> ids;
   if (anchored_) ids.push_back(anchor_id_);
-  ids.insert(ids.end(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_ids_), ids_.begin() + static_cast<std::ptrdiff_t>(end));
+  ids.insert(ids.end(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_ids_),
+             ids_.begin() + static_cast<std::ptrdiff_t>(end));
   ids.insert(ids.end(), after.begin(), after.end());
   std::string text = tok_.decode(ids, skip_special_);
   if (!anchored_) return text;
@@ -121,7 +122,8 @@ bool StreamDecoder::restart_behind_anchor() {
 
 // ids_[i] shows no text even between two ordinary tokens (SentencePiece's control tokens).
 bool StreamDecoder::shows_nothing(size_t i) const {
-  return anchor_id_ >= 0 && tok_.decode({anchor_id_, ids_[i], anchor_id_}, skip_special_) == anchor_text_ + anchor_join_;
+  return anchor_id_ >= 0 &&
+         tok_.decode({anchor_id_, ids_[i], anchor_id_}, skip_special_) == anchor_text_ + anchor_join_;
 }
 
 // The window's text up to `end`. If the decoder changed the anchor's text, the window goes back to

@@ -1,8 +1,8 @@
 // WordPiece (BERT vocab.txt) as HF's slow BertTokenizer: special-token splitting, BasicTokenizer
 // (clean-up, CJK split, NFC, lowercase + NFD accent stripping, punctuation split; Unicode data from
 // ICU) and greedy longest-match-first WordPiece with "##" continuations.
-#include <unicode/normalizer2.h>
 #include <unicode/locid.h>
+#include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 #include <unicode/ustring.h>
@@ -10,17 +10,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "hf/hf.hpp"
 #include "added_tokens.hpp"
 #include "dir_config.hpp"
 #include "files.hpp"
+#include "hf/hf.hpp"
 #include "loaders.hpp"
+#include "ordo/input.hpp"
+#include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "strings.hpp"
 #include "token_ids.hpp"
 #include "utf8.hpp"
-#include "ordo/tensor.hpp"
-#include "ordo/tokenizer.hpp"
-#include "ordo/input.hpp"
 
 namespace ordo {
 namespace td = tokenizer_detail;
@@ -30,17 +30,18 @@ namespace {
 bool is_control(char32_t c) {  // BertTokenizer _is_control: category C*, except \t \n \r
   if (c == '\t' || c == '\n' || c == '\r') return false;
   switch (u_charType(static_cast<UChar32>(c))) {
-    case U_CONTROL_CHAR: case U_FORMAT_CHAR: case U_SURROGATE: case U_PRIVATE_USE_CHAR: case U_UNASSIGNED:
-      return true;
-    default:
-      return false;
+    case U_CONTROL_CHAR:
+    case U_FORMAT_CHAR:
+    case U_SURROGATE:
+    case U_PRIVATE_USE_CHAR:
+    case U_UNASSIGNED: return true;
+    default: return false;
   }
 }
 
 bool is_whitespace(char32_t c) {  // _is_whitespace: space, \t, \n, \r or category Zs
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR;
 }
-
 
 bool is_chinese_char(char32_t cp) {
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
@@ -75,7 +76,6 @@ std::string py_lower(const std::string& s) {
   u.toUTF8String(out);
   return out;
 }
-
 
 std::vector<std::string> whitespace_split(const std::string& s) {  // Python str.split()
   std::vector<std::string> out;
@@ -153,8 +153,7 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& path, const TokenizerO
     id_to_token_[t.id] = t.content;
     if (t.special) special_strs_.insert(t.content), special_ids_.insert(t.id);
   }
-  const int32_t unk_tok = resolve(unk_token_), sep_tok = resolve(sep), pad_tok = resolve(pad),
-                cls_tok = resolve(cls);
+  const int32_t unk_tok = resolve(unk_token_), sep_tok = resolve(sep), pad_tok = resolve(pad), cls_tok = resolve(cls);
   resolve(mask);
   special_matcher_ = td::LeftmostLongest(std::vector<std::string>(special_strs_.begin(), special_strs_.end()));
   // BERT has no BOS/EOS; [CLS] and [SEP] play those parts for add_special.
@@ -167,8 +166,10 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& path, const TokenizerO
   if (opts.add_bos.value_or(true) && bos_ >= 0) prefix_ = {bos_};
   if (opts.add_eos.value_or(true) && eos_ >= 0) suffix_ = {eos_};
   auto known = [&](int32_t id) { return id >= 0 && id < vocab_size(); };
-  for (int32_t id : prefix_) td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added before the text");
-  for (int32_t id : suffix_) td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added after the text");
+  for (int32_t id : prefix_)
+    td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added before the text");
+  for (int32_t id : suffix_)
+    td::check_emitted_id(id, known(id), "wordpiece tokenizer: " + path + ": the id added after the text");
   td::check_emitted_id(unk_, known(unk_), "wordpiece tokenizer: " + path + ": the unknown-token id");
 }
 
@@ -285,8 +286,10 @@ void WordPieceTokenizer::wordpiece(const std::string& word, std::vector<std::str
       sub.push_back(std::move(cur));
       start = end;
     }
-    if (bad) out.push_back(unk_token_);
-    else out.insert(out.end(), sub.begin(), sub.end());
+    if (bad)
+      out.push_back(unk_token_);
+    else
+      out.insert(out.end(), sub.begin(), sub.end());
   }
 }
 
@@ -320,8 +323,10 @@ std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text_in
       continue;
     }
     for (const auto& tok : basic_tokenize(chunk.text)) {
-      if (special_strs_.count(tok)) out.push_back(tok);
-      else wordpiece(tok, out);
+      if (special_strs_.count(tok))
+        out.push_back(tok);
+      else
+        wordpiece(tok, out);
     }
   }
   return out;
@@ -369,7 +374,8 @@ std::unique_ptr<Tokenizer> td::make_wordpiece(const std::string& vocab_txt, cons
 }
 
 std::unique_ptr<Tokenizer> load_wordpiece(const std::string& vocab_txt, const TokenizerOptions& opts) {
-  return with_ordo_errors("wordpiece tokenizer: " + vocab_txt, [&] { return td::make_wordpiece(vocab_txt, opts, td::DirConfig{}); });
+  return with_ordo_errors("wordpiece tokenizer: " + vocab_txt,
+                          [&] { return td::make_wordpiece(vocab_txt, opts, td::DirConfig{}); });
 }
 
 }  // namespace ordo

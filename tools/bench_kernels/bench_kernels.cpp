@@ -181,8 +181,8 @@ void register_prefill() {
       const std::string s = shape(M, N, K);
       for (Backend be : kBackends)
         for (DType dt : kDTypes)
-          reg("prefill/linear/" + std::string(ordo::backend_name(be)) + "/" + ordo::dtype_name(dt) + "/" + s, M, N,
-              K, dt, false, [be](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
+          reg("prefill/linear/" + std::string(ordo::backend_name(be)) + "/" + ordo::dtype_name(dt) + "/" + s, M, N, K,
+              dt, false, [be](const float* x, int64_t M, int64_t K, const ordo::Linear& w, float* y) {
                 ordo::linear(be, x, M, K, w, y);
               });
       reg("prefill/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, false, onednn_sgemm);
@@ -234,7 +234,8 @@ LayerCaches<E> make_layer(int64_t rows, int64_t hd, uint32_t seed) {
     } else {
       std::vector<float>& rs = kv ? c.vs : c.ks;
       rs.resize(size_t(rows));
-      for (int64_t r = 0; r < rows; ++r) rs[size_t(r)] = ordo::detail::to_i8(src.data() + r * hd, hd, dst.data() + r * hd);
+      for (int64_t r = 0; r < rows; ++r)
+        rs[size_t(r)] = ordo::detail::to_i8(src.data() + r * hd, hd, dst.data() + r * hd);
     }
   }
   return c;
@@ -276,7 +277,8 @@ void attention_step(benchmark::State& state, int64_t seqs, int64_t ctx, bool col
       if (++li == ring.size()) li = 0;
     }
   });
-  state.counters["GB/s"] = benchmark::Counter(double(layer_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(layer_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_attention() {
@@ -285,7 +287,8 @@ void register_attention() {
       const std::string shape_s = "seqs=" + std::to_string(seqs) + "/ctx=128/heads=12/hd=64";
       const std::string kind = cold ? "attention/" : "attention/hot/";
       auto add = [&](const char* dt, void (*f)(benchmark::State&, int64_t, int64_t, bool)) {
-        benchmark::RegisterBenchmark((kind + dt + "/" + shape_s).c_str(), [=](benchmark::State& st) { f(st, seqs, 128, cold); })
+        benchmark::RegisterBenchmark((kind + dt + "/" + shape_s).c_str(),
+                                     [=](benchmark::State& st) { f(st, seqs, 128, cold); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime()
             ->ComputeStatistics("min", min_of);

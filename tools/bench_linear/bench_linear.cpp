@@ -74,13 +74,12 @@ std::unique_ptr<ordo::Tokenizer> tokenizer_from(const std::string& dir, const js
   return ordo::load_tokenizer_json(dir + "/tokenizer.json");
 }
 
-json word_level(json vocab) {
-  return {{"type", "WordLevel"}, {"vocab", std::move(vocab)}, {"unk_token", "<unk>"}};
-}
+json word_level(json vocab) { return {{"type", "WordLevel"}, {"vocab", std::move(vocab)}, {"unk_token", "<unk>"}}; }
 
 json added(int id, const std::string& content, bool lstrip, bool rstrip, bool single_word) {
-  return {{"id", id},         {"content", content},         {"single_word", single_word}, {"lstrip", lstrip},
-          {"rstrip", rstrip}, {"normalized", false},        {"special", true}};
+  return {{"id", id},         {"content", content}, {"single_word", single_word},
+          {"lstrip", lstrip}, {"rstrip", rstrip},   {"normalized", false},
+          {"special", true}};
 }
 
 // The tokenizer classes: added tokens (lstrip, many, loading), Unigram's unknown runs, Split.
@@ -105,9 +104,8 @@ void tokenizer_classes(const std::string& dir, double max_seconds, const std::st
       vocab["tok" + std::to_string(i)] = i + 1;
       toks.push_back(added(i + 1, "tok" + std::to_string(i), false, false, false));
     }
-    auto tok = tokenizer_from(dir, {{"model", word_level(vocab)},
-                                    {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
-                                    {"added_tokens", toks}});
+    auto tok = tokenizer_from(
+        dir, {{"model", word_level(vocab)}, {"pre_tokenizer", {{"type", "WhitespaceSplit"}}}, {"added_tokens", toks}});
     doubling("added-many", "bytes", 16384, 67108864, max_seconds, [&](size_t n) {
       std::string text;
       for (size_t i = 0; text.size() < n; ++i) text += "tok" + std::to_string((i * 7919) % 20000) + " x ";
@@ -123,14 +121,18 @@ void tokenizer_classes(const std::string& dir, double max_seconds, const std::st
       }
       write_file(dir + "/tokenizer.json", json{{"model", word_level(vocab)}, {"added_tokens", toks}}.dump());
       size_t got = 0;
-      const double s = seconds([&] { got = ordo::load_tokenizer_json(dir + "/tokenizer.json")->encode("tok1", false).size(); });
+      const double s =
+          seconds([&] { got = ordo::load_tokenizer_json(dir + "/tokenizer.json")->encode("tok1", false).size(); });
       if (got != 1) throw std::runtime_error("added-load: wrong token count");
       return s;
     });
   }
   if (want("unigram-unknown")) {  // CJK without spaces, no piece covers it: one fused unk run
-    auto tok = tokenizer_from(
-        dir, {{"model", {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.0})})}}}});
+    auto tok =
+        tokenizer_from(dir, {{"model",
+                              {{"type", "Unigram"},
+                               {"unk_id", 0},
+                               {"vocab", json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.0})})}}}});
     doubling("unigram-unknown", "bytes", 16384, 67108864, max_seconds, [&](size_t n) {
       std::string text;
       while (text.size() < n) text += "\xe4\xb8\xad\xe6\x96\x87";  // 中文
@@ -213,8 +215,10 @@ int main(int argc, char** argv) {
   double max_seconds = 2.0;
   std::string only;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--max-seconds=", 14) == 0) max_seconds = std::atof(argv[i] + 14);
-    else if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
+    if (std::strncmp(argv[i], "--max-seconds=", 14) == 0)
+      max_seconds = std::atof(argv[i] + 14);
+    else if (std::strncmp(argv[i], "--only=", 7) == 0)
+      only = argv[i] + 7;
     else {
       std::fprintf(stderr, "usage: ordo_bench_linear [--max-seconds=S] [--only=CLASS]\n");
       return 2;

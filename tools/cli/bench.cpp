@@ -24,10 +24,10 @@
 #include "bench_report.hpp"
 #include "common.hpp"
 #include "ordo/input.hpp"
-#include "progress.hpp"
-#include "usage.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/synthetic.hpp"
+#include "progress.hpp"
+#include "usage.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -139,8 +139,8 @@ struct BenchCommand : Command {
   // roofline time (what it would take at those limits): the roofline fraction is the median of
   // roofline time ÷ time.
   static BenchRow timed_row(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt, double tokens,
-                       const std::vector<double>& times, const std::vector<double>& limits,
-                       const std::vector<double>& roofline_s, const BenchMachine& mach) {
+                            const std::vector<double>& times, const std::vector<double>& limits,
+                            const std::vector<double>& roofline_s, const BenchMachine& mach) {
     BenchRow row;
     row.phase = phase;
     row.ctx = ctx;
@@ -215,7 +215,7 @@ struct BenchCommand : Command {
     for (int r = 0; r < warmup + reps; ++r) {
       const double lim = r >= warmup ? mach.read_probe.gb_s(2) : 0.0;  // paired probes, as for prefill
       if (r >= warmup) peaks.push_back(mach.linear_now(dt, B));
-      for (Sequence& q : seqs) q.truncate(C);                          // back to the prefilled context
+      for (Sequence& q : seqs) q.truncate(C);  // back to the prefilled context
       const StepTimes::Recording recording(r >= warmup ? parts : ignored);
       const auto t0 = Clock::now();
       for (int k = 0; k < steps; ++k) {
@@ -241,8 +241,8 @@ struct BenchCommand : Command {
                                                  (kv == DType::I8 ? 4 : 0));  // + an I8 row's scale
     const double cache_bytes = static_cast<double>(B) * row_bytes * rows_read;
     const double bytes = weight_bytes + cache_bytes;
-    const double flops = 2.0 * static_cast<double>(B) *
-                         static_cast<double>(decoder_linear_params(s) + s.vocab_size * s.d_model);
+    const double flops =
+        2.0 * static_cast<double>(B) * static_cast<double>(decoder_linear_params(s) + s.vocab_size * s.d_model);
     // Each repetition's roofline: the longer of its bytes at the bandwidth and its FLOPs at the
     // kernels' peak, both probed beside it.
     std::vector<double> roofline_s;
@@ -298,9 +298,11 @@ struct BenchCommand : Command {
     validate();
     set_num_threads(threads);
     if (quick) apply_quick();
-    const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"), ctx_lens = int_list(contexts, "--ctx-lengths");
+    const std::vector<int64_t> prompt_lens = int_list(prompts, "--prompts"),
+                               ctx_lens = int_list(contexts, "--ctx-lengths");
     const std::vector<int64_t> batch_sizes = int_list(batches, "--parallel");
-    if (prompt_lens.empty() && ctx_lens.empty()) throw Error("bench: nothing to measure (empty --prompts and --ctx-lengths)");
+    if (prompt_lens.empty() && ctx_lens.empty())
+      throw Error("bench: nothing to measure (empty --prompts and --ctx-lengths)");
     std::vector<Backend> bes;
     for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
     std::vector<DType> dts;
@@ -328,8 +330,9 @@ struct BenchCommand : Command {
       tf.set_kv_dtype(kv);
       const ModelSpec& s = tf.spec();
       if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
-      pg.note("[bench] " + std::string(weight_dtype_name(dt)) + " model ready in " + fixed(seconds_since(tl), 1) + " s (" +
-              fixed(static_cast<double>(decode_weight_bytes(s)) / 1e6, 1) + " MB of weights per decode token)");
+      pg.note("[bench] " + std::string(weight_dtype_name(dt)) + " model ready in " + fixed(seconds_since(tl), 1) +
+              " s (" + fixed(static_cast<double>(decode_weight_bytes(s)) / 1e6, 1) +
+              " MB of weights per decode token)");
       model_json = describe_model(s);
       const int64_t max_pos = s.position.max_positions > 0 ? s.position.max_positions : INT64_MAX;
       for (Backend be : bes) {
@@ -337,7 +340,8 @@ struct BenchCommand : Command {
         for (int64_t B : batch_sizes) {
           for (int64_t T : prompt_lens) {
             if (T > max_pos) {
-              pg.note("[bench] skipping prompt " + std::to_string(T) + ": model max positions " + std::to_string(max_pos));
+              pg.note("[bench] skipping prompt " + std::to_string(T) + ": model max positions " +
+                      std::to_string(max_pos));
               continue;
             }
             pg.step(++k, row_name("prefill", T, B, be, dt));
@@ -367,16 +371,19 @@ struct BenchCommand : Command {
     report.print_summary(rows, ctx_lens);
     if (!json_path.empty())
       report.write_json(json_path, mach, model_json,
-                        {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick},
+                        {{"warmup", warmup},
+                         {"reps", reps},
+                         {"decode_steps", steps},
+                         {"quick", quick},
                          {"kv_dtype", weight_dtype_name(kv)}},
                         rows);
     return 0;
   }
 
   static std::string row_name(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt) {
-  return std::string("rows: ") + phase + " ctx " + std::to_string(ctx) + " batch " + std::to_string(batch) + " " +
-         backend_name(be) + " " + weight_dtype_name(dt);
-}
+    return std::string("rows: ") + phase + " ctx " + std::to_string(ctx) + " batch " + std::to_string(batch) + " " +
+           backend_name(be) + " " + weight_dtype_name(dt);
+  }
 };
 
 }  // namespace

@@ -156,7 +156,9 @@ double LinearProbe::gflop_s(Backend be, int64_t M, double gflop, int reps) const
 }
 
 BenchMachine::BenchMachine(bool q, std::vector<Backend> bes)
-    : read_probe(q ? (size_t(64) << 20) : (size_t(256) << 20)), sgemm_n(q ? 256 : 2048), quick(q),
+    : read_probe(q ? (size_t(64) << 20) : (size_t(256) << 20)),
+      sgemm_n(q ? 256 : 2048),
+      quick(q),
       backends(std::move(bes)) {}
 
 void BenchMachine::measure() {

@@ -43,9 +43,9 @@ std::string speed_comparison(const std::string& what, double tok_s, double base_
   }
   const double slower = 1.0 - tok_s / base_tok_s;  // > 0: slower
   char buf[64];
+  if (std::fabs(slower) <= noise) std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * noise);
   if (std::fabs(slower) <= noise)
-    std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * noise);
-  if (std::fabs(slower) <= noise) return what + ": no measurable difference from " + base + " (within the repetitions' " + buf + " spread)";
+    return what + ": no measurable difference from " + base + " (within the repetitions' " + buf + " spread)";
   std::snprintf(buf, sizeof buf, "%.1f%% %s", 100.0 * std::fabs(slower), slower > 0 ? "slower" : "faster");
   return what + " is " + buf + " than " + base;
 }

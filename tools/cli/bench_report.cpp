@@ -25,8 +25,9 @@ PartsMs parts_ms(const StepTimes& t) {
 }
 nlohmann::json parts_json(const StepTimes& t) {
   const PartsMs p = parts_ms(t);
-  return {{"total", p.total},     {"linears", p.linears}, {"attention", p.attention},
-          {"rope_and_cache", p.rope_and_cache}, {"lm_head", p.lm_head}, {"other", p.other}};
+  return {{"total", p.total},         {"linears", p.linears},
+          {"attention", p.attention}, {"rope_and_cache", p.rope_and_cache},
+          {"lm_head", p.lm_head},     {"other", p.other}};
 }
 
 // Idle OpenMP threads sleep (passive, the CLI's default) or spin. A decode step keeps its threads
@@ -59,16 +60,15 @@ void BenchReport::print_machine(const BenchMachine& mach, DType kv) const {
       out += (out.empty() ? "" : ", ") + it.key() + " " + fixed(it.value().get<double>(), 1);
     return out;
   };
-  std::cout
-      << "machine: read bandwidth " << fixed(mach.read_gb_s, 1) << " GB/s, peak sgemm "
-      << fixed(mach.peak, 1) << " GFLOP/s (" << values(mach.sgemm_by)
-      << "), ordo's linear kernels from cache by dtype and rows " << values(mach.linear_by) << " GFLOP/s, "
-      << num_threads() << " threads, kernels " << kernel_isa() << ", oneDNN " << onednn_isa()
-      << ", OpenMP wait policy " << wait_policy() << ", KV cache " << weight_dtype_name(kv)
-      << " (bandwidth and sgemm: best of before and after, linear kernels: best of the probes beside the "
-      << "repetitions; each row's roofline is the median of its repetitions against the probes run beside "
-      << "them)\n"
-      << std::flush;
+  std::cout << "machine: read bandwidth " << fixed(mach.read_gb_s, 1) << " GB/s, peak sgemm " << fixed(mach.peak, 1)
+            << " GFLOP/s (" << values(mach.sgemm_by) << "), ordo's linear kernels from cache by dtype and rows "
+            << values(mach.linear_by) << " GFLOP/s, " << num_threads() << " threads, kernels " << kernel_isa()
+            << ", oneDNN " << onednn_isa() << ", OpenMP wait policy " << wait_policy() << ", KV cache "
+            << weight_dtype_name(kv)
+            << " (bandwidth and sgemm: best of before and after, linear kernels: best of the probes beside the "
+            << "repetitions; each row's roofline is the median of its repetitions against the probes run beside "
+            << "them)\n"
+            << std::flush;
 }
 
 void BenchReport::write_json(const std::string& path, const BenchMachine& mach, const nlohmann::json& model_json,
@@ -88,30 +88,29 @@ void BenchReport::write_json(const std::string& path, const BenchMachine& mach, 
   for (const BenchRow& r : rows) {
     const bool dec = r.phase == "decode";
     auto decode_only = [&](auto v) { return dec ? nlohmann::json(v) : nlohmann::json(nullptr); };
-    j["results"].push_back(
-        {{"phase", r.phase},
-         {"ctx", r.ctx},
-         {"batch", r.batch},
-         {"step_ms", decode_only(r.seconds_median / steps * 1e3)},
-         {"backend", r.backend},
-         {"dtype", r.dtype},
-         {"tokens_per_s", r.tokens_per_s},
-         {"tokens_per_s_best", r.tokens_per_s_best},
-         {"roofline_fraction", r.roofline_fraction},
-         {"seconds_median", r.seconds_median},
-         {"seconds_min", r.seconds_min},
-         {"ttft_ms", dec ? nlohmann::json(nullptr) : nlohmann::json(r.ttft_ms)},
-         {"achieved", dec ? r.gb_s : r.gflop_s},
-         {"achieved_unit", dec ? "GB/s" : "GFLOP/s"},
-         {"limit", r.limit},
-         {"peak_rss_mib", r.peak_rss_mib},
-         {"step_parts_ms", dec ? parts_json(r.parts) : nlohmann::json(nullptr)},
-         {"bytes_per_step", decode_only(r.bytes_per_step)},
-         {"cache_bytes_per_step", decode_only(r.cache_bytes_per_step)},
-         {"flops_per_step", decode_only(r.flops_per_step)},
-         {"gflop_s", r.gflop_s},
-         {"arith_fraction", decode_only(r.arith_fraction)},
-         {"bound", decode_only(r.bound)}});
+    j["results"].push_back({{"phase", r.phase},
+                            {"ctx", r.ctx},
+                            {"batch", r.batch},
+                            {"step_ms", decode_only(r.seconds_median / steps * 1e3)},
+                            {"backend", r.backend},
+                            {"dtype", r.dtype},
+                            {"tokens_per_s", r.tokens_per_s},
+                            {"tokens_per_s_best", r.tokens_per_s_best},
+                            {"roofline_fraction", r.roofline_fraction},
+                            {"seconds_median", r.seconds_median},
+                            {"seconds_min", r.seconds_min},
+                            {"ttft_ms", dec ? nlohmann::json(nullptr) : nlohmann::json(r.ttft_ms)},
+                            {"achieved", dec ? r.gb_s : r.gflop_s},
+                            {"achieved_unit", dec ? "GB/s" : "GFLOP/s"},
+                            {"limit", r.limit},
+                            {"peak_rss_mib", r.peak_rss_mib},
+                            {"step_parts_ms", dec ? parts_json(r.parts) : nlohmann::json(nullptr)},
+                            {"bytes_per_step", decode_only(r.bytes_per_step)},
+                            {"cache_bytes_per_step", decode_only(r.cache_bytes_per_step)},
+                            {"flops_per_step", decode_only(r.flops_per_step)},
+                            {"gflop_s", r.gflop_s},
+                            {"arith_fraction", decode_only(r.arith_fraction)},
+                            {"bound", decode_only(r.bound)}});
   }
   write_file_atomic(path, j.dump(2) + "\n");
 }
@@ -121,9 +120,10 @@ void BenchReport::print_trust(double load_before) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const std::string machine = machine_busy = busy_reason(0, load, cores);
   if (!machine.empty())
-    std::printf("warning: the machine was busy (%s): the speeds and roofline fractions above do not mean much; "
-                "run again on an idle machine\n",
-                machine.c_str());
+    std::printf(
+        "warning: the machine was busy (%s): the speeds and roofline fractions above do not mean much; "
+        "run again on an idle machine\n",
+        machine.c_str());
   if (!noisy_rows.empty()) {
     std::string list;
     for (const std::string& n : noisy_rows) list += (list.empty() ? "" : ", ") + n;
@@ -131,15 +131,16 @@ void BenchReport::print_trust(double load_before) {
                 noisy_rows.size(), 100.0 * kNoisySpread, list.c_str());
   }
   if (over_roofline)
-    std::printf("warning: a roofline fraction over 100%% is a measurement problem (the limit probes beside the "
-                "repetitions ran slower than the model did, e.g. on a busy machine), not a speed\n");
+    std::printf(
+        "warning: a roofline fraction over 100%% is a measurement problem (the limit probes beside the "
+        "repetitions ran slower than the model did, e.g. on a busy machine), not a speed\n");
 }
 
 void BenchReport::print_row(const BenchRow& r) {
   if (!header_done) {
-    std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %-10s %12s %12s %6s %9s %9s\n", "phase", "ctx",
-                "batch", "backend", "dtype", "tok/s(med)", "tok/s(best)", "roofline", "bound", "achieved",
-                "limit", "arith", "ttft_ms", "rss_MiB");
+    std::printf("%-8s %6s %5s %-9s %-5s %11s %11s %9s %-10s %12s %12s %6s %9s %9s\n", "phase", "ctx", "batch",
+                "backend", "dtype", "tok/s(med)", "tok/s(best)", "roofline", "bound", "achieved", "limit", "arith",
+                "ttft_ms", "rss_MiB");
     header_done = true;
   }
   const bool dec = r.phase == "decode";
@@ -153,11 +154,10 @@ void BenchReport::print_row(const BenchRow& r) {
   const std::string roof = r.roofline_fraction > 1.0 ? "over 100?" : fixed(100.0 * r.roofline_fraction, 1) + "%";
   over_roofline = over_roofline || r.roofline_fraction > 1.0;
   if (!busy_reason(r.spread, 0, 0).empty()) noisy_rows.push_back(r.phase + " ctx " + std::to_string(r.ctx));
-  std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %9s %-10s %12s %12s %6s %9s %9.0f\n",
-              r.phase.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
-              r.backend.c_str(), r.dtype.c_str(), r.tokens_per_s, r.tokens_per_s_best,
-              roof.c_str(), dec ? r.bound.c_str() : "arithmetic", ach.c_str(), lim.c_str(),
-              arith.c_str(), dec ? "-" : fixed(r.ttft_ms, 1).c_str(), r.peak_rss_mib);
+  std::printf("%-8s %6lld %5lld %-9s %-5s %11.2f %11.2f %9s %-10s %12s %12s %6s %9s %9.0f\n", r.phase.c_str(),
+              static_cast<long long>(r.ctx), static_cast<long long>(r.batch), r.backend.c_str(), r.dtype.c_str(),
+              r.tokens_per_s, r.tokens_per_s_best, roof.c_str(), dec ? r.bound.c_str() : "arithmetic", ach.c_str(),
+              lim.c_str(), arith.c_str(), dec ? "-" : fixed(r.ttft_ms, 1).c_str(), r.peak_rss_mib);
   std::fflush(stdout);
 }
 
@@ -202,24 +202,26 @@ void BenchReport::print_summary(const std::vector<BenchRow>& rows, const std::ve
                       r.dtype.c_str(), machine_busy.c_str());
         else
           std::printf("%s %s: decode at ctx %lld is %.2fx f32 (%.2fx per unit of probed bandwidth)\n",
-                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0),
-                      r.tokens_per_s / f->tokens_per_s, r.tokens_per_limit / f->tokens_per_limit);
+                      r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(c0), r.tokens_per_s / f->tokens_per_s,
+                      r.tokens_per_limit / f->tokens_per_limit);
       }
   }
   for (const BenchRow& r : rows) {
     if (r.phase != "decode" || r.batch == 1) continue;
     if (const BenchRow* one = find(r.backend, r.dtype, r.ctx, 1)) {
-      std::printf("%s %s: decode at ctx %lld, %lld sequences: %.2fx the aggregate tok/s of one (%.2fx per unit of "
-                  "probed bandwidth), %.1f ms per step against %.1f",
-                  r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
-                  r.tokens_per_s / one->tokens_per_s, r.tokens_per_limit / one->tokens_per_limit,
-                  r.seconds_median / steps * 1e3, one->seconds_median / steps * 1e3);
+      std::printf(
+          "%s %s: decode at ctx %lld, %lld sequences: %.2fx the aggregate tok/s of one (%.2fx per unit of "
+          "probed bandwidth), %.1f ms per step against %.1f",
+          r.backend.c_str(), r.dtype.c_str(), static_cast<long long>(r.ctx), static_cast<long long>(r.batch),
+          r.tokens_per_s / one->tokens_per_s, r.tokens_per_limit / one->tokens_per_limit,
+          r.seconds_median / steps * 1e3, one->seconds_median / steps * 1e3);
       if (r.parts.steps > 0 && one->parts.steps > 0) {  // which parts the extra sequences cost
         const PartsMs a = parts_ms(r.parts), b = parts_ms(one->parts);
-        std::printf("; mean step parts against one sequence: linears %+.1f ms, attention %+.1f, rope and cache "
-                    "writes %+.1f, lm_head %+.1f, other %+.1f",
-                    a.linears - b.linears, a.attention - b.attention, a.rope_and_cache - b.rope_and_cache,
-                    a.lm_head - b.lm_head, a.other - b.other);
+        std::printf(
+            "; mean step parts against one sequence: linears %+.1f ms, attention %+.1f, rope and cache "
+            "writes %+.1f, lm_head %+.1f, other %+.1f",
+            a.linears - b.linears, a.attention - b.attention, a.rope_and_cache - b.rope_and_cache,
+            a.lm_head - b.lm_head, a.other - b.other);
       }
       // What holds the batched step: its bytes (weights once, every sequence's cache) at the
       // probed bandwidth, or its linear FLOPs at the kernels' peak from cache.

@@ -16,10 +16,10 @@ struct BenchRow {
   int64_t ctx = 0;
   int64_t batch = 1;  // sequences in flight; tokens_per_s is their aggregate
   double tokens_per_s = 0, tokens_per_s_best = 0, roofline_fraction = 0, seconds_median = 0, seconds_min = 0;
-  double limit = 0;  // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
+  double limit = 0;             // median of the limit probes run beside each repetition (GB/s or GFLOP/s)
   double tokens_per_limit = 0;  // median of tokens/s ÷ limit per repetition: speed with the machine's drift divided out
   double ttft_ms = 0, peak_rss_mib = 0, gflop_s = 0, gb_s = 0;  // peak RSS: since this dtype's model was built
-  double spread = 0;  // slowest repetition ÷ fastest − 1 (bench_noise.hpp)
+  double spread = 0;                                            // slowest repetition ÷ fastest − 1 (bench_noise.hpp)
   // Decode, per step: bytes read (weights + caches), of them the caches', and the linear kernels'
   // FLOPs; their achieved FLOP/s against the dtype's kernel peak; which limit is the nearer.
   double bytes_per_step = 0, cache_bytes_per_step = 0, flops_per_step = 0, arith_fraction = 0;

@@ -39,10 +39,14 @@ class CairoCanvas : public Canvas {
     set_color(cr, s.color);
     cairo_set_line_width(cr, s.width);
     static const double d1[] = {7, 4}, d2[] = {2, 3}, d3[] = {8, 3, 2, 3};
-    if (s.dash == 1) cairo_set_dash(cr, d1, 2, 0);
-    else if (s.dash == 2) cairo_set_dash(cr, d2, 2, 0);
-    else if (s.dash == 3) cairo_set_dash(cr, d3, 4, 0);
-    else cairo_set_dash(cr, nullptr, 0, 0);
+    if (s.dash == 1)
+      cairo_set_dash(cr, d1, 2, 0);
+    else if (s.dash == 2)
+      cairo_set_dash(cr, d2, 2, 0);
+    else if (s.dash == 3)
+      cairo_set_dash(cr, d3, 4, 0);
+    else
+      cairo_set_dash(cr, nullptr, 0, 0);
     cairo_stroke(cr);
     cairo_set_dash(cr, nullptr, 0, 0);
   }
@@ -62,8 +66,10 @@ class CairoCanvas : public Canvas {
     cairo_rectangle(cr, x, y, w, h);
     if (fill != "none") {
       set_color(cr, fill);
-      if (st != "none") cairo_fill_preserve(cr);
-      else cairo_fill(cr);
+      if (st != "none")
+        cairo_fill_preserve(cr);
+      else
+        cairo_fill(cr);
     }
     if (st != "none") stroke({st, 1, 0});
   }

@@ -2,19 +2,18 @@
 #include "common.hpp"
 
 #include "ordo/input.hpp"
-#include "usage.hpp"
 #include "ordo/quantize.hpp"
 #include "ordo/version.hpp"
+#include "usage.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <iostream>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,7 +24,8 @@ namespace fs = std::filesystem;
 namespace ordo::cli {
 
 void ModelArgs::add(CLI::App* app, bool with_position) {
-  app->add_option("-m,--model", dir, "Model directory (config.json, model.safetensors, tokenizer); default: bundled stories260K");
+  app->add_option("-m,--model", dir,
+                  "Model directory (config.json, model.safetensors, tokenizer); default: bundled stories260K");
   app->add_option("--backend", backend, "GEMM backend: openblas or onednn")
       ->capture_default_str()
       ->check(CLI::IsMember({"openblas", "onednn"}, CLI::ignore_case));
@@ -178,7 +178,9 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-std::string read_input_text(const std::string& path) { return read_input_file(path, kMaxInputTextBytes, "an input file"); }
+std::string read_input_text(const std::string& path) {
+  return read_input_file(path, kMaxInputTextBytes, "an input file");
+}
 
 void check_flag_range(const char* flag, double v, double lo, double hi) {
   if (!(v >= lo && v <= hi)) {
@@ -191,7 +193,9 @@ void check_flag_range(const char* flag, double v, double lo, double hi) {
 CliApp::CliApp() {
   app.name("ordo");
   app.set_version_flag("--version", ordo::version());
-  app.footer("ordo help CMD (or ordo CMD --help) for the flags of one command. Exit codes: 0 ok, 2 usage error, 1 runtime error.");
+  app.footer(
+      "ordo help CMD (or ordo CMD --help) for the flags of one command. Exit codes: 0 ok, 2 usage error, 1 runtime "
+      "error.");
   app.require_subcommand(1);
   commands.push_back(make_run());
   commands.push_back(make_tokenize());
@@ -210,7 +214,7 @@ CliApp::CliApp() {
 Command* CliApp::parse(int argc, const char* const* argv) {
   std::vector<std::string> args = rewrite_args(app, argc, argv);
   if (!args.empty()) args.erase(args.begin());  // the program name
-  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+  std::reverse(args.begin(), args.end());       // CLI11 takes the arguments last first
   app.parse(args);
   for (size_t i = 0; i < commands.size(); ++i)
     if (subs[i]->parsed()) return commands[i].get();

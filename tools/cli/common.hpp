@@ -23,9 +23,9 @@ struct ModelArgs {
   int threads = 0;
   std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
   std::string kv_dtype = "f32";
-  int64_t max_context = 0;  // -c/--ctx-size (0: the model's default limit)
-  CLI::Option* factor_opt = nullptr;  // --factor was given (any value, even 0, must be checked)
-  std::string self_extend;  // --self-extend G,W
+  int64_t max_context = 0;               // -c/--ctx-size (0: the model's default limit)
+  CLI::Option* factor_opt = nullptr;     // --factor was given (any value, even 0, must be checked)
+  std::string self_extend;               // --self-extend G,W
   std::optional<int64_t> sinks, window;  // --sinks K --window N
   bool allow_nonfinite = false;          // --allow-nonfinite: NaN/Inf weights warned about, not refused
 

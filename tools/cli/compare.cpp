@@ -49,29 +49,24 @@ struct CompareCommand : Command {
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand(
-        "compare",
-        "Position schemes side by side: word order, permutation probe, length, attention by distance");
-    c->add_option("-m,--model", dirs,
-                  "Extra model directory (repeatable); the zoo is included unless --no-zoo");
+        "compare", "Position schemes side by side: word order, permutation probe, length, attention by distance");
+    c->add_option("-m,--model", dirs, "Extra model directory (repeatable); the zoo is included unless --no-zoo");
     c->add_option("--position", positions,
                   "Ablation (repeatable): for every -m model, also run it with this position scheme");
-    c->add_option(
-        "--zoo", zoo,
-        "Zoo directory (default: ORDO_ZOO_DIR, the installed share/ordo/models/zoo, the source tree's)");
+    c->add_option("--zoo", zoo,
+                  "Zoo directory (default: ORDO_ZOO_DIR, the installed share/ordo/models/zoo, the source tree's)");
     c->add_flag("--no-zoo", no_zoo, "Only the -m models");
     c->add_option("--text", text_file,
                   "Held-out text for word-order pairs, perplexity and attention (default: ZOO/heldout.txt)")
         ->check(CLI::ExistingFile);
-    c->add_option(
-         "--pairs", pairs_file,
-         "Word-order pairs, JSONL {\"original\": ..., \"swapped\": ...} (default: built from --text)")
+    c->add_option("--pairs", pairs_file,
+                  "Word-order pairs, JSONL {\"original\": ..., \"swapped\": ...} (default: built from --text)")
         ->check(CLI::ExistingFile);
     c->add_option("--max-pairs", ps.max_pairs, "Pairs built from the text at most (default 200; --quick 8)");
     c->add_option("--ctx-multiples", multiples_list,
                   "Context lengths as multiples of the trained length (default 1,2,4,8,16; --quick 1,2)");
     add_alias(c, "--multiples", multiples_list, "--ctx-multiples");
-    c->add_option("--ctx-base", ps.ctx_base,
-                  "Length the multiples multiply (default: each model's trained length)");
+    c->add_option("--ctx-base", ps.ctx_base, "Length the multiples multiply (default: each model's trained length)");
     c->add_option("--probe-tokens", ps.probe_tokens,
                   "Tokens in the permutation probe (default min(64, trained); --quick 16)");
     c->add_option("--attn-windows", ps.attn_windows,

@@ -49,7 +49,9 @@ json length_groups(const json& results) {
     const json& first = g.rows[0]->at("points");
     for (size_t j = 0; j < first.size(); ++j) {
       const std::vector<double> ppl = values_at(g, ptr("/points/" + std::to_string(j) + "/ppl"));
-      head["points"].push_back({{"multiple", first[j]["multiple"]}, {"ctx", first[j]["ctx"]}, {"n", ppl.size()},
+      head["points"].push_back({{"multiple", first[j]["multiple"]},
+                                {"ctx", first[j]["ctx"]},
+                                {"n", ppl.size()},
                                 {"ppl", interval_json(ppl)}});
     }
     out.push_back(head);
@@ -95,8 +97,8 @@ void print_seed_groups(const json& doc, const std::string& section, std::ostream
       o << column(group_name(g), lw) << column(g["seeds"], 6) << column(pm(g["rel_error"]), 24)
         << column(pm(g["max_abs_error"]), 24) << "\n";
   } else if (section == "length") {
-    o << "\n== length by kind, scheme and method: perplexity, " << kOverSeeds << "\n" << column("group", lw)
-      << column("seeds", 6);
+    o << "\n== length by kind, scheme and method: perplexity, " << kOverSeeds << "\n"
+      << column("group", lw) << column("seeds", 6);
     for (const json& k : doc["settings"]["multiples"]) o << column(k.dump() + "x", 20);
     o << "\n";
     for (const json& g : groups) {
@@ -105,8 +107,8 @@ void print_seed_groups(const json& doc, const std::string& section, std::ostream
       o << "\n";
     }
   } else if (section == "attention") {
-    o << "\n== attention by kind and scheme: mean weight by distance, " << kOverSeeds << "\n" << column("group", lw)
-      << column("seeds", 6);
+    o << "\n== attention by kind and scheme: mean weight by distance, " << kOverSeeds << "\n"
+      << column("group", lw) << column("seeds", 6);
     for (const json& b : doc["attention"]["buckets"]) o << column(b["label"], 22);
     o << "\n";
     for (const json& g : groups) {
@@ -132,7 +134,8 @@ void html_length_chart(const json& groups, std::ostream& h) {
     }
     (g["method"] == "none" ? plain : scaled).push_back(s);
   }
-  ChartOptions co = perplexity_chart(trained, "perplexity vs context length by scheme, no scaling (mean over seeds, 95% interval)");
+  ChartOptions co =
+      perplexity_chart(trained, "perplexity vs context length by scheme, no scaling (mean over seeds, 95% interval)");
   h << svg_line_chart(plain, co);
   if (!scaled.empty()) {
     co.title = "perplexity vs context length by scheme, with scaling (mean over seeds, 95% interval)";
@@ -188,7 +191,6 @@ void html_seed_groups(const json& doc, const std::string& section, std::ostream&
   }
   if (length) html_length_chart(groups, h);
 }
-
 
 // word_order["groups"]: per (kind, scheme), accuracy and mean margin as mean ± 95% interval over
 // seeds, and each pair's margin averaged over the seeds as mean ± interval over pairs;

@@ -157,7 +157,8 @@ void html_word_order_pairs(const json& doc, std::ostream& h) {
 }
 
 void html_word_order(const json& doc, std::ostream& h) {
-  h << "<a id=\"word-order\"></a><h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is right when "
+  h << "<a id=\"word-order\"></a><h2>Word order</h2>\n<p>Each pair differs only in the order of two words; a model is "
+       "right when "
        "the original has the higher score (ties count half): pseudo-log-likelihood for masked-LM encoders, "
        "total log-probability otherwise. Margin: mean score(original) − score(swapped), nats; a tie is a margin "
        "within float rounding, counted as 0.</p>\n";
@@ -174,7 +175,8 @@ void html_word_order(const json& doc, std::ostream& h) {
 }
 
 void html_permutation(const json& doc, std::ostream& h) {
-  h << "<a id=\"permutation\"></a><h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a token sequence and on "
+  h << "<a id=\"permutation\"></a><h2>Permutation probe</h2>\n<p>The stack run bidirectionally (no causal mask) on a "
+       "token sequence and on "
        "a fixed permutation of it; error = max |h(perm x) − perm h(x)| over the final hidden states, relative = "
        "error / max |h|. Without positions attention is permutation-equivariant, so the error is rounding "
        "only.</p>\n";
@@ -189,15 +191,16 @@ void html_permutation(const json& doc, std::ostream& h) {
   }
   h << "<h3>Every model</h3>\n<table><tr><th>model</th><th>scheme</th><th>tokens</th><th>max abs error</th>"
        "<th>relative</th><th>max |h|</th><th></th></tr>\n";
-  const std::vector<Bar> bars =
-      html_result_rows(doc, "permutation", {"tokens"}, {"max_abs_error", "rel_error", "max_abs_hidden"}, "rel_error", h);
+  const std::vector<Bar> bars = html_result_rows(doc, "permutation", {"tokens"},
+                                                 {"max_abs_error", "rel_error", "max_abs_hidden"}, "rel_error", h);
   co.title = "permutation probe: relative error per model (one run each)";
   h << svg_bar_chart(bars, co);
 }
 
 void html_length(const json& doc, std::ostream& h) {
   const json& multiples = doc["settings"]["multiples"];
-  h << "<a id=\"length\"></a><h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the trained length "
+  h << "<a id=\"length\"></a><h2>Length</h2>\n<p>Perplexity of the held-out text in non-overlapping windows of k × the "
+       "trained length "
        "(the text is cut to a whole number of the longest windows, so every length scores the same tokens). Rows "
        "with a method apply that long-context scaling with factor k; n/a rows show why.</p>\n";
   html_seed_groups(doc, "length", h);
@@ -247,7 +250,8 @@ void html_length(const json& doc, std::ostream& h) {
 
 void html_attention(const json& doc, std::ostream& h) {
   const json& a = doc["attention"];
-  h << "<a id=\"attention\"></a><h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained length, over all "
+  h << "<a id=\"attention\"></a><h2>Attention by distance</h2>\n<p>Attention probabilities on windows of the trained "
+       "length, over all "
        "layers, heads and queries, grouped by query−key distance (tokens). Mean weight: average probability of one "
        "key at that distance; mass: average share of a query's attention that falls in the bucket.</p>\n";
   ChartOptions co;
@@ -368,10 +372,12 @@ void html_test_table(const json& doc, const std::string& ptr, std::ostream& h, c
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2g", adj[i]);
     row << "<tr>"
-        << (label ? text_cell(label(t)) : t.contains("kind") ? text_cell(t["kind"].get<std::string>()) : std::string())
-        << "<td>"
-        << scheme_label(t["a"].get<std::string>()) << "</td><td>" << scheme_label(t["b"].get<std::string>())
-        << "</td>" << cell(doc, pp + "/n") << diff_cell(doc, pp) << tagged(doc, pp + "/t", "%.3g") << tagged(doc, pp + "/p", "%.2g") << "<td>" << (std::isfinite(adj[i]) ? buf : "n/a") << "</td><td>"
+        << (label                ? text_cell(label(t))
+            : t.contains("kind") ? text_cell(t["kind"].get<std::string>())
+                                 : std::string())
+        << "<td>" << scheme_label(t["a"].get<std::string>()) << "</td><td>" << scheme_label(t["b"].get<std::string>())
+        << "</td>" << cell(doc, pp + "/n") << diff_cell(doc, pp) << tagged(doc, pp + "/t", "%.3g")
+        << tagged(doc, pp + "/p", "%.2g") << "<td>" << (std::isfinite(adj[i]) ? buf : "n/a") << "</td><td>"
         << (sig ? "<b>differ</b>" : "no detectable difference") << "</td></tr>\n";
     if (sig || t["a"] == base || t["b"] == base)
       shown << row.str(), ++n_shown;
@@ -384,10 +390,12 @@ void html_test_table(const json& doc, const std::string& ptr, std::ostream& h, c
                            "<th>a</th><th>b</th><th>n</th><th>mean a − b (95% interval)</th><th>t</th><th>p</th>"
                            "<th>p (Holm)</th><th>verdict (5%)</th></tr>\n";
   h << "<p>Shown: the " << n_shown << " comparisons that differ or involve the baseline <b>" << html_escape(base)
-    << "</b>.</p>\n" << head << shown.str() << "</table>\n";
+    << "</b>.</p>\n"
+    << head << shown.str() << "</table>\n";
   if (n_shown < tests.size())
     h << "<details><summary>the other " << tests.size() - n_shown << " comparisons (no detectable difference)"
-      << "</summary>\n" << head << rest.str() << "</table></details>\n";
+      << "</summary>\n"
+      << head << rest.str() << "</table></details>\n";
 }
 
 std::string render_compare_html(const json& doc) {

@@ -23,7 +23,8 @@ std::string compare_zoo_dir(const std::string& zoo_flag) {
   return ORDO_ZOO_DIR;
 }
 
-std::vector<CompareEntry> collect_entries(bool no_zoo, const std::string& zoo_flag, const std::vector<std::string>& dirs,
+std::vector<CompareEntry> collect_entries(bool no_zoo, const std::string& zoo_flag,
+                                          const std::vector<std::string>& dirs,
                                           const std::vector<std::string>& positions, std::string& zdir) {
   std::vector<CompareEntry> entries;
   if (!no_zoo) {

@@ -21,7 +21,8 @@ std::string compare_zoo_dir(const std::string& zoo_flag);
 
 // The zoo's models (unless no_zoo; zdir gets the zoo directory), then every -m DIR and, per DIR, one
 // ablation entry per --position NAME. Error when there is nothing to compare.
-std::vector<CompareEntry> collect_entries(bool no_zoo, const std::string& zoo_flag, const std::vector<std::string>& dirs,
+std::vector<CompareEntry> collect_entries(bool no_zoo, const std::string& zoo_flag,
+                                          const std::vector<std::string>& dirs,
                                           const std::vector<std::string>& positions, std::string& zdir);
 
 // The model of an entry; without a usable tokenizer it loads without one (probes that need text

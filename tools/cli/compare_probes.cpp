@@ -50,8 +50,11 @@ json word_order_result(const Subject& s, const std::vector<probes::WordPair>& pa
     r["mean_margin"] = r6(w.mean_margin);
     r["scores"] = json::array();
     for (const probes::PairScore& p : w.pairs)
-      r["scores"].push_back({{"original", r6(p.original)}, {"swapped", r6(p.swapped)}, {"margin", r6(p.margin)},
-                             {"tie", p.tie}, {"same_tokens", p.same_tokens}});
+      r["scores"].push_back({{"original", r6(p.original)},
+                             {"swapped", r6(p.swapped)},
+                             {"margin", r6(p.margin)},
+                             {"tie", p.tie},
+                             {"same_tokens", p.same_tokens}});
   } catch (const Error& err) {  // e.g. a sentence longer than a learned table
     r["error"] = err.what();
     pg.note("[" + s.entry.label + "] word order: " + err.what());
@@ -61,8 +64,8 @@ json word_order_result(const Subject& s, const std::vector<probes::WordPair>& pa
 
 json permutation_result(const ProbeSettings& ps, const Subject& s) {
   const int64_t P = ps.probe_tokens > 0 ? ps.probe_tokens
-                    : ps.quick            ? std::min<int64_t>(16, s.trained)
-                                          : std::min<int64_t>(64, s.trained);
+                    : ps.quick          ? std::min<int64_t>(16, s.trained)
+                                        : std::min<int64_t>(64, s.trained);
   json r = s.row({{"tokens", P}});
   try {
     const probes::PermutationResult p = probes::permutation(
@@ -91,11 +94,11 @@ void length_results(const ProbeSettings& ps, const Subject& s, const std::vector
     pg.note("[" + s.entry.label + "] length: " + label + " on " + std::to_string(ids.size()) + " tokens");
     std::vector<probes::LengthPoint> points;
     if (s.model.has_tokenizer()) {
-      points = probes::length(s.model, ids, meth, multiples, s.base, s.trained,
-                              [&](const probes::LengthPoint& pt, int64_t done, int64_t total) {
-                                pg.show("[", label, "] ", pt.multiple, "x (", pt.ctx, " tokens): window ", done, "/",
-                                        total);
-                              });
+      points =
+          probes::length(s.model, ids, meth, multiples, s.base, s.trained,
+                         [&](const probes::LengthPoint& pt, int64_t done, int64_t total) {
+                           pg.show("[", label, "] ", pt.multiple, "x (", pt.ctx, " tokens): window ", done, "/", total);
+                         });
       pg.clear();
     } else {
       for (int64_t k : multiples) {
@@ -107,8 +110,9 @@ void length_results(const ProbeSettings& ps, const Subject& s, const std::vector
       }
     }
     for (const probes::LengthPoint& pt : points) {
-      json j = {{"multiple", pt.multiple}, {"ctx", pt.ctx}, {"factor", r6(pt.factor)},
-                {"windows", pt.windows},   {"tokens", pt.tokens}, {"ppl", pt.error.empty() ? num_or_null(pt.ppl) : json(nullptr)}};
+      json j = {{"multiple", pt.multiple}, {"ctx", pt.ctx},
+                {"factor", r6(pt.factor)}, {"windows", pt.windows},
+                {"tokens", pt.tokens},     {"ppl", pt.error.empty() ? num_or_null(pt.ppl) : json(nullptr)}};
       if (!pt.error.empty()) j["error"] = pt.error;
       row["points"].push_back(j);
     }
@@ -145,7 +149,6 @@ json attention_result(const ProbeSettings& ps, const Subject& s, const std::vect
   }
 }
 
-
 }  // namespace
 
 bool ProbeSettings::want(const std::string& task) const {
@@ -153,8 +156,8 @@ bool ProbeSettings::want(const std::string& task) const {
 }
 
 void probe_entry(const ProbeSettings& ps, const CompareEntry& e, const ModelOptions& opts, const std::string& text,
-                 const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples,
-                 const Progress& pg, json& doc, ProbeResults& r) {
+                 const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples, const Progress& pg,
+                 json& doc, ProbeResults& r) {
   pg.note("[" + e.label + "] loading " + e.dir + (e.position.empty() ? "" : " with --position " + e.position));
   std::string tok_error;
   Model m = load_entry(e, opts, tok_error);
@@ -188,6 +191,5 @@ void probe_entry(const ProbeSettings& ps, const CompareEntry& e, const ModelOpti
     r.attention.push_back(attention_result(ps, s, bk, pg));
   }
 }
-
 
 }  // namespace ordo::cli

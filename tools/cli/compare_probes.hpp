@@ -30,7 +30,7 @@ struct ProbeResults {
 
 // Loads one entry, adds its description to doc["models"] and its rows to r.
 void probe_entry(const ProbeSettings& ps, const CompareEntry& e, const ModelOptions& opts, const std::string& text,
-                 const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples,
-                 const Progress& pg, nlohmann::json& doc, ProbeResults& r);
+                 const std::vector<probes::WordPair>& pairs, const std::vector<int64_t>& multiples, const Progress& pg,
+                 nlohmann::json& doc, ProbeResults& r);
 
 }  // namespace ordo::cli

@@ -40,8 +40,7 @@ void summary_word_order(const json& doc, std::ostream& h) {
   const json& wo = doc["word_order"];
   h << "<h3>Word order</h3>\n";
   if (wo["groups"].empty()) {
-    h << "<p>Accuracy on " << wo["pairs"].size()
-      << " pairs, one run per model (no seeds, so no interval): ";
+    h << "<p>Accuracy on " << wo["pairs"].size() << " pairs, one run per model (no seeds, so no interval): ";
     bool first = true;
     for (const json& r : wo["results"]) {
       h << (first ? "" : "; ") << html_escape(r["model"].get<std::string>()) << " ";

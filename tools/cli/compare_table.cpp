@@ -20,9 +20,8 @@ void print_word_order_groups(const json& wo, std::ostream& o) {
     << column("kind", 6) << column("scheme", 12) << column("seeds", 6) << column("accuracy", 22)
     << column("mean margin", 24) << column("item margin", 24) << "\n";
   for (const json& g : wo["groups"])
-    o << column(g["kind"], 6) << column(g["scheme"], 12) << column(g["seeds"], 6)
-      << column(pm(g["accuracy"]), 22) << column(pm(g["mean_margin"]), 24) << column(pm(g["item_margin"]), 24)
-      << "\n";
+    o << column(g["kind"], 6) << column(g["scheme"], 12) << column(g["seeds"], 6) << column(pm(g["accuracy"]), 22)
+      << column(pm(g["mean_margin"]), 24) << column(pm(g["item_margin"]), 24) << "\n";
   if (wo["tests"].empty()) return;
   o << "\n== word order, paired t-tests on per-pair margins averaged over seeds (two-sided)\n"
     << column("kind", 6) << column("a", 12) << column("b", 12) << column("pairs", 6) << column("mean a-b", 12)
@@ -52,8 +51,7 @@ void print_word_order_pairs(const json& wo, int lw, std::ostream& o) {
 
 void print_compare_table(const json& doc, std::ostream& o) {
   int lw = 12, rw = 12;  // label column widths: models, length rows
-  for (const json& mm : doc["models"])
-    lw = std::max(lw, static_cast<int>(mm["label"].get<std::string>().size()) + 2);
+  for (const json& mm : doc["models"]) lw = std::max(lw, static_cast<int>(mm["label"].get<std::string>().size()) + 2);
   if (doc.contains("length"))
     for (const json& r : doc["length"]["results"])
       rw = std::max(rw, static_cast<int>(r["label"].get<std::string>().size()) + 2);
@@ -65,8 +63,7 @@ void print_compare_table(const json& doc, std::ostream& o) {
     for (const json& r : doc["word_order"]["results"])
       o << column(r["model"], lw) << column(r["scheme"], 12) << column(r.value("method", json()), 8)
         << column(r.value("accuracy", json()), 10) << column(r.value("mean_margin", json()), 12)
-        << column(r.value("ties", json()), 6) << (r.contains("error") ? r["error"].get<std::string>() : "")
-        << "\n";
+        << column(r.value("ties", json()), 6) << (r.contains("error") ? r["error"].get<std::string>() : "") << "\n";
     print_word_order_groups(doc["word_order"], o);
     print_word_order_pairs(doc["word_order"], lw, o);
   }

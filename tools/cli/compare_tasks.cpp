@@ -39,7 +39,8 @@ std::vector<ZooModel> task_models(const std::string& zoo_dir, const std::vector<
     if (read_zoo_model(d, label, t) && t.kind == "tasks")
       out.push_back(std::move(t));
     else
-      std::cerr << "compare: " << d << " is not a task model (config.json \"zoo\": {\"kind\": \"tasks\"}): synthetic skips it\n";
+      std::cerr << "compare: " << d
+                << " is not a task model (config.json \"zoo\": {\"kind\": \"tasks\"}): synthetic skips it\n";
   }
   return out;
 }
@@ -47,20 +48,25 @@ std::vector<ZooModel> task_models(const std::string& zoo_dir, const std::vector<
 json point_json(const probes::TaskPoint& p) {
   std::string bits;
   for (uint8_t b : p.item_correct) bits += b ? '1' : '0';
-  json j = {{"task", p.task},   {"length", p.length},   {"longest", p.longest},
-            {"factor", r6(p.factor)}, {"items", p.items}, {"correct", p.correct},
-            {"accuracy", num_or_null(p.accuracy)}, {"item_correct", bits}};
+  json j = {{"task", p.task},
+            {"length", p.length},
+            {"longest", p.longest},
+            {"factor", r6(p.factor)},
+            {"items", p.items},
+            {"correct", p.correct},
+            {"accuracy", num_or_null(p.accuracy)},
+            {"item_correct", bits}};
   if (!p.error.empty()) j["error"] = p.error;
   return j;
 }
 
 // One row per method (as the model is, then each factor-only scaling of its scheme) into `results`.
-void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>& suite, int batch,
-               const Progress& pg, json& results) {
+void run_model(const ZooModel& t, Model& m, const std::vector<probes::TaskItem>& suite, int batch, const Progress& pg,
+               json& results) {
   const int64_t trained = m.spec().position.max_positions;
   for (const probes::LengthMethod& meth : probes::length_methods(t.scheme)) {
     const std::string label = meth.name == "none" ? t.label : t.label + "+" + meth.name;
-    json row = {{"model", t.label}, {"scheme", t.scheme}, {"seed", t.seed}, {"method", meth.name},
+    json row = {{"model", t.label}, {"scheme", t.scheme},        {"seed", t.seed},         {"method", meth.name},
                 {"label", label},   {"trained_length", trained}, {"points", json::array()}};
     pg.note("[" + label + "] synthetic tasks: " + std::to_string(suite.size()) + " items" +
             (meth.name == "none" ? "" : ", the points beyond the trained length"));
@@ -95,12 +101,18 @@ json group_results(const json& results) {
   };
   std::vector<Group> groups;
   for (const json& r : results) {
-    const std::string label = r["method"] == "none" ? r["scheme"].get<std::string>()
-                                                    : r["scheme"].get<std::string>() + "+" + r["method"].get<std::string>();
+    const std::string label = r["method"] == "none"
+                                  ? r["scheme"].get<std::string>()
+                                  : r["scheme"].get<std::string>() + "+" + r["method"].get<std::string>();
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.head["label"] == label; });
     if (g == groups.end()) {
-      groups.push_back({{{"label", label}, {"scheme", r["scheme"]}, {"method", r["method"]}, {"models", json::array()},
-                         {"seeds", json::array()}}, {}, {}});
+      groups.push_back({{{"label", label},
+                         {"scheme", r["scheme"]},
+                         {"method", r["method"]},
+                         {"models", json::array()},
+                         {"seeds", json::array()}},
+                        {},
+                        {}});
       g = groups.end() - 1;
     }
     g->head["models"].push_back(r["model"]);
@@ -120,8 +132,12 @@ json group_results(const json& results) {
       const stats::MeanInterval mi = stats::mean_interval(a);  // Student t, n − 1 dof
       json acc = json::array();
       for (double v : a) acc.push_back(r6(v));
-      g.head["points"].push_back({{"task", key.first}, {"length", key.second}, {"seeds", a.size()}, {"accuracy", acc},
-                                  {"mean", num_or_null(mi.mean)}, {"half_width", num_or_null(mi.half_width)}});
+      g.head["points"].push_back({{"task", key.first},
+                                  {"length", key.second},
+                                  {"seeds", a.size()},
+                                  {"accuracy", acc},
+                                  {"mean", num_or_null(mi.mean)},
+                                  {"half_width", num_or_null(mi.half_width)}});
     }
     out.push_back(g.head);
   }
@@ -157,7 +173,8 @@ json paired_tests(const json& results, const json& groups, const json& suite_pts
     for (size_t a = 0; a < groups.size(); ++a)
       for (size_t b = a + 1; b < groups.size(); ++b) {
         if (items[a].empty() || items[a].size() != items[b].size()) continue;
-        json test = {{"task", sp["task"]}, {"length", sp["length"]}, {"a", groups[a]["scheme"]}, {"b", groups[b]["scheme"]}};
+        json test = {
+            {"task", sp["task"]}, {"length", sp["length"]}, {"a", groups[a]["scheme"]}, {"b", groups[b]["scheme"]}};
         test.update(paired_test_json(items[a], items[b]));
         tests.push_back(test);
       }
@@ -236,14 +253,19 @@ json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir
     pg.step(k + 1, "task models: " + t.label);
     pg.note("[" + t.label + "] loading " + t.dir);
     Model m = Model::load(t.dir, opts);
-    mlist.push_back({{"label", t.label}, {"dir", t.dir}, {"scheme", t.scheme}, {"seed", t.seed},
-                     {"family", m.family()}, {"trained_length", m.spec().position.max_positions}});
+    mlist.push_back({{"label", t.label},
+                     {"dir", t.dir},
+                     {"scheme", t.scheme},
+                     {"seed", t.seed},
+                     {"family", m.family()},
+                     {"trained_length", m.spec().position.max_positions}});
     run_model(t, m, suite, o.batch, pg, results);
   }
   pg.finish();
   const json points = suite_points(suite), groups = group_results(results);
-  return {{"suite", suite_file}, {"items", suite.size()}, {"batch", o.batch},
-          {"points", points},    {"models", mlist},       {"results", results},
+  return {{"suite", suite_file}, {"items", suite.size()},
+          {"batch", o.batch},    {"points", points},
+          {"models", mlist},     {"results", results},
           {"groups", groups},    {"tests", paired_tests(results, groups, points)}};
 }
 

@@ -24,8 +24,8 @@ namespace {
 
 // JSON with keys in insertion order and float numbers (float32 values print in their shortest
 // round-trip form).
-using fjson = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, std::int64_t,
-                                   std::uint64_t, float>;
+using fjson =
+    nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, std::int64_t, std::uint64_t, float>;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -64,8 +64,7 @@ struct EmbedCommand : Command {
     f->excludes(t)->excludes(i);
     c->add_option("--batch-inputs", batch, "With -f: inputs per forward")->capture_default_str();
     add_alias(c, "--batch", batch, "--batch-inputs");
-    c->add_option("--token-types", types_text,
-                  "Token type (segment) ids, one per token (BERT; default all 0)");
+    c->add_option("--token-types", types_text, "Token type (segment) ids, one per token (BERT; default all 0)");
     auto* p = c->add_flag("--pooled", pooled, "One vector per input, as --pooling says (default)");
     auto* k = c->add_flag("--tokens", tokens, "One vector per token (the last hidden state)");
     p->excludes(k);
@@ -97,7 +96,8 @@ struct EmbedCommand : Command {
 
   int run() override {
     validate();
-    if (text.empty() && ids_text.empty() && file.empty()) throw UsageError("nothing to embed: give a text, --ids or -f FILE");
+    if (text.empty() && ids_text.empty() && file.empty())
+      throw UsageError("nothing to embed: give a text, --ids or -f FILE");
     if (!out.empty() && !ends_with(out, ".json") && !ends_with(out, ".npy") &&
         !(ends_with(out, ".jsonl") && !file.empty()))
       throw Error("--output must end in .json or .npy (.jsonl with --file), got " + out);

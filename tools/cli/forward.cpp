@@ -23,7 +23,8 @@ struct ForwardCommand : Command {
     model.add(c);
     c->add_option("--ids", ids_text, "Input ids, e.g. 1,5,9 (encoder input for encoder-decoder models)")->required();
     c->add_option("--decoder-ids", decoder_ids_text, "Decoder input ids (encoder-decoder models)");
-    c->add_option("-o,--output", out, "Output file: .npy (logits) or .safetensors (logits + hidden states)")->required();
+    c->add_option("-o,--output", out, "Output file: .npy (logits) or .safetensors (logits + hidden states)")
+        ->required();
     c->add_flag("--hidden", hidden, "Also write every hidden state");
     return c;
   }
@@ -44,7 +45,8 @@ struct ForwardCommand : Command {
     std::vector<std::pair<std::string, Tensor>> tensors;
     const GraphKind g = m.spec().graph;
     if (g == GraphKind::EncoderDecoder) {
-      if (decoder_ids_text.empty()) throw Error(m.spec().architecture + " is an encoder-decoder model: give --decoder-ids");
+      if (decoder_ids_text.empty())
+        throw Error(m.spec().architecture + " is an encoder-decoder model: give --decoder-ids");
       std::vector<Tensor> enc_hidden;
       ForwardOutput o = m.forward_seq2seq(ids, parse_ids(decoder_ids_text), hidden, hidden ? &enc_hidden : nullptr);
       tensors.push_back({"logits", o.logits});
@@ -60,7 +62,8 @@ struct ForwardCommand : Command {
       else
         tensors.push_back({"logits", o.logits});
       if (hidden)
-        for (size_t i = 0; i < o.hidden.size(); ++i) tensors.push_back({"hidden_states." + std::to_string(i), o.hidden[i]});
+        for (size_t i = 0; i < o.hidden.size(); ++i)
+          tensors.push_back({"hidden_states." + std::to_string(i), o.hidden[i]});
     }
     if (npy) {
       const std::string stem = out.substr(0, out.size() - 4);
@@ -71,8 +74,8 @@ struct ForwardCommand : Command {
     } else {
       write_safetensors(out, tensors, {{"format", "pt"}, {"producer", "ordo"}});
     }
-    std::cerr << "wrote " << tensors.size() << " tensor(s) to " << out << (npy && tensors.size() > 1 ? " (+ siblings)" : "")
-              << "\n";
+    std::cerr << "wrote " << tensors.size() << " tensor(s) to " << out
+              << (npy && tensors.size() > 1 ? " (+ siblings)" : "") << "\n";
     // forward is for looking at values, so NaN ones are written as they are; but a run that made
     // them failed: say where the first one is and exit non-zero.
     for (const auto& [name, t] : tensors) {

@@ -23,7 +23,8 @@ void GenerationArgs::add(CLI::App* c, bool beams) {
   top_p_opt_ = c->add_option("--top-p", top_p, "Top-p nucleus, 1: off" + from_config + "0.95)");
   min_p_opt_ = c->add_option("--min-p", min_p,
                              "Min-p: drop tokens less likely than P x the most likely one, 0: off (as Hugging "
-                             "Face's min_p, after top-k and top-p)" + from_config + "0)");
+                             "Face's min_p, after top-k and top-p)" +
+                                 from_config + "0)");
   penalty_opt_ = c->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty, 1: off" + from_config + "1)");
   if (beams) {
     beams_opt_ = c->add_option("--num-beams", num_beams, "Beam search with N beams, 1: off" + from_config + "1)");
@@ -57,7 +58,8 @@ void GenerationArgs::validate() const {
   if (top_k < 0) fail("--top-k", ">= 0 (0: off)", top_k);
   if (!(top_p > 0 && top_p <= 1)) fail("--top-p", "in (0, 1] (1: off)", top_p);
   if (!(min_p >= 0 && min_p <= 1)) fail("--min-p", "in [0, 1] (0: off)", min_p);
-  if (!(repeat_penalty > 0 && std::isfinite(repeat_penalty))) fail("--repeat-penalty", "a number > 0 (1: off)", repeat_penalty);
+  if (!(repeat_penalty > 0 && std::isfinite(repeat_penalty)))
+    fail("--repeat-penalty", "a number > 0 (1: off)", repeat_penalty);
   if (!std::isfinite(length_penalty)) fail("--length-penalty", "a finite number", length_penalty);
   if (num_beams < 1) fail("--num-beams", ">= 1 (1: off)", num_beams);
   if (num_return < 1) fail("--num-return-sequences", ">= 1", num_return);

@@ -30,9 +30,9 @@ struct GenerationArgs {
 
  private:
   // The settings flags, to tell a flag given from its default.
-  CLI::Option *n_opt_ = nullptr, *temp_opt_ = nullptr, *top_k_opt_ = nullptr, *top_p_opt_ = nullptr, *min_p_opt_ = nullptr,
-              *penalty_opt_ = nullptr, *beams_opt_ = nullptr, *lp_opt_ = nullptr, *es_opt_ = nullptr,
-              *return_opt_ = nullptr;
+  CLI::Option *n_opt_ = nullptr, *temp_opt_ = nullptr, *top_k_opt_ = nullptr, *top_p_opt_ = nullptr,
+              *min_p_opt_ = nullptr, *penalty_opt_ = nullptr, *beams_opt_ = nullptr, *lp_opt_ = nullptr,
+              *es_opt_ = nullptr, *return_opt_ = nullptr;
 };
 
 }  // namespace ordo::cli

@@ -14,15 +14,14 @@ struct InspectCommand : Command {
   bool no_tensors = false;
 
   CLI::App* add(CLI::App& app) override {
-    CLI::App* c = app.add_subcommand("inspect", "Architecture, parameter count, position scheme and tensors of a model");
+    CLI::App* c =
+        app.add_subcommand("inspect", "Architecture, parameter count, position scheme and tensors of a model");
     model.add(c);
     c->add_flag("--no-tensors", no_tensors, "Omit the tensor list");
     return c;
   }
 
-  void validate() const override {
-    model.validate();
-  }
+  void validate() const override { model.validate(); }
 
   int run() override {
     validate();
@@ -67,7 +66,8 @@ struct InspectCommand : Command {
     }
     // Tensors ordo does not read (an int64 buffer in a .bin), with why.
     for (const auto& [name, why] : w.unsupported())
-      std::cout << "  " << std::left << std::setw(56) << name << " not read: " << why.substr(why.rfind("': ") + 3) << "\n";
+      std::cout << "  " << std::left << std::setw(56) << name << " not read: " << why.substr(why.rfind("': ") + 3)
+                << "\n";
     return 0;
   }
 };

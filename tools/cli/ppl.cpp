@@ -10,11 +10,11 @@
 
 #include "common.hpp"
 #include "ordo/finite.hpp"
-#include "usage.hpp"
-#include "ordo/perplexity.hpp"
 #include "ordo/output_file.hpp"
+#include "ordo/perplexity.hpp"
 #include "progress.hpp"
 #include "svg_chart.hpp"
+#include "usage.hpp"
 #include "zoo_index.hpp"
 
 namespace ordo::cli {
@@ -44,8 +44,8 @@ bool parse_extension_setting(const std::string& item, Setting& s) {
     const long long v = std::strtoll(parts[i].c_str(), &end, 10);
     const long long lo = s.sinks && i == 1 ? 0 : 1;
     if (parts[i].empty() || *end || v < lo || v > kMaxExtensionValue)
-      throw Error("--scaling: '" + parts[i] + "' in '" + item + "' is not an integer in [" + std::to_string(lo) +
-                  ", " + std::to_string(kMaxExtensionValue) + "]");
+      throw Error("--scaling: '" + parts[i] + "' in '" + item + "' is not an integer in [" + std::to_string(lo) + ", " +
+                  std::to_string(kMaxExtensionValue) + "]");
     (i == 1 ? s.a : s.b) = v;
   }
   return true;
@@ -97,8 +97,7 @@ struct PplCommand : Command {
     c->add_option("--text", text_file, "Text file to score")->required()->check(CLI::ExistingFile);
     c->add_option("--ctx-lengths", ctx_list, "Context lengths to score at, comma-separated")->capture_default_str();
     add_alias(c, "--ctx", ctx_list, "--ctx-lengths");
-    c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")
-        ->capture_default_str();
+    c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str();
     c->add_option("--batch-windows", batch,
                   "Windows scored together in one forward step (their KV caches are held at once)")
         ->capture_default_str();
@@ -112,8 +111,7 @@ struct PplCommand : Command {
          "or longrope")
         ->capture_default_str();
     c->add_option("--factor", factor, "Factor for settings that give none");
-    c->add_option("--original-max", original_max,
-                  "Trained length the scaling starts from (default: the model's)");
+    c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
     c->add_option("--position", position, "Replace the model's position scheme (see ordo run --help)");
     c->add_option("--json", json_out, "Write results as JSON");
     c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (FILE.svg or FILE.png)")
@@ -165,8 +163,9 @@ struct PplCommand : Command {
     if (s.self_extend) {
       const int64_t W = s.b > 0 ? s.b : std::max<int64_t>(1, trained / 4);
       pc.extension.neighbor = W;
-      pc.extension.group =
-          s.a > 0 ? s.a : trained > W ? std::max<int64_t>(1, (ctx - W + (trained - W) - 1) / (trained - W)) : 1;
+      pc.extension.group = s.a > 0       ? s.a
+                           : trained > W ? std::max<int64_t>(1, (ctx - W + (trained - W) - 1) / (trained - W))
+                                         : 1;
       return pc;
     }
     if (s.sinks) {
@@ -198,8 +197,8 @@ struct PplCommand : Command {
     try {
       m.engine().set_position(pc);
       PerplexityResult r = perplexity(
-          m.engine(), ids, ctx, stride,
-          [&](int64_t done, int64_t total) { pg.show("window ", done, " of ", total); }, batch);
+          m.engine(), ids, ctx, stride, [&](int64_t done, int64_t total) { pg.show("window ", done, " of ", total); },
+          batch);
       row["tokens"] = r.tokens;
       row["windows"] = r.windows;
       row["ppl"] = r.ppl();
@@ -213,7 +212,8 @@ struct PplCommand : Command {
       pg.note("[" + s.label + "] ctx " + std::to_string(ctx) + ": " + e.what());
     }
     std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>() << std::setw(24)
-              << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10) << row["tokens"].get<int64_t>()
+              << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10)
+              << row["tokens"].get<int64_t>()
               << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
               << std::flush;
     check_stdout();
@@ -223,8 +223,8 @@ struct PplCommand : Command {
   // The plot names the model and its scheme, marks the trained length, and is written in the format
   // its extension names.
   void write_plot(std::vector<Series> series, int64_t trained, const std::string& scheme) const {
-    ChartOptions o = perplexity_chart(static_cast<double>(trained),
-                                      dir_label(model.resolved_dir()) + " (" + scheme + "): perplexity vs context length");
+    ChartOptions o = perplexity_chart(static_cast<double>(trained), dir_label(model.resolved_dir()) + " (" + scheme +
+                                                                        "): perplexity vs context length");
     o.mark_label += " " + std::to_string(trained);
     for (Series& s : series) s.scheme = scheme;
     write_file_atomic(plot_out, plot_format(plot_out) == "png" ? png_line_chart(series, o) : svg_line_chart(series, o));
@@ -255,8 +255,7 @@ struct PplCommand : Command {
     nlohmann::json results = nlohmann::json::array();
     std::vector<Series> series;
     std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(24) << "extension"
-              << std::setw(8) << "ctx"
-              << std::setw(10) << "tokens"
+              << std::setw(8) << "ctx" << std::setw(10) << "tokens"
               << "ppl\n";
     Progress pg("ordo ppl", settings.size() * ctxs.size());
     size_t k = 0;

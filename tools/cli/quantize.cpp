@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "progress.hpp"
 #include "ordo/quantize.hpp"
+#include "progress.hpp"
 
 namespace ordo::cli {
 namespace {
@@ -35,8 +35,8 @@ struct QuantizeCommand : Command {
                                    pg->step(k, "weights: " + name);
                                  });
     if (pg) pg->finish();
-    std::cout << "wrote " << out << ": " << n << " linear weights stored as " << weight_dtype_name(parse_weight_dtype(dtype))
-              << "\n";
+    std::cout << "wrote " << out << ": " << n << " linear weights stored as "
+              << weight_dtype_name(parse_weight_dtype(dtype)) << "\n";
     return 0;
   }
 };

@@ -49,7 +49,8 @@ struct RunCommand : Command {
                            "streaming)");
     js->excludes(f);
     gen.add(c, true);
-    c->add_flag("--print-ids", print_ids, "Print the generated token ids (one line; beam search: one per returned hypothesis) after the text");
+    c->add_flag("--print-ids", print_ids,
+                "Print the generated token ids (one line; beam search: one per returned hypothesis) after the text");
     c->add_flag("--no-cache", no_cache, "Recompute the whole sequence each step (reference mode)");
     c->add_flag("--no-special", no_special, "Do not add BOS/special tokens to the prompt");
     c->add_flag("-q,--quiet", quiet, "No settings, seed or timing lines on stderr");
@@ -83,8 +84,9 @@ struct RunCommand : Command {
     validate();
     if (!prompt_file.empty()) prompt = prompt_file == "-" ? read_stdin_prompt() : read_input_text(prompt_file);
     if (prompt.empty() && ids_text.empty() && file.empty())
-      throw UsageError(prompt_file.empty() ? "no prompt: give -p TEXT, -f FILE (-f - for stdin), --ids or --prompts-file"
-                                           : "-f " + prompt_file + ": the prompt is empty");
+      throw UsageError(prompt_file.empty()
+                           ? "no prompt: give -p TEXT, -f FILE (-f - for stdin), --ids or --prompts-file"
+                           : "-f " + prompt_file + ": the prompt is empty");
     Model m = model.load(ids_text.empty());
     const TextGenerateParams p = params(m);
     if (!file.empty()) return run_file(m, p);
@@ -126,9 +128,9 @@ struct RunCommand : Command {
     }
     if (!quiet) {
       const double steps = g.ids.empty() ? 0 : static_cast<double>(g.ids.size() - 1);
-      std::cerr << "[prompt " << g.prompt_tokens << " tokens, "
-                << g.prompt_tokens / std::max(g.prefill_seconds, 1e-9) << " tok/s; generated " << g.ids.size()
-                << " tokens, " << steps / std::max(g.decode_seconds, 1e-9) << " tok/s]\n";
+      std::cerr << "[prompt " << g.prompt_tokens << " tokens, " << g.prompt_tokens / std::max(g.prefill_seconds, 1e-9)
+                << " tok/s; generated " << g.ids.size() << " tokens, " << steps / std::max(g.decode_seconds, 1e-9)
+                << " tok/s]\n";
     }
     return 0;
   }
@@ -176,7 +178,9 @@ struct RunCommand : Command {
     // Settings as given (0.8, not float's 0.800000011920929).
     const auto decimal = [](float v) { return std::round(static_cast<double>(v) * 1e6) / 1e6; };
     j["settings"] = {{"max_new_tokens", p.max_new_tokens},
-                     {"decoding", p.beams.num_beams > 1 ? "beam search" : sampled ? "sampling" : "greedy"},
+                     {"decoding", p.beams.num_beams > 1 ? "beam search"
+                                  : sampled             ? "sampling"
+                                                        : "greedy"},
                      {"temperature", decimal(p.sampling.temperature)},
                      {"top_k", p.sampling.top_k},
                      {"top_p", decimal(p.sampling.top_p)},
@@ -242,8 +246,9 @@ struct RunCommand : Command {
         nlohmann::json j = {{"prompt", prompts[i]}, {"text", r.text}, {"ids", r.generation.ids}};
         // Beam search: every returned hypothesis with its score, best first.
         for (size_t k = 0; k < r.generation.sequences.size(); ++k)
-          j["sequences"].push_back(
-              {{"text", r.texts[k]}, {"ids", r.generation.sequences[k].ids}, {"score", r.generation.sequences[k].score}});
+          j["sequences"].push_back({{"text", r.texts[k]},
+                                    {"ids", r.generation.sequences[k].ids},
+                                    {"score", r.generation.sequences[k].score}});
         std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         const std::string shown = decoder ? prompts[i] : std::string();
@@ -257,9 +262,8 @@ struct RunCommand : Command {
     std::cout << std::flush;
     check_stdout();
     if (!quiet)
-      std::cerr << "[" << prompts.size() << " prompts, up to " << batch << " in flight; generated "
-                << generated << " tokens in " << seconds << " s, " << generated / std::max(seconds, 1e-9)
-                << " tok/s]\n";
+      std::cerr << "[" << prompts.size() << " prompts, up to " << batch << " in flight; generated " << generated
+                << " tokens in " << seconds << " s, " << generated / std::max(seconds, 1e-9) << " tok/s]\n";
     return 0;
   }
 };

@@ -30,8 +30,7 @@ struct ServeCommand : Command {
   bool quiet = false;
 
   CLI::App* add(CLI::App& app) override {
-    CLI::App* c =
-        app.add_subcommand("serve", "Serve the model over HTTP with OpenAI's API (continuous batching)");
+    CLI::App* c = app.add_subcommand("serve", "Serve the model over HTTP with OpenAI's API (continuous batching)");
     model.add(c);
     c->add_option("--host", opt.host, "Address to listen on (a non-loopback address exposes the server)")
         ->capture_default_str();
@@ -43,8 +42,7 @@ struct ServeCommand : Command {
     c->add_option("--api-key", opt.api_key, "Require 'Authorization: Bearer KEY' (all routes but /health)");
     c->add_option("--timeout", opt.timeout, "Seconds a non-streaming generation may take (504 past it)")
         ->capture_default_str();
-    c->add_option("--max-body", opt.max_body, "Largest request body in bytes (413 past it)")
-        ->capture_default_str();
+    c->add_option("--max-body", opt.max_body, "Largest request body in bytes (413 past it)")->capture_default_str();
     c->add_option("--http-threads", opt.http_threads, "Connections served at once (0: parallel + queue + 4)")
         ->capture_default_str();
     gen.add(c, false);
@@ -79,9 +77,7 @@ struct ServeCommand : Command {
     s.model = std::make_unique<Model>(model.load(has_tokenizer_files(model.resolved_dir())));
     const Model& m = *s.model;
     const int64_t trained = m.spec().position.max_positions;
-    s.context = model.max_context > 0 ? model.max_context
-                : trained > 0         ? trained
-                                      : m.engine().context_limit();
+    s.context = model.max_context > 0 ? model.max_context : trained > 0 ? trained : m.engine().context_limit();
     s.defaults = gen.params(m, quiet);
     s.scheduler = std::make_unique<Scheduler>(m.engine(), opt.parallel, static_cast<size_t>(opt.queue));
     s.ready = true;
@@ -108,14 +104,12 @@ struct ServeCommand : Command {
       port = http.bind_to_any_port(opt.host);
     else if (!http.bind_to_port(opt.host, port))
       port = -1;
-    if (port <= 0)
-      throw Error("--host " + opt.host + " --port " + std::to_string(opt.port) + ": cannot listen there");
+    if (port <= 0) throw Error("--host " + opt.host + " --port " + std::to_string(opt.port) + ": cannot listen there");
     std::signal(SIGPIPE, SIG_IGN);  // a client gone is a failed write, not the end of the server
     g_http = &http;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::cerr << "ordo serve: listening on http://" << opt.host << ":" << port << " (loading the model)"
-              << std::endl;
+    std::cerr << "ordo serve: listening on http://" << opt.host << ":" << port << " (loading the model)" << std::endl;
     std::thread listener([&http] { http.listen_after_bind(); });
     try {
       load(s);

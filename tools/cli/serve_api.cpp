@@ -32,16 +32,14 @@ std::optional<double> number(const json& body, const char* key, double lo, doubl
   if (!v->is_number()) throw invalid(std::string("'") + key + "' must be a number, got " + type_of(*v), key);
   const double d = v->get<double>();
   if (!(d >= lo && d <= hi))
-    throw invalid(
-        std::string("'") + key + "' must be in [" + fmt(lo) + ", " + fmt(hi) + "], got " + v->dump(), key);
+    throw invalid(std::string("'") + key + "' must be in [" + fmt(lo) + ", " + fmt(hi) + "], got " + v->dump(), key);
   return d;
 }
 
 std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, int64_t hi) {
   const json* v = field(body, key);
   if (!v) return std::nullopt;
-  if (!v->is_number_integer())
-    throw invalid(std::string("'") + key + "' must be an integer, got " + type_of(*v), key);
+  if (!v->is_number_integer()) throw invalid(std::string("'") + key + "' must be an integer, got " + type_of(*v), key);
   // A huge unsigned value does not fit int64: compare as unsigned first.
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
     throw invalid(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -58,8 +56,7 @@ std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, in
 std::optional<bool> boolean(const json& body, const char* key) {
   const json* v = field(body, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean())
-    throw invalid(std::string("'") + key + "' must be a boolean, got " + type_of(*v), key);
+  if (!v->is_boolean()) throw invalid(std::string("'") + key + "' must be a boolean, got " + type_of(*v), key);
   return v->get<bool>();
 }
 
@@ -73,10 +70,8 @@ std::vector<int32_t> ids_of(const json& v, const std::string& what, const std::s
   std::vector<int32_t> ids;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& x = v[i];
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 ||
-        x.get<int64_t>() > std::numeric_limits<int32_t>::max())
-      throw invalid(
-          what + "[" + std::to_string(i) + "] must be a token id (an integer >= 0), got " + x.dump(), param);
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      throw invalid(what + "[" + std::to_string(i) + "] must be a token id (an integer >= 0), got " + x.dump(), param);
     ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
   }
   return ids;
@@ -85,17 +80,15 @@ std::vector<int32_t> ids_of(const json& v, const std::string& what, const std::s
 void parse_sampling(const json& body, SamplingRequest& r, bool chat) {
   integer(body, "n", 1, 1);  // one choice per request
   integer(body, "best_of", 1, 1);
-  r.max_tokens =
-      integer(body, chat && field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens", 0,
-              std::numeric_limits<int32_t>::max() / 2);
+  r.max_tokens = integer(body, chat && field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens", 0,
+                         std::numeric_limits<int32_t>::max() / 2);
   r.temperature = number(body, "temperature", 0, 2);
   r.top_p = number(body, "top_p", 0, 1);
   if (r.top_p == 0.0) throw invalid("'top_p' must be in (0, 1], got 0", "top_p");
   r.min_p = number(body, "min_p", 0, 1);
   r.repetition_penalty = number(body, "repetition_penalty", 1e-3, 1e3);
   r.top_k = integer(body, "top_k", 0, std::numeric_limits<int32_t>::max());
-  if (auto s = integer(body, "seed", 0, std::numeric_limits<int64_t>::max()))
-    r.seed = static_cast<uint64_t>(*s);
+  if (auto s = integer(body, "seed", 0, std::numeric_limits<int64_t>::max())) r.seed = static_cast<uint64_t>(*s);
   for (const char* penalty : {"presence_penalty", "frequency_penalty"})
     if (number(body, penalty, -2, 2).value_or(0) != 0)
       throw invalid(std::string("'") + penalty + "' is not supported (give repetition_penalty)", penalty);
@@ -104,9 +97,8 @@ void parse_sampling(const json& body, SamplingRequest& r, bool chat) {
       r.stop.push_back(s->get<std::string>());
     } else if (s->is_array()) {
       if (s->size() > kMaxStops)
-        throw invalid(
-            "'stop' holds " + std::to_string(s->size()) + " strings; at most " + std::to_string(kMaxStops),
-            "stop");
+        throw invalid("'stop' holds " + std::to_string(s->size()) + " strings; at most " + std::to_string(kMaxStops),
+                      "stop");
       for (size_t i = 0; i < s->size(); ++i)
         r.stop.push_back(string_of((*s)[i], "'stop'[" + std::to_string(i) + "]", "stop"));
     } else {
@@ -114,8 +106,7 @@ void parse_sampling(const json& body, SamplingRequest& r, bool chat) {
     }
     for (const std::string& x : r.stop)
       if (x.empty() || x.size() > kMaxStopBytes)
-        throw invalid("each 'stop' string must hold 1 to " + std::to_string(kMaxStopBytes) + " bytes",
-                      "stop");
+        throw invalid("each 'stop' string must hold 1 to " + std::to_string(kMaxStopBytes) + " bytes", "stop");
   }
   if (chat) {
     if (boolean(body, "logprobs").value_or(false))
@@ -135,13 +126,10 @@ ApiError invalid(const std::string& message, const std::string& param) {
   return ApiError(400, "invalid_request_error", message, param);
 }
 
-std::string error_body(const std::string& message, const std::string& type, const std::string& param,
-                       int code) {
-  const json e = {{"error",
-                   {{"message", message},
-                    {"type", type},
-                    {"param", param.empty() ? json(nullptr) : json(param)},
-                    {"code", code}}}};
+std::string error_body(const std::string& message, const std::string& type, const std::string& param, int code) {
+  const json e = {
+      {"error",
+       {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", code}}}};
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -180,8 +168,7 @@ CompletionRequest parse_completion(const json& body) {
   }
   parse_sampling(body, r, false);
   r.echo = boolean(body, "echo").value_or(false);
-  if (r.echo && r.logprobs >= 0)
-    throw invalid("'echo' with 'logprobs' (scoring the prompt) is not supported", "echo");
+  if (r.echo && r.logprobs >= 0) throw invalid("'echo' with 'logprobs' (scoring the prompt) is not supported", "echo");
   return r;
 }
 
@@ -189,8 +176,7 @@ ChatRequest parse_chat(const json& body) {
   ChatRequest r;
   const json* m = field(body, "messages");
   if (!m || !m->is_array() || m->empty()) throw invalid("'messages' must be a non-empty list", "messages");
-  if (m->size() > kMaxMessages)
-    throw invalid("'messages' holds more than " + std::to_string(kMaxMessages), "messages");
+  if (m->size() > kMaxMessages) throw invalid("'messages' holds more than " + std::to_string(kMaxMessages), "messages");
   for (size_t i = 0; i < m->size(); ++i) {
     const json& x = (*m)[i];
     const std::string at = "'messages'[" + std::to_string(i) + "]";
@@ -205,13 +191,11 @@ ChatRequest parse_chat(const json& body) {
         for (const json& part : *c) {
           const json* type = part.is_object() ? field(part, "type") : nullptr;
           if (!type || *type != "text" || !part.contains("text"))
-            throw invalid(at + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported",
-                          "messages");
+            throw invalid(at + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported", "messages");
           msg.content += string_of(part.at("text"), at + ".content[].text", "messages");
         }
       } else {
-        throw invalid(at + ".content must be a string or a list of text parts, got " + type_of(*c),
-                      "messages");
+        throw invalid(at + ".content must be a string or a list of text parts, got " + type_of(*c), "messages");
       }
     }
     r.messages.push_back(std::move(msg));
@@ -246,9 +230,8 @@ EmbeddingRequest parse_embeddings(const json& body) {
     r.texts.push_back(in->get<std::string>());
   } else if (in->is_array() && !in->empty()) {
     if (in->size() > kMaxInputs)
-      throw invalid(
-          "'input' holds " + std::to_string(in->size()) + " inputs; at most " + std::to_string(kMaxInputs),
-          "input");
+      throw invalid("'input' holds " + std::to_string(in->size()) + " inputs; at most " + std::to_string(kMaxInputs),
+                    "input");
     if ((*in)[0].is_number()) {
       r.ids.push_back(ids_of(*in, "'input'", "input"));
     } else {

@@ -24,8 +24,7 @@ struct ApiError : Error {
 ApiError invalid(const std::string& message, const std::string& param = {});
 
 // {"error": {"message", "type", "param", "code"}} (param null when empty; code: the status).
-std::string error_body(const std::string& message, const std::string& type, const std::string& param,
-                       int code);
+std::string error_body(const std::string& message, const std::string& type, const std::string& param, int code);
 
 // The body as a JSON object: the loaders' size and nesting limits (check_json_limits), then
 // parsed; ApiError 400 naming the position of a syntax error.

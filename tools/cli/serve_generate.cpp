@@ -60,9 +60,8 @@ TokenLogprob logprob_of(int32_t id, const float* logits, int64_t V, int64_t top)
   std::vector<int32_t> order(static_cast<size_t>(V));
   for (int64_t i = 0; i < V; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   const size_t k = static_cast<size_t>(std::min<int64_t>(top, V));
-  std::partial_sort(
-      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   for (size_t i = 0; i < k; ++i) t.top.emplace_back(order[i], logits[order[i]] - lse);
   return t;
 }
@@ -110,12 +109,11 @@ void fill_sampling(const State& s, const SamplingRequest& r, Prepared& p) {
   const int64_t prompt = static_cast<int64_t>(p.prompt.size());
   if (prompt == 0) throw invalid("the prompt is empty (no tokens)", p.chat ? "messages" : "prompt");
   const int64_t max_tokens =
-      r.max_tokens ? *r.max_tokens
-                   : std::max<int64_t>(0, std::min<int64_t>(g.max_new_tokens, s.context - prompt));
+      r.max_tokens ? *r.max_tokens : std::max<int64_t>(0, std::min<int64_t>(g.max_new_tokens, s.context - prompt));
   if (prompt + max_tokens > s.context)
-    throw invalid("the prompt (" + std::to_string(prompt) + " tokens) + max_tokens (" +
-                      std::to_string(max_tokens) + ") = " + std::to_string(prompt + max_tokens) +
-                      " exceeds the context limit of " + std::to_string(s.context) + " tokens",
+    throw invalid("the prompt (" + std::to_string(prompt) + " tokens) + max_tokens (" + std::to_string(max_tokens) +
+                      ") = " + std::to_string(prompt + max_tokens) + " exceeds the context limit of " +
+                      std::to_string(s.context) + " tokens",
                   r.max_tokens ? "max_tokens" : "prompt");
   g.max_new_tokens = static_cast<int>(max_tokens);
   g.max_length = 0;
@@ -126,16 +124,14 @@ void fill_sampling(const State& s, const SamplingRequest& r, Prepared& p) {
   p.hidden_ids = s.defaults.stop_ids.empty() ? s.model->spec().eos_ids : s.defaults.stop_ids;
   if (p.chat)
     for (int32_t id : s.model->chat_stop_ids())
-      if (std::find(p.hidden_ids.begin(), p.hidden_ids.end(), id) == p.hidden_ids.end())
-        p.hidden_ids.push_back(id);
+      if (std::find(p.hidden_ids.begin(), p.hidden_ids.end(), id) == p.hidden_ids.end()) p.hidden_ids.push_back(id);
   g.stop_ids = r.ignore_eos ? std::vector<int32_t>{} : p.hidden_ids;
 }
 
 Prepared prepare(const State& s, const json& body, bool chat) {
   const Model& m = *s.model;
   if (m.spec().graph != GraphKind::Decoder)
-    throw invalid(m.spec().architecture +
-                  " is not a decoder-only model: ordo serve generates with decoders only");
+    throw invalid(m.spec().architecture + " is not a decoder-only model: ordo serve generates with decoders only");
   Prepared p;
   p.chat = chat;
   if (chat) {
@@ -172,21 +168,22 @@ Prepared prepare(const State& s, const json& body, bool chat) {
 std::shared_ptr<Job> submit(State& s, const Prepared& p, clock::time_point received) {
   auto job = std::make_shared<Job>();
   // Without a tokenizer (ids in, ids out) the answers' text stays empty.
-  auto text = !s.model->has_tokenizer() ? nullptr : std::make_shared<TextStream>(
-      s.model->tokenizer(), p.chat ? std::vector<int32_t>{} : p.prompt, p.stop, p.hidden_ids,
-      [job](const std::string& piece) {
-        std::lock_guard<std::mutex> lk(job->mu);
-        job->text += piece;
-        return true;
-      },
-      p.chat);
+  auto text = !s.model->has_tokenizer()
+                  ? nullptr
+                  : std::make_shared<TextStream>(
+                        s.model->tokenizer(), p.chat ? std::vector<int32_t>{} : p.prompt, p.stop, p.hidden_ids,
+                        [job](const std::string& piece) {
+                          std::lock_guard<std::mutex> lk(job->mu);
+                          job->text += piece;
+                          return true;
+                        },
+                        p.chat);
   ScheduledRequest r;
   r.prompt = p.prompt;
   r.params = p.params;
   r.want_logits = p.logprobs >= 0;
   if (!p.stream)
-    r.deadline =
-        received + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s.opt.timeout));
+    r.deadline = received + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s.opt.timeout));
   const int64_t V = s.model->spec().vocab_size, top = p.logprobs;
   Metrics* metrics = &s.metrics;
   r.on_token = [job, text, V, top, received, metrics](int32_t id, const float* logits) {
@@ -194,8 +191,7 @@ std::shared_ptr<Job> submit(State& s, const Prepared& p, clock::time_point recei
     if (logits) lp = logprob_of(id, logits, V, top);
     const bool more = !text || text->push(id);
     std::lock_guard<std::mutex> lk(job->mu);
-    if (job->ids.empty())
-      metrics->observe_ttft(std::chrono::duration<double>(clock::now() - received).count());
+    if (job->ids.empty()) metrics->observe_ttft(std::chrono::duration<double>(clock::now() - received).count());
     job->ids.push_back(id);
     if (logits) job->logprobs.push_back(std::move(lp));
     job->cv.notify_all();
@@ -221,15 +217,12 @@ std::shared_ptr<Job> submit(State& s, const Prepared& p, clock::time_point recei
 std::optional<ApiError> failure(const ScheduledResult& r, const State& s) {
   switch (r.reason) {
     case FinishReason::Stop:
-    case FinishReason::Length:
-      return std::nullopt;
+    case FinishReason::Length: return std::nullopt;
     case FinishReason::Timeout:
       return ApiError(504, "timeout_error",
                       "the request did not finish within " + json(s.opt.timeout).dump() + " s (--timeout)");
-    case FinishReason::Cancelled:
-      return ApiError(503, "unavailable_error", "the request was cancelled");
-    case FinishReason::Error:
-      break;
+    case FinishReason::Cancelled: return ApiError(503, "unavailable_error", "the request was cancelled");
+    case FinishReason::Error: break;
   }
   return ApiError(500, "server_error", r.error);
 }

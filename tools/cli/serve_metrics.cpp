@@ -68,8 +68,8 @@ std::string Metrics::text(const SchedulerStats& s, bool ready) const {
   out += "ordo_ready " + std::string(ready ? "1" : "0") + "\n";
   metric(out, "ordo_http_requests_total", "counter", "HTTP requests answered, by route and status");
   for (const auto& [key, n] : requests_)
-    out += "ordo_http_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
-           "\"} " + std::to_string(n) + "\n";
+    out += "ordo_http_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " +
+           std::to_string(n) + "\n";
   metric(out, "ordo_generations_finished_total", "counter", "Generations ended, by reason");
   for (const auto& [reason, n] : finished_)
     out += "ordo_generations_finished_total{reason=\"" + reason + "\"} " + std::to_string(n) + "\n";

@@ -16,8 +16,7 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 // Compares without stopping at the first difference (no timing hint about the key).
 bool same_secret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
   return diff == 0 && !b.empty();
 }
 
@@ -40,16 +39,11 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
 
 const char* message_for(int status) {
   switch (status) {
-    case 400:
-      return "bad request";
-    case 404:
-      return "no such route";
-    case 413:
-      return "the request body is larger than the server accepts (--max-body)";
-    case 414:
-      return "the request URI is too long";
-    default:
-      return "request failed";
+    case 400: return "bad request";
+    case 404: return "no such route";
+    case 413: return "the request body is larger than the server accepts (--max-body)";
+    case 414: return "the request URI is too long";
+    default: return "request failed";
   }
 }
 
@@ -147,10 +141,9 @@ void add_routes(httplib::Server& http, State& s) {
     if (!s.opt.api_key.empty()) {
       const std::string auth = req.get_header_value("Authorization");
       const std::string bearer = "Bearer ";
-      if (auth.compare(0, bearer.size(), bearer) != 0 ||
-          !same_secret(auth.substr(bearer.size()), s.opt.api_key)) {
-        reply_error(res, ApiError(401, "authentication_error",
-                                  "invalid or missing API key (Authorization: Bearer KEY)"));
+      if (auth.compare(0, bearer.size(), bearer) != 0 || !same_secret(auth.substr(bearer.size()), s.opt.api_key)) {
+        reply_error(res,
+                    ApiError(401, "authentication_error", "invalid or missing API key (Authorization: Bearer KEY)"));
         return R::Handled;
       }
     }
@@ -161,8 +154,7 @@ void add_routes(httplib::Server& http, State& s) {
     return R::Unhandled;
   });
   // Errors httplib answers itself (413, 404, 400 for a malformed request line) as JSON too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
-                                                                 httplib::Response& res) {
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     using R = httplib::Server::HandlerResponse;
     if (!res.body.empty()) return R::Unhandled;
     const std::string msg =
@@ -180,8 +172,7 @@ void add_routes(httplib::Server& http, State& s) {
     const bool is_known = std::find(std::begin(known), std::end(known), req.path) != std::end(known);
     s.metrics.count_request(is_known ? req.path : "other", res.status);
   });
-  http.Post("/v1/completions",
-            guarded([&s](const auto& req, auto& res) { handle_generation(req, res, s, false); }));
+  http.Post("/v1/completions", guarded([&s](const auto& req, auto& res) { handle_generation(req, res, s, false); }));
   http.Post("/v1/chat/completions",
             guarded([&s](const auto& req, auto& res) { handle_generation(req, res, s, true); }));
   http.Post("/v1/embeddings", guarded([&s](const auto& req, auto& res) { handle_embeddings(req, res, s); }));

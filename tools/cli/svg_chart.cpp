@@ -13,20 +13,25 @@ namespace ordo::cli {
 std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
 
 std::string scheme_color(const std::string& scheme) {
   // Colour-blind-safe (Okabe–Ito), one per registered scheme; none (no positions) is grey.
-  static const std::map<std::string, std::string> kSchemes = {
-      {"none", "#7f7f7f"},     {"sinusoidal", "#e69f00"}, {"learned", "#56b4e9"},
-      {"rope", "#009e73"},     {"alibi", "#d55e00"},      {"relative", "#cc79a7"}};
+  static const std::map<std::string, std::string> kSchemes = {{"none", "#7f7f7f"},    {"sinusoidal", "#e69f00"},
+                                                              {"learned", "#56b4e9"}, {"rope", "#009e73"},
+                                                              {"alibi", "#d55e00"},   {"relative", "#cc79a7"}};
   static const char* kOther[] = {"#0072b2", "#8c564b", "#bcbd22", "#17becf", "#9467bd"};
   const auto it = kSchemes.find(scheme);
   if (it != kSchemes.end()) return it->second;
@@ -92,7 +97,8 @@ std::string tick_label(double v) {
   const int e = static_cast<int>(std::floor(std::log10(a)));
   const double m = v / std::pow(10.0, e);
   if (std::fabs(m - std::round(m)) < 1e-9)
-    std::snprintf(buf, sizeof buf, "%se%d", std::round(m) == 1 ? "1" : std::to_string(static_cast<int>(std::round(m))).c_str(), e);
+    std::snprintf(buf, sizeof buf, "%se%d",
+                  std::round(m) == 1 ? "1" : std::to_string(static_cast<int>(std::round(m))).c_str(), e);
   else
     std::snprintf(buf, sizeof buf, "%.2ge%d", m, e);
   return buf;
@@ -417,8 +423,8 @@ class SvgCanvas : public Canvas {
     const std::string fill = " fill=\"" + color + "\"";
     switch (shape) {
       case -1:
-        out << "<circle cx=\"" << n2(x) << "\" cy=\"" << n2(y) << "\" r=\"6\" fill=\"" << color << "\" fill-opacity=\"0\">" << t
-            << "</circle>\n";
+        out << "<circle cx=\"" << n2(x) << "\" cy=\"" << n2(y) << "\" r=\"6\" fill=\"" << color
+            << "\" fill-opacity=\"0\">" << t << "</circle>\n";
         break;
       case 1:
         out << "<rect x=\"" << n2(x - 3.5) << "\" y=\"" << n2(y - 3.5) << "\" width=\"7\" height=\"7\"" << fill << ">"

@@ -23,10 +23,10 @@ struct Series {
 struct ChartOptions {
   std::string title, x_label, y_label;  // axis labels with their units; "(log scale)" is added
   bool log_x = false, log_y = false;
-  int width = 720, height = 420;      // height of the plot part; a legend below adds to it
-  double lo = NAN, hi = NAN;          // a fixed value-axis range (e.g. 0..1 for an accuracy)
-  double mark = NAN;                  // a vertical reference line at this x (bar charts: value)
-  std::string mark_label;             // e.g. "trained length 512", "chance"
+  int width = 720, height = 420;  // height of the plot part; a legend below adds to it
+  double lo = NAN, hi = NAN;      // a fixed value-axis range (e.g. 0..1 for an accuracy)
+  double mark = NAN;              // a vertical reference line at this x (bar charts: value)
+  std::string mark_label;         // e.g. "trained length 512", "chance"
 };
 
 // Perplexity against context length, both axes log, the trained length marked: every such chart
@@ -49,7 +49,8 @@ class Canvas {
   virtual void line(double x1, double y1, double x2, double y2, const Stroke& s) = 0;
   virtual void polyline(const std::vector<std::pair<double, double>>& pts, const Stroke& s) = 0;
   virtual void rect(double x, double y, double w, double h, const std::string& fill, const std::string& stroke) = 0;
-  // shape: 0 circle, 1 square, 2 triangle, 3 diamond, 4 cross, -1 none (a tooltip area); tip: a tooltip where the format has them
+  // shape: 0 circle, 1 square, 2 triangle, 3 diamond, 4 cross, -1 none (a tooltip area); tip: a tooltip where the
+  // format has them
   virtual void marker(double x, double y, int shape, const std::string& color, const std::string& tip) = 0;
   // anchor: -1 start, 0 middle, 1 end; vertical: rotated to read bottom-up
   virtual void text(double x, double y, const std::string& s, int anchor, double size, bool vertical = false,

@@ -24,7 +24,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }
@@ -46,7 +47,8 @@ std::vector<std::string> flag_names(const CLI::App* app) {
 }
 
 const CLI::App* selected(const CLI::App& app) {
-  for (const CLI::App* s : app.get_subcommands({})) if (s->parsed()) return s;
+  for (const CLI::App* s : app.get_subcommands({}))
+    if (s->parsed()) return s;
   return &app;
 }
 
@@ -143,9 +145,9 @@ void check_model_dir(const std::string& flag, const std::string& dir, bool need_
   if (held.size() > 8) listing += ", ... (" + std::to_string(held.size()) + " entries)";
   if (tokenizer)
     throw Error(flag + " " + dir + " holds a tokenizer but no model (no config.json; it has " + listing +
-                     "): give the directory with config.json and the weights");
+                "): give the directory with config.json and the weights");
   throw Error(flag + " " + dir + " is not a model directory: no config.json" +
-                   (held.empty() ? std::string(" (it is empty)") : " (it holds " + listing + ")"));
+              (held.empty() ? std::string(" (it is empty)") : " (it holds " + listing + ")"));
 }
 
 std::string usage_message(CLI::App& app, const CLI::ParseError& e) {

@@ -51,10 +51,11 @@ bool read_zoo_model(const fs::path& dir, const std::string& label, ZooModel& out
   out.scheme = z["scheme"].get<std::string>();
   // The block places the model in the experiment; it must describe the model it sits in.
   if (cfg.value("position_scheme", json()) != out.scheme)
-    throw Error(where + ": scheme '" + out.scheme + "' but position_scheme is " + cfg.value("position_scheme", json()).dump());
+    throw Error(where + ": scheme '" + out.scheme + "' but position_scheme is " +
+                cfg.value("position_scheme", json()).dump());
   if ((out.kind == "mlm") != (cfg.value("bidirectional", json(false)) == true))
-    throw Error(where + ": kind '" + out.kind + "' but bidirectional is " + cfg.value("bidirectional", json(false)).dump() +
-                " (mlm models, and only they, are bidirectional)");
+    throw Error(where + ": kind '" + out.kind + "' but bidirectional is " +
+                cfg.value("bidirectional", json(false)).dump() + " (mlm models, and only they, are bidirectional)");
   out.seed = z["seed"].get<int64_t>();
   if (z.contains("train_length")) {
     if (!z["train_length"].is_number_integer() || z["train_length"].get<int64_t>() < 1)
@@ -103,7 +104,8 @@ std::vector<ZooModel> discover_zoo(const std::string& root) {
   });
   // Seeds are replicates: two models claiming one (kind, scheme, seed) would be averaged silently.
   for (size_t i = 1; i < out.size(); ++i)
-    if (std::tie(out[i].kind, out[i].scheme, out[i].seed) == std::tie(out[i - 1].kind, out[i - 1].scheme, out[i - 1].seed))
+    if (std::tie(out[i].kind, out[i].scheme, out[i].seed) ==
+        std::tie(out[i - 1].kind, out[i - 1].scheme, out[i - 1].seed))
       throw Error(root + ": " + out[i - 1].label + " and " + out[i].label + " are both " + out[i].kind + " " +
                   out[i].scheme + " seed " + std::to_string(out[i].seed) + "; remove one");
   return out;

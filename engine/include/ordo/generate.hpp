@@ -11,9 +11,9 @@
 namespace ordo {
 
 struct SamplingParams {
-  float temperature = 0.0f;         // 0: greedy (argmax)
-  int top_k = 0;                    // 0: off
-  float top_p = 1.0f;               // 1: off
+  float temperature = 0.0f;  // 0: greedy (argmax)
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
   // Hugging Face's min_p (MinPLogitsWarper, after top-k and top-p): tokens less likely than
   // min_p x the most likely one are dropped (0: off).
   float min_p = 0.0f;
@@ -89,9 +89,9 @@ struct GenerateParams {
   // Hugging Face's renormalize_logits: beam search takes log_softmax again after the penalties
   // and bans (sampling and greedy pick the same token either way).
   bool renormalize = false;
-  std::vector<int32_t> stop_ids;  // generation ends after emitting any of these (every EOS id)
-  bool use_cache = true;          // false: recompute the whole sequence every step (reference mode)
-  int64_t capacity = 0;           // KV-cache slots to preallocate (0: prompt + max_new_tokens)
+  std::vector<int32_t> stop_ids;     // generation ends after emitting any of these (every EOS id)
+  bool use_cache = true;             // false: recompute the whole sequence every step (reference mode)
+  int64_t capacity = 0;              // KV-cache slots to preallocate (0: prompt + max_new_tokens)
   std::vector<uint8_t> prompt_mask;  // 0 marks padding in the prompt (left-padded batches); empty: none
 };
 
@@ -106,17 +106,17 @@ struct ScoredSequence {
 };
 
 struct GenerateResult {
-  std::vector<int32_t> ids;  // generated tokens only (beam search: the best hypothesis)
+  std::vector<int32_t> ids;               // generated tokens only (beam search: the best hypothesis)
   std::vector<ScoredSequence> sequences;  // beam search: num_return_sequences hypotheses, best first
-  std::vector<Tensor> step_logits;  // logits row [V] of every step (before sampling), when asked
+  std::vector<Tensor> step_logits;        // logits row [V] of every step (before sampling), when asked
   int64_t prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
   bool stopped_by_eos = false;
 };
 
 // Decoder-only: `prompt` is the token prefix. params.beams.num_beams > 1 runs beam search
-// (ordo/beam_search.hpp); on_token then sees the best hypothesis's ids once the search is over. Encoder-decoder: pass the encoder output via
-// `encoder_out` (from Transformer::encode) and `prompt` = the decoder start tokens.
+// (ordo/beam_search.hpp); on_token then sees the best hypothesis's ids once the search is over. Encoder-decoder: pass
+// the encoder output via `encoder_out` (from Transformer::encode) and `prompt` = the decoder start tokens.
 GenerateResult generate(const Transformer& model, const std::vector<int32_t>& prompt, const GenerateParams& params,
                         const TokenCallback& on_token = nullptr, const Tensor* encoder_out = nullptr,
                         const std::vector<uint8_t>& encoder_mask = {}, bool keep_logits = false);

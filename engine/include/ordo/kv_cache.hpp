@@ -17,7 +17,7 @@ struct KVCache {
   std::vector<Tensor> k, v;
   std::vector<Tensor> k_scale, v_scale;  // I8 only: per layer [n_kv, capacity] F32
   int64_t capacity = 0;
-  int64_t length = 0;  // slots in use
+  int64_t length = 0;              // slots in use
   std::vector<int32_t> positions;  // position of each cached token in the text (for score biases)
   std::vector<uint8_t> valid;      // 0 for padding: never attended to
   // Self-Extend on a rotating scheme: every key also rotated at its grouped position ⌊p/G⌋,

@@ -70,12 +70,12 @@ struct LinearTarget {
 void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initializer_list<LinearTarget> targets);
 
 // C[M, N] = alpha · A[M, K] · B[N, K]ᵀ + beta · C  (plain F32 GEMM, both backends).
-void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+             int64_t ldb, float beta, float* C, int64_t ldc);
 // C[M, N] = alpha · A[M, K] · B[K, N] + beta · C. Both GEMMs: leading dimensions are row
 // strides; called inside an OpenMP parallel region they run on the calling thread.
-void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+             int64_t ldb, float beta, float* C, int64_t ldc);
 
 // Instruction sets in use, chosen at run time: ordo's own kernels ("scalar", "avx2", "avx512",
 // "avx512-vnni"; ORDO_MAX_ISA=avx2 or avx512 limits them) and oneDNN's (its cpu_isa, e.g. "avx2",

@@ -23,8 +23,9 @@ namespace ordo {
 
 enum class ScalingType {
   None,
-  Linear,    // RoPE: positions / s (PI). learned: table interpolated to s·L. sinusoidal: p·L/L'. ALiBi: slopes / s. T5: distance / s.
-  NTK,       // RoPE only: static NTK-aware base scaling
+  Linear,  // RoPE: positions / s (PI). learned: table interpolated to s·L. sinusoidal: p·L/L'. ALiBi: slopes / s. T5:
+           // distance / s.
+  NTK,     // RoPE only: static NTK-aware base scaling
   Dynamic,   // RoPE only: dynamic NTK, recomputed from the current length
   YaRN,      // RoPE only
   Llama3,    // RoPE only
@@ -46,8 +47,8 @@ struct Scaling {
   int64_t original_max_positions = 0;  // 0: the model's trained length
   // YaRN
   double beta_fast = 32.0, beta_slow = 1.0;
-  bool truncate = true;                     // floor/ceil the correction range (HF default)
-  std::optional<double> attention_factor;   // YaRN / LongRoPE magnitude override
+  bool truncate = true;                          // floor/ceil the correction range (HF default)
+  std::optional<double> attention_factor;        // YaRN / LongRoPE magnitude override
   std::optional<double> mscale, mscale_all_dim;  // YaRN (DeepSeek variant)
   // Llama-3
   double low_freq_factor = 1.0, high_freq_factor = 4.0;
@@ -103,8 +104,8 @@ constexpr int64_t kMaxExtensionValue = int64_t{1} << 30;
 // Throws Error naming the setting (and its CLI flag) for values out of range or both methods at once.
 void check_context_extension(const ContextExtension& e);
 
-enum class RopeLayout { HalfSplit, Interleaved };         // (x_i, x_{i+d/2}) vs (x_2i, x_2i+1)
-enum class SinusoidalLayout { Concat, Interleaved };     // [sin… | cos…] vs [sin, cos, sin, cos…]
+enum class RopeLayout { HalfSplit, Interleaved };     // (x_i, x_{i+d/2}) vs (x_2i, x_2i+1)
+enum class SinusoidalLayout { Concat, Interleaved };  // [sin… | cos…] vs [sin, cos, sin, cos…]
 
 struct PositionConfig {
   std::string scheme = "none";  // none | learned | sinusoidal | relative | rope | alibi
@@ -172,8 +173,7 @@ class PositionScheme {
 
   // (3) scores[j] += bias(head, qpos, kpos[j]) for j < nk.
   virtual bool has_score_bias() const { return false; }
-  virtual void add_score_bias(float* scores, int64_t head, int32_t qpos, const int32_t* kpos,
-                              int64_t nk) const {
+  virtual void add_score_bias(float* scores, int64_t head, int32_t qpos, const int32_t* kpos, int64_t nk) const {
     (void)scores, (void)head, (void)qpos, (void)kpos, (void)nk;
   }
 
@@ -199,8 +199,8 @@ struct PositionWeightInfo {  // a tensor read from the checkpoint, kept in Posit
 
 struct PositionSchemeInfo {
   const char* name;
-  const char* acts;                            // where it acts: "input embeddings", "q/k rotation", "attention scores", "nothing"
-  std::vector<ScalingSupport> scalings;        // ScalingType::None is always supported and not listed
+  const char* acts;  // where it acts: "input embeddings", "q/k rotation", "attention scores", "nothing"
+  std::vector<ScalingSupport> scalings;  // ScalingType::None is always supported and not listed
   std::vector<PositionWeightInfo> weights;
   // Its settings in a few words, for `ordo inspect`, e.g. "theta 10000, rotary_dim 8, half-split".
   std::string (*describe)(const PositionConfig& cfg, const PositionContext& ctx);

@@ -47,7 +47,7 @@ struct Layer {
 
 struct Stack {
   std::vector<Layer> layers;
-  Norm final_norm;         // after the last layer (pre-norm models)
+  Norm final_norm;           // after the last layer (pre-norm models)
   PositionWeights position;  // learned table or relative bias table of this stack
   bool causal = true;
 };

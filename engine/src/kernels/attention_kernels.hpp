@@ -35,13 +35,10 @@ inline float row_scale(const float* rs, int64_t j) {
 
 #ifdef ORDO_SIMD
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline __m256 load8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
-
 
 // Decode reads one head's keys (then values) as kKvStreams far-apart streams: rows j, j + n/4, ...
 // A head's rows are one contiguous run, and a single stream per core leaves the hardware
@@ -59,7 +56,8 @@ template <class E, int64_t hd>
 inline void prefetch_rows(const E* r, int64_t stride) {
   constexpr int64_t lines = (hd * static_cast<int64_t>(sizeof(E)) + 63) / 64;
   for (int s = 0; s < kKvStreams; ++s)
-    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(r + s * stride) + 64 * l, _MM_HINT_T0);
+    for (int64_t l = 0; l < lines; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(r + s * stride) + 64 * l, _MM_HINT_T0);
 }
 
 template <int NV, class E>  // hd = 8·NV
@@ -121,8 +119,8 @@ inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64
     // One horizontal reduction for the four rows: lanes [row0, row1, row2, row3].
     const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
     const __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-    const __m128 r = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(sum), vunit),
-                                _mm_set_ps(rs[j + 3 * m], rs[j + 2 * m], rs[j + m], rs[j]));
+    const __m128 r =
+        _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(sum), vunit), _mm_set_ps(rs[j + 3 * m], rs[j + 2 * m], rs[j + m], rs[j]));
     alignas(16) float out[4];
     _mm_store_ps(out, r);
     scores[j] = out[0];

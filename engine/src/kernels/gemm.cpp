@@ -41,7 +41,8 @@ namespace {
 
 void check_blas_dims(const char* what, std::initializer_list<int64_t> dims) {
   for (int64_t d : dims)
-    if (d > INT_MAX) throw Error(std::string(what) + ": dimension " + std::to_string(d) + " exceeds the BLAS int range");
+    if (d > INT_MAX)
+      throw Error(std::string(what) + ": dimension " + std::to_string(d) + " exceeds the BLAS int range");
 }
 
 void gemm_checked(Backend be, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -50,9 +51,9 @@ void gemm_checked(Backend be, bool trans_b, int64_t M, int64_t N, int64_t K, flo
   if (M < 0 || N < 0 || K < 0) throw Error(std::string(what) + ": negative dimension");
   if (M == 0 || N == 0) return;
   if (lda < K || ldb < (trans_b ? K : N) || ldc < N)
-    throw Error(std::string(what) + ": leading dimension too small (M=" + std::to_string(M) + " N=" +
-                std::to_string(N) + " K=" + std::to_string(K) + " lda=" + std::to_string(lda) + " ldb=" +
-                std::to_string(ldb) + " ldc=" + std::to_string(ldc) + ")");
+    throw Error(std::string(what) + ": leading dimension too small (M=" + std::to_string(M) +
+                " N=" + std::to_string(N) + " K=" + std::to_string(K) + " lda=" + std::to_string(lda) +
+                " ldb=" + std::to_string(ldb) + " ldc=" + std::to_string(ldc) + ")");
   if (K == 0) {  // C = beta·C; beta == 0 overwrites (C may hold garbage), as in BLAS
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) C[m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[m * ldc + n];
@@ -69,13 +70,13 @@ void gemm_checked(Backend be, bool trans_b, int64_t M, int64_t N, int64_t K, flo
 
 }  // namespace
 
-void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_nt(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+             int64_t ldb, float beta, float* C, int64_t ldc) {
   gemm_checked(be, true, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_nn(Backend be, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+             int64_t ldb, float beta, float* C, int64_t ldc) {
   gemm_checked(be, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -129,8 +130,7 @@ void linear_group(Backend be, const float* x, int64_t M, int64_t K, std::initial
   detail::linear_targets(be, x, M, K, targets.begin(), targets.size());
 }
 
-void detail::linear_targets(Backend be, const float* x, int64_t M, int64_t K, const LinearTarget* targets,
-                            size_t n) {
+void detail::linear_targets(Backend be, const float* x, int64_t M, int64_t K, const LinearTarget* targets, size_t n) {
   if (n > kMaxGroup) throw Error("linear_group: at most 8 weights per group");
   if (M < 1 || K <= 0) {
     for (size_t i = 0; i < n; ++i) linear(be, x, M, K, *targets[i].w, targets[i].y);

@@ -2,8 +2,8 @@
 // needs no primitive and so suits attention shapes that change every decode step. Debian's libdnnl
 // is built on OpenMP, so it uses the calling thread's omp_get_max_threads() and runs sequentially
 // inside an OpenMP parallel region.
-#include <dnnl.hpp>
 #include <omp.h>
+#include <dnnl.hpp>
 
 #include <string>
 
@@ -32,8 +32,8 @@ void onednn_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, con
   require_address_space(onednn_room(M, N, K), "oneDNN's GEMM (its kernels and packed copies of the operands)");
   dnnl_status_t st = dnnl_sgemm('N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st != dnnl_success)
-    throw Error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ") for M=" +
-                std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+    throw Error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ") for M=" + std::to_string(M) +
+                " N=" + std::to_string(N) + " K=" + std::to_string(K));
 }
 
 }  // namespace ordo::detail

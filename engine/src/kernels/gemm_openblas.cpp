@@ -67,9 +67,9 @@ class BlasBufferGuard {
 void sgemm1(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, float* C, int64_t ldc) {
   const BlasBufferGuard buffer;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N),
-              static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta,
-              C, static_cast<blasint>(ldc));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda), B,
+              static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
 }  // namespace
@@ -89,13 +89,14 @@ void openblas_gemm(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, c
   const int64_t parts = (len + panel - 1) / panel;
   ParallelErrors errors;
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (int64_t p = 0; p < parts; ++p) errors.run([&] {
-    const int64_t b = p * panel, n = std::min(panel, len - b);
-    if (split_n)  // columns [b, b + n) of C: rows of B (Bᵀ used) or its columns
-      sgemm1(trans_b, M, n, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta, C + b, ldc);
-    else
-      sgemm1(trans_b, n, N, K, alpha, A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
-  });
+  for (int64_t p = 0; p < parts; ++p)
+    errors.run([&] {
+      const int64_t b = p * panel, n = std::min(panel, len - b);
+      if (split_n)  // columns [b, b + n) of C: rows of B (Bᵀ used) or its columns
+        sgemm1(trans_b, M, n, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta, C + b, ldc);
+      else
+        sgemm1(trans_b, n, N, K, alpha, A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
+    });
   errors.rethrow();
 }
 

@@ -140,8 +140,8 @@ void tile_avx2(const float* x, int64_t K, const typename L::T* P, float* y, int6
 // I8 rows of one column block [c, c + 8·NZ): int32 lanes of vpmaddwd over the column pairs
 // [q0, q1), added to y as floats (first: y starts at 0).
 template <int MX, int NZ>
-void block_i8_avx2(const Pair32* xq2, int64_t ldx2, int64_t q0, int64_t q1, const int8_t* P, float* y,
-                   int64_t ldy, bool first) {
+void block_i8_avx2(const Pair32* xq2, int64_t ldx2, int64_t q0, int64_t q1, const int8_t* P, float* y, int64_t ldy,
+                   bool first) {
   __m256i acc[MX][NZ];
   for (auto& a : acc)
     for (auto& v : a) v = _mm256_setzero_si256();
@@ -198,7 +198,8 @@ ORDO_PANEL512 inline __m512 load16(const typename L::T* p) {
 // has 4 lines per k at most, split between at least two tiles).
 template <class L, int MX, int NS>
 ORDO_PANEL512 void tile_512(const float* x, int64_t K, int64_t k0, int64_t k1, const typename L::T* const* P,
-                            float* const* y, int64_t ldy, const char* ahead = nullptr, const char* ahead_end = nullptr) {
+                            float* const* y, int64_t ldy, const char* ahead = nullptr,
+                            const char* ahead_end = nullptr) {
   __m512 acc[MX][NS][4];
   for (int m = 0; m < MX; ++m)
     for (int s = 0; s < NS; ++s)
@@ -240,8 +241,7 @@ ORDO_PANEL512 void tile_512(const float* x, int64_t K, int64_t k0, int64_t k1, c
 #undef ORDO_I8_512_VNNI
 
 template <bool VNNI, int MX, int NS>
-void tile_i8_512(const Pair32* xq2, int64_t ldx2, int64_t pairs, const int8_t* const* P, float* const* y,
-                 int64_t ldy) {
+void tile_i8_512(const Pair32* xq2, int64_t ldx2, int64_t pairs, const int8_t* const* P, float* const* y, int64_t ldy) {
   for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock)
     if constexpr (VNNI)
       block_i8_512_vnni<MX, NS>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
@@ -272,8 +272,8 @@ void tile_i8_float(const float* x, int64_t K, const int8_t* P, float* y) {
   }
 }
 
-[[maybe_unused]] void tile_i8_scalar(const Pair32* xq2, int64_t ldx2, int64_t pairs, int64_t rows,
-                                     const int8_t* P, float* y, int64_t ldy) {
+[[maybe_unused]] void tile_i8_scalar(const Pair32* xq2, int64_t ldx2, int64_t pairs, int64_t rows, const int8_t* P,
+                                     float* y, int64_t ldy) {
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t j = 0; j < kP; ++j) {
       float total = 0.0f;
@@ -352,8 +352,8 @@ template <class F>
 // Outputs of panels [p0, p1) for every row of x into out (row stride ldo, column 0 = panel p0's
 // first output): raw sums, before scales and bias.
 template <class L>
-void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, int64_t p0, int64_t p1,
-                  float* out, int64_t ldo) {
+void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, int64_t p0, int64_t p1, float* out,
+                  int64_t ldo) {
   using T = typename L::T;
   auto P = [&](int64_t p) { return static_cast<const T*>(w.panel(p)); };
 #if defined(ORDO_SIMD) && defined(__x86_64__)
@@ -390,9 +390,8 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
           float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
           const float* xm = x + m0 * K;
           const Share a = share_of(ahead, next_bytes, t++, tiles);
-          with_tile_rows(rows, [&](auto mx) {
-            tile_512<L, decltype(mx)::value, 1>(xm, K, k0, k1, ps, ys, ldo, a.begin, a.end);
-          });
+          with_tile_rows(
+              rows, [&](auto mx) { tile_512<L, decltype(mx)::value, 1>(xm, K, k0, k1, ps, ys, ldo, a.begin, a.end); });
         });
       }
     }
@@ -423,8 +422,8 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
   }
 }
 
-void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1,
-                   float* out, int64_t ldo) {
+void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1, float* out,
+                   int64_t ldo) {
   const int64_t pairs = w.Kp / 2;
   auto P = [&](int64_t p) { return static_cast<const int8_t*>(w.panel(p)); };
 #if defined(ORDO_SIMD) && defined(__x86_64__)
@@ -520,15 +519,9 @@ void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int6
   if (buf.size() < static_cast<size_t>(M * cols)) buf.resize(static_cast<size_t>(M * cols));
   float* out = buf.data();
   switch (w.dtype) {
-    case DType::F32:
-      float_panels<PF32>(x, M, K, w, p0, p1, out, cols);
-      break;
-    case DType::F16:
-      float_panels<PF16>(x, M, K, w, p0, p1, out, cols);
-      break;
-    case DType::BF16:
-      float_panels<PBF16>(x, M, K, w, p0, p1, out, cols);
-      break;
+    case DType::F32: float_panels<PF32>(x, M, K, w, p0, p1, out, cols); break;
+    case DType::F16: float_panels<PF16>(x, M, K, w, p0, p1, out, cols); break;
+    case DType::BF16: float_panels<PBF16>(x, M, K, w, p0, p1, out, cols); break;
     case DType::I8: {
       const auto* xq2 = reinterpret_cast<const Pair32*>(fx.xq.data());
       const int64_t ldx2 = fx.Kp / 2;

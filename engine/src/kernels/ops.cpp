@@ -117,8 +117,8 @@ void act_span(Activation a, float* x, const float* up, int64_t n) {
       _mm256_storeu_ps(x + i, v);
     }
     if (i < n) {
-      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
-                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const __m256i mask =
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
       __m256 v = act8(a, _mm256_maskload_ps(x + i, mask));
       if (up) v = _mm256_mul_ps(v, _mm256_maskload_ps(up + i, mask));
       _mm256_maskstore_ps(x + i, mask, v);
@@ -266,8 +266,8 @@ float softmax_unnormalized(float* x, int64_t n) {
   // The last n % 8 entries go through one masked vector: causal prompt rows have every length,
   // and the scalar tail cost up to seven std::exp calls per row.
   const int64_t full = n / 8 * 8, rest = n - full;
-  const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i tail =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   __m256 vmx = _mm256_set1_ps(ninf);
   for (; i < full; i += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(x + i));
   if (rest)
@@ -297,7 +297,8 @@ float softmax_unnormalized(float* x, int64_t n) {
     vs = _mm256_add_ps(vs, e);
   }
   if (rest) {
-    const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_maskload_ps(x + full, tail), vm)), _mm256_castsi256_ps(tail));
+    const __m256 e =
+        _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_maskload_ps(x + full, tail), vm)), _mm256_castsi256_ps(tail));
     _mm256_maskstore_ps(x + full, tail, e);
     vs = _mm256_add_ps(vs, e);
   }
@@ -333,8 +334,7 @@ void add_inplace(float* y, const float* x, int64_t n) {
     int64_t i = c * kChunk;
     const int64_t end = std::min(n, i + kChunk);
 #ifdef ORDO_SIMD
-    for (; i + 8 <= end; i += 8)
-      _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+    for (; i + 8 <= end; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
 #endif
     for (; i < end; ++i) y[i] += x[i];
   }

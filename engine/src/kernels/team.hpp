@@ -31,8 +31,9 @@ void parallel_items(int64_t n, bool parallel, void (*fn)(void* ctx, int64_t i), 
 template <class F>
 void parallel_items(int64_t n, bool parallel, F&& f) {
   using Fn = std::remove_reference_t<F>;
-  parallel_items(n, parallel, [](void* c, int64_t i) { (*static_cast<Fn*>(c))(i); },
-                 const_cast<void*>(static_cast<const void*>(&f)));
+  parallel_items(
+      n, parallel, [](void* c, int64_t i) { (*static_cast<Fn*>(c))(i); },
+      const_cast<void*>(static_cast<const void*>(&f)));
 }
 
 // How long a team thread spins for the next loop before it sleeps: longer than the serial

@@ -67,9 +67,8 @@ const PositionSchemeInfo& scheme_alibi() {
       {{ScalingType::Linear, true}},
       {},
       [](const PositionConfig& cfg, const PositionContext&) { return "max_bias " + num_str(cfg.alibi_max_bias); },
-      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
-        return std::make_unique<Alibi>(cfg, ctx);
-      },
+      [](const PositionConfig& cfg, const PositionContext& ctx,
+         const PositionWeights&) -> std::unique_ptr<PositionScheme> { return std::make_unique<Alibi>(cfg, ctx); },
   };
   return info;
 }

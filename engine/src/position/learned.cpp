@@ -24,8 +24,7 @@ class Learned final : public PositionScheme {
     rows_ = table_.dim(0);
     d_ = table_.dim(1);
     if (ctx.d_model > 0 && d_ != ctx.d_model)
-      throw Error("learned position table is " + table_.shape_str() + " but d_model is " +
-                  std::to_string(ctx.d_model));
+      throw Error("learned position table is " + table_.shape_str() + " but d_model is " + std::to_string(ctx.d_model));
     if (offset_ < 0 || offset_ >= rows_)
       throw Error("learned position offset " + std::to_string(offset_) + " does not fit a table of " +
                   std::to_string(rows_) + " rows");
@@ -42,7 +41,8 @@ class Learned final : public PositionScheme {
                       std::to_string(max_pos + 1) + " positions (0.." + std::to_string(max_pos) +
                       ") but the table has " + std::to_string(trained_) + " positions";
     if (offset_ > 0)
-      msg += " (" + std::to_string(trained_ + offset_) + " rows, looked up at position + " + std::to_string(offset_) + ")";
+      msg +=
+          " (" + std::to_string(trained_ + offset_) + " rows, looked up at position + " + std::to_string(offset_) + ")";
     if (scaling_.type == ScalingType::Linear)
       msg += ", " + std::to_string(positions_) + " after linear interpolation by " + num_str(scaling_.factor) +
              "; interpolate further with --scaling linear --factor " + num_str(need);
@@ -107,9 +107,8 @@ const PositionSchemeInfo& scheme_learned() {
       [](const PositionConfig& cfg, const PositionContext&) {
         return cfg.learned_offset ? "offset " + std::to_string(cfg.learned_offset) : std::string();
       },
-      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w) -> std::unique_ptr<PositionScheme> {
-        return std::make_unique<Learned>(cfg, ctx, w);
-      },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w)
+          -> std::unique_ptr<PositionScheme> { return std::make_unique<Learned>(cfg, ctx, w); },
   };
   return info;
 }

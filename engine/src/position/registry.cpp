@@ -32,11 +32,10 @@ struct ScalingEntry {
 
 // Canonical names first (scaling_name returns them); aliases after.
 const ScalingEntry kScalings[] = {
-    {"none", ScalingType::None},     {"linear", ScalingType::Linear}, {"ntk", ScalingType::NTK},
-    {"dynamic", ScalingType::Dynamic}, {"yarn", ScalingType::YaRN},     {"llama3", ScalingType::Llama3},
-    {"longrope", ScalingType::LongRoPE},
-    {"default", ScalingType::None},  // HF rope_type "default"
-    {"su", ScalingType::LongRoPE},   // early Phi-3 configs
+    {"none", ScalingType::None},         {"linear", ScalingType::Linear}, {"ntk", ScalingType::NTK},
+    {"dynamic", ScalingType::Dynamic},   {"yarn", ScalingType::YaRN},     {"llama3", ScalingType::Llama3},
+    {"longrope", ScalingType::LongRoPE}, {"default", ScalingType::None},  // HF rope_type "default"
+    {"su", ScalingType::LongRoPE},                                        // early Phi-3 configs
 };
 
 std::string join_names() {
@@ -99,7 +98,8 @@ void check_context_extension(const ContextExtension& e) {
   const std::string max = std::to_string(kMaxExtensionValue);
   auto in_range = [&](int64_t v, int64_t lo, const char* what) {
     if (v < lo || v > kMaxExtensionValue)
-      throw Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " + max + "], got " + std::to_string(v));
+      throw Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " + max + "], got " +
+                  std::to_string(v));
   };
   if (e.group != 0 || e.neighbor != 0) {
     in_range(e.group, 1, "self-extend (--self-extend G,W): the group size G");

@@ -98,9 +98,8 @@ const PositionSchemeInfo& scheme_relative() {
       [](const PositionConfig& cfg, const PositionContext&) {
         return std::to_string(cfg.num_buckets) + " buckets, max_distance " + std::to_string(cfg.max_distance);
       },
-      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w) -> std::unique_ptr<PositionScheme> {
-        return std::make_unique<Relative>(cfg, ctx, w);
-      },
+      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights& w)
+          -> std::unique_ptr<PositionScheme> { return std::make_unique<Relative>(cfg, ctx, w); },
   };
   return info;
 }

@@ -24,7 +24,7 @@ constexpr int64_t kTableCap = 8192;
 struct CosSin {
   std::vector<float> inv_freq;
   float scale = 1.0f;
-  int64_t cap = 0;               // positions precomputed
+  int64_t cap = 0;              // positions precomputed
   std::vector<float> cos, sin;  // [cap, half]
 
   CosSin() = default;
@@ -65,8 +65,8 @@ class Rope final : public PositionScheme {
                     " scaling needs the trained length (max_positions or original_max_positions > 0)");
     }
     if (type == ScalingType::LongRoPE) {
-      main_ = CosSin(rope_frequencies(cfg, rd_, L0_), cap);       // short_factor
-      long_ = CosSin(rope_frequencies(cfg, rd_, L0_ + 1), cap);   // long_factor
+      main_ = CosSin(rope_frequencies(cfg, rd_, L0_), cap);      // short_factor
+      long_ = CosSin(rope_frequencies(cfg, rd_, L0_ + 1), cap);  // long_factor
     } else {
       // Dynamic: the table holds the unscaled frequencies in effect up to L0.
       main_ = CosSin(rope_frequencies(cfg, rd_, type == ScalingType::Dynamic ? L0_ : 0), cap);
@@ -78,7 +78,8 @@ class Rope final : public PositionScheme {
   bool rotates() const override { return true; }
 
   // Queries and keys rotate alike.
-  void rotate(float* x, RotateTarget, int64_t n_heads_x, const int32_t* pos, int64_t T, int64_t seq_len) const override {
+  void rotate(float* x, RotateTarget, int64_t n_heads_x, const int32_t* pos, int64_t T,
+              int64_t seq_len) const override {
     if (T <= 0) return;
     const ScalingType type = cfg_.scaling.type;
     if (seq_len <= 0 && (type == ScalingType::Dynamic || type == ScalingType::LongRoPE))
@@ -127,12 +128,10 @@ class Rope final : public PositionScheme {
 
   bool rotation_changes(int64_t old_len, int64_t new_len) const override {
     switch (cfg_.scaling.type) {
-      case ScalingType::LongRoPE:
-        return (old_len > L0_) != (new_len > L0_);
+      case ScalingType::LongRoPE: return (old_len > L0_) != (new_len > L0_);
       case ScalingType::Dynamic:
         return cfg_.scaling.dynamic_rerotate && std::max(old_len, L0_) != std::max(new_len, L0_);
-      default:
-        return false;
+      default: return false;
     }
   }
 
@@ -140,9 +139,9 @@ class Rope final : public PositionScheme {
   PositionConfig cfg_;
   RopeLayout layout_;
   int64_t head_dim_ = 0, rd_ = 0, half_ = 0;
-  int64_t L0_ = 0;   // dynamic / longrope: original length
-  CosSin main_;      // static frequencies (LongRoPE: short_factor; dynamic: unscaled)
-  CosSin long_;      // LongRoPE long_factor
+  int64_t L0_ = 0;  // dynamic / longrope: original length
+  CosSin main_;     // static frequencies (LongRoPE: short_factor; dynamic: unscaled)
+  CosSin long_;     // LongRoPE long_factor
 };
 
 }  // namespace
@@ -163,9 +162,8 @@ const PositionSchemeInfo& scheme_rope() {
                std::to_string(cfg.rotary_dim ? cfg.rotary_dim : ctx.head_dim) + ", " +
                (cfg.rope_layout == RopeLayout::HalfSplit ? "half-split" : "interleaved");
       },
-      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
-        return std::make_unique<Rope>(cfg, ctx);
-      },
+      [](const PositionConfig& cfg, const PositionContext& ctx,
+         const PositionWeights&) -> std::unique_ptr<PositionScheme> { return std::make_unique<Rope>(cfg, ctx); },
   };
   return info;
 }

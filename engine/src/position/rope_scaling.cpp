@@ -83,7 +83,8 @@ void dynamic_ntk(const PositionConfig& cfg, int64_t d, int64_t seq_len, RopeFreq
   // base * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2)), with the Python
   // scalars in double and the result rounded to float32 (bit-exact with the HF fixture).
   const double grow = s * static_cast<double>(seq_len) / static_cast<double>(L0) - (s - 1.0);
-  const float b = static_cast<float>(cfg.rope_theta * std::pow(grow, static_cast<double>(d) / static_cast<double>(d - 2)));
+  const float b =
+      static_cast<float>(cfg.rope_theta * std::pow(grow, static_cast<double>(d) / static_cast<double>(d - 2)));
   if (!(b > 0.0f) || !std::isfinite(b))
     throw Error("rope: dynamic scaling produced base " + num_str(b) + " for length " + std::to_string(seq_len));
   out.inv_freq = default_inv(b, d);
@@ -185,9 +186,7 @@ RopeFrequencies rope_frequencies(const PositionConfig& cfg, int64_t d, int64_t s
   const float base = static_cast<float>(cfg.rope_theta);
   RopeFrequencies out;
   switch (sc.type) {
-    case ScalingType::None:
-      out.inv_freq = default_inv(base, d);
-      break;
+    case ScalingType::None: out.inv_freq = default_inv(base, d); break;
     case ScalingType::Linear:
       out.inv_freq = default_inv(base, d);
       for (float& v : out.inv_freq) v /= static_cast<float>(sc.factor);

@@ -17,8 +17,7 @@ constexpr int64_t kTableCap = 4096;  // positions precomputed; later ones are co
 
 class Sinusoidal final : public PositionScheme {
  public:
-  Sinusoidal(const PositionConfig& cfg, const PositionContext& ctx)
-      : d_(ctx.d_model), layout_(cfg.sinusoidal_layout) {
+  Sinusoidal(const PositionConfig& cfg, const PositionContext& ctx) : d_(ctx.d_model), layout_(cfg.sinusoidal_layout) {
     if (d_ <= 0) throw Error("sinusoidal positions need d_model > 0");
     scale_ = cfg.scaling.type == ScalingType::Linear ? 1.0 / cfg.scaling.factor : 1.0;
     denom_.resize(static_cast<size_t>((d_ + 1) / 2));
@@ -82,9 +81,8 @@ const PositionSchemeInfo& scheme_sinusoidal() {
       [](const PositionConfig& cfg, const PositionContext&) {
         return std::string(cfg.sinusoidal_layout == SinusoidalLayout::Concat ? "sin|cos" : "interleaved");
       },
-      [](const PositionConfig& cfg, const PositionContext& ctx, const PositionWeights&) -> std::unique_ptr<PositionScheme> {
-        return std::make_unique<Sinusoidal>(cfg, ctx);
-      },
+      [](const PositionConfig& cfg, const PositionContext& ctx,
+         const PositionWeights&) -> std::unique_ptr<PositionScheme> { return std::make_unique<Sinusoidal>(cfg, ctx); },
   };
   return info;
 }

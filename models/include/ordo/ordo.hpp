@@ -26,13 +26,13 @@ namespace ordo {
 
 struct ModelOptions {
   Backend backend = Backend::OneDNN;  // GEMM library of prompt attention; linear layers run on ordo's kernels
-  std::string position;            // replaces the model's position scheme ("" keeps it)
-  std::optional<Scaling> scaling;  // replaces the model's long-context scaling
+  std::string position;               // replaces the model's position scheme ("" keeps it)
+  std::optional<Scaling> scaling;     // replaces the model's long-context scaling
   // Self-Extend or attention sinks (ContextExtension in ordo/position.hpp), orthogonal to the
   // scheme and the scaling; nullopt: none.
   std::optional<ContextExtension> extension;
-  int threads = 0;                 // 0: all cores
-  bool load_tokenizer = true;      // false: ids only (e.g. the fixtures, which ship no tokenizer)
+  int threads = 0;             // 0: all cores
+  bool load_tokenizer = true;  // false: ids only (e.g. the fixtures, which ship no tokenizer)
   // Storage of every linear weight (attention, FFN, lm_head), converted once at load; compute is
   // F32 either way. nullopt keeps them as stored (F32; a directory written by `ordo quantize`
   // keeps its dtype). I8 is weight-only per-row symmetric quantization (ordo/quantize.hpp).

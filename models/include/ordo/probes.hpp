@@ -120,9 +120,9 @@ std::vector<LengthMethod> length_methods(const std::string& scheme);
 
 struct LengthPoint {
   int64_t multiple = 0, ctx = 0;
-  double factor = 1;             // the scaling factor used (1 for "none")
+  double factor = 1;  // the scaling factor used (1 for "none")
   int64_t windows = 0, tokens = 0;
-  double ppl = 0;                // NaN with `error` set when the point cannot run
+  double ppl = 0;  // NaN with `error` set when the point cannot run
   std::string error;
 };
 // Perplexity over `ids` at ctx = base · multiple for each multiple, with the model's scheme scaled
@@ -151,8 +151,8 @@ struct TaskPoint {
   int64_t longest = 0;  // tokens of the longest item: bos + prompt + target + end of sequence
   double factor = 1;    // the scaling factor used (1 for "none")
   int64_t items = 0, correct = 0;
-  double accuracy = 0;               // correct / items; NaN with `error` set when the point cannot run
-  std::vector<uint8_t> item_correct; // per item, in suite order
+  double accuracy = 0;                // correct / items; NaN with `error` set when the point cannot run
+  std::vector<uint8_t> item_correct;  // per item, in suite order
   std::string error;
 };
 
@@ -188,7 +188,8 @@ struct AttentionProfile {
   std::vector<double> mass;         // per bucket: attention mass per row (sums to 1 over buckets)
 };
 // Attention weights averaged over layers, heads and queries by distance bucket (|query − key| for an
-// encoder, whose queries see keys on both sides), over windows of `base` tokens each. Error if a window cannot run (e.g. beyond a learned table).
+// encoder, whose queries see keys on both sides), over windows of `base` tokens each. Error if a window cannot run
+// (e.g. beyond a learned table).
 AttentionProfile attention_by_distance(Model& m, const std::vector<std::vector<int32_t>>& windows,
                                        const std::vector<DistanceBucket>& buckets,
                                        const std::function<void(size_t)>& progress = {});

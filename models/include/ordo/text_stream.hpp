@@ -16,8 +16,7 @@ class TextStream {
   // would; stop_ids: ids that end the generation, whose text is not shown (the EOS ids, the
   // caller's); skip_special: special tokens show no text. on_text receives the released text.
   TextStream(const Tokenizer& tok, std::vector<int32_t> context, std::vector<std::string> stop_strings,
-             std::vector<int32_t> stop_ids, std::function<bool(const std::string&)> on_text,
-             bool skip_special = false);
+             std::vector<int32_t> stop_ids, std::function<bool(const std::string&)> on_text, bool skip_special = false);
 
   // Takes one generated id; false: stop generating (a stop string was seen, or on_text said stop).
   bool push(int32_t id);

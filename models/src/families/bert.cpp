@@ -16,8 +16,7 @@ ModelSpec build_bert(const FamilyContext& c) {
   const Activation act = c.activation("hidden_act", "gelu");
   const std::string pos_type = cfg.get_string("position_embedding_type", "absolute");
   if (pos_type != "absolute")
-    throw Error(cfg.origin() + ": position_embedding_type '" + pos_type +
-                "' is not supported (only 'absolute')");
+    throw Error(cfg.origin() + ": position_embedding_type '" + pos_type + "' is not supported (only 'absolute')");
 
   // BertModel stores "embeddings...."; BertForMaskedLM & co. prefix the backbone with "bert.".
   const std::string p0 = c.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
@@ -29,8 +28,7 @@ ModelSpec build_bert(const FamilyContext& c) {
   s.encoder.causal = false;
 
   s.tok_embed = c.get(p0 + "embeddings.word_embeddings.weight", {s.vocab_size, s.d_model});
-  if (n_types > 0)
-    s.token_type_embed = c.get(p0 + "embeddings.token_type_embeddings.weight", {n_types, s.d_model});
+  if (n_types > 0) s.token_type_embed = c.get(p0 + "embeddings.token_type_embeddings.weight", {n_types, s.d_model});
   s.embed_norm = c.norm(p0 + "embeddings.LayerNorm", NormKind::Layer, eps, s.d_model);
 
   s.encoder.layers = c.layers(p0 + "encoder.layer.", n_layers, [&](const std::string& p) {

@@ -26,7 +26,8 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
   s.position.max_positions = cfg.get_int_any({"max_position_embeddings", "n_positions"});
   s.position.rope_theta = cfg.get_double_any({"rotary_emb_base", "rope_theta"}, 10000.0);
   s.position.rope_layout = RopeLayout::HalfSplit;
-  s.position.rotary_dim = rotary_dims(cfg, cfg.first_present({"rotary_pct", "partial_rotary_factor"}).value_or("rotary_pct"), hd);
+  s.position.rotary_dim =
+      rotary_dims(cfg, cfg.first_present({"rotary_pct", "partial_rotary_factor"}).value_or("rotary_pct"), hd);
   s.position.scaling = parse_rope_scaling(cfg);
 
   s.tok_embed = c.get("gpt_neox.embed_in.weight", {s.vocab_size, d});

@@ -59,9 +59,8 @@ void check_marian_sharing(const JsonConfig& cfg, const ModelSpec& s) {
                 ") differs from vocab_size (" + std::to_string(s.vocab_size) +
                 "); separate vocabularies are not supported");
   if (!cfg.get_bool("share_encoder_decoder_embeddings", true))
-    throw Error(
-        cfg.origin() +
-        ": share_encoder_decoder_embeddings is false; separate encoder/decoder embeddings are not supported");
+    throw Error(cfg.origin() +
+                ": share_encoder_decoder_embeddings is false; separate encoder/decoder embeddings are not supported");
 }
 
 }  // namespace

@@ -13,9 +13,9 @@ ModelSpec build_opt(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const int64_t ffn = cfg.get_int("ffn_dim");
   if (cfg.get_int("word_embed_proj_dim", d) != d)
-    throw Error(cfg.origin() + ": word_embed_proj_dim (" +
-                std::to_string(cfg.get_int("word_embed_proj_dim")) + ") differs from hidden_size (" +
-                std::to_string(d) + "): OPT's project_in/project_out are not supported");
+    throw Error(cfg.origin() + ": word_embed_proj_dim (" + std::to_string(cfg.get_int("word_embed_proj_dim")) +
+                ") differs from hidden_size (" + std::to_string(d) +
+                "): OPT's project_in/project_out are not supported");
   const Activation act = c.activation("activation_function", "relu");
   const bool bias = cfg.get_bool("enable_bias", true);
   const bool affine = cfg.get_bool("layer_norm_elementwise_affine", true);

@@ -87,8 +87,8 @@ ModelSpec build_t5(const FamilyContext& c) {
   // T5EncoderModel checkpoints have no decoder: run them as encoder-only models.
   const bool has_decoder = c.has("decoder.block.0.layer.0.SelfAttention.q.weight");
   cfg.get_count("d_kv");  // required: T5's heads need not tile d_model
-  ModelSpec s = c.start_spec(has_decoder ? GraphKind::EncoderDecoder : GraphKind::Encoder, {"d_model"},
-                             {"num_heads"}, "d_kv");
+  ModelSpec s =
+      c.start_spec(has_decoder ? GraphKind::EncoderDecoder : GraphKind::Encoder, {"d_model"}, {"num_heads"}, "d_kv");
   s.pre_norm = true;
   s.attn_scale = 1.0f;  // T5 folds the 1/sqrt(d) into its initialisation
   bool gated = false;

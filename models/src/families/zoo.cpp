@@ -38,7 +38,7 @@ void read_zoo_position(const FamilyContext& c, ModelSpec& s, Stack& stack) {
     const std::string name = w.name;
     if (name == "table")
       stack.position.set(name, c.get("model.embed_positions.weight",
-                                      {cfg.get_int("learned_positions", s.position.max_positions), s.d_model}));
+                                     {cfg.get_int("learned_positions", s.position.max_positions), s.d_model}));
     else if (name == "relative_bias")
       stack.position.set(name, c.get("model.relative_attention_bias.weight", {s.position.num_buckets, s.n_heads}));
     else

@@ -79,10 +79,18 @@ class Reader {
 // The fewest bytes one value of type t takes: bounds an array's count before it is reserved.
 uint64_t min_size(GgufType t) {
   switch (t) {
-    case GgufType::U8: case GgufType::I8: case GgufType::Bool: return 1;
-    case GgufType::U16: case GgufType::I16: return 2;
-    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: case GgufType::String: return 8;
+    case GgufType::U8:
+    case GgufType::I8:
+    case GgufType::Bool: return 1;
+    case GgufType::U16:
+    case GgufType::I16: return 2;
+    case GgufType::U32:
+    case GgufType::I32:
+    case GgufType::F32: return 4;
+    case GgufType::U64:
+    case GgufType::I64:
+    case GgufType::F64:
+    case GgufType::String: return 8;
     case GgufType::Array: return 12;
   }
   return 1;
@@ -102,8 +110,8 @@ GgufValue read_array(Reader& r, const std::string& what, int depth) {
     r.fail(what + ": arrays nested deeper than " + num(kMaxArrayDepth));
   const uint64_t count = r.get<uint64_t>(what + " (array count)");
   if (count > r.left() / min_size(v.elem))
-    r.fail(what + ": array count " + num(count) + " of " + gguf_type_name(v.elem) + " cannot fit the " +
-           num(r.left()) + " bytes left in the file");
+    r.fail(what + ": array count " + num(count) + " of " + gguf_type_name(v.elem) + " cannot fit the " + num(r.left()) +
+           " bytes left in the file");
   r.array_elements += count;
   if (r.array_elements > kMaxArrayElements)
     r.fail(what + ": the metadata arrays hold more than " + num(kMaxArrayElements) + " elements in all");
@@ -147,7 +155,7 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
 const char* gguf_type_name(GgufType t) {
-  static const char* const names[] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
+  static const char* const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                       "bool", "string", "array", "u64", "i64", "f64"};
   const auto i = static_cast<uint32_t>(t);
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
@@ -283,7 +291,8 @@ std::string GgufFile::get_string(const std::string& key, const std::string& def)
 int64_t GgufFile::get_int(const std::string& key) const {
   const GgufValue& v = need(key, "an integer");
   if (!v.is_int()) wrong_type(key, v, "an integer");
-  if (v.type == GgufType::U64 && v.i < 0) throw Error(path_ + ": metadata '" + key + "' = " + num(v.u) + " is too large");
+  if (v.type == GgufType::U64 && v.i < 0)
+    throw Error(path_ + ": metadata '" + key + "' = " + num(v.u) + " is too large");
   return v.i;
 }
 
@@ -318,8 +327,8 @@ bool is_gguf_file(const std::string& path) {
   if (fd < 0) return false;
   struct stat st;
   char magic[4] = {};
-  const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, magic, 4) == 4 &&
-                  std::memcmp(magic, "GGUF", 4) == 0;
+  const bool ok =
+      ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, magic, 4) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
   ::close(fd);
   return ok;
 }

@@ -21,8 +21,19 @@ namespace ordo {
 
 // GGUF's metadata value types (their numbers are the file's).
 enum class GgufType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7, String = 8, Array = 9,
-  U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 const char* gguf_type_name(GgufType t);
 
@@ -41,7 +52,11 @@ struct GgufValue {
 
 // ggml's tensor types ordo names (the numbers are ggml's).
 enum GgmlType : uint32_t {
-  kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlBF16 = 30,
+  kGgmlF32 = 0,
+  kGgmlF16 = 1,
+  kGgmlQ4_0 = 2,
+  kGgmlQ8_0 = 8,
+  kGgmlBF16 = 30,
 };
 // ggml's name of a tensor type ("Q4_K"), or "" for a number ggml does not define.
 std::string ggml_type_name(uint32_t type);
@@ -50,8 +65,8 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dims;  // as stored: innermost first (ggml's ne)
   uint32_t type = 0;
-  uint64_t offset = 0;        // from the start of the data blob
-  uint64_t bytes = 0;         // 0 for types ordo does not read
+  uint64_t offset = 0;  // from the start of the data blob
+  uint64_t bytes = 0;   // 0 for types ordo does not read
 };
 
 class GgufFile {

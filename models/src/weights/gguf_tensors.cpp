@@ -15,15 +15,15 @@ struct TypeInfo {
 
 // Indexed by ggml's type number; numbers ggml removed or never used have no name.
 const TypeInfo kTypes[] = {
-    {"F32", 1, 4},        {"F16", 1, 2},        {"Q4_0", 32, 18},   {"Q4_1", 32, 20},  {"", 0, 0},
-    {"", 0, 0},           {"Q5_0", 32, 22},     {"Q5_1", 32, 24},   {"Q8_0", 32, 34},  {"Q8_1", 32, 36},
-    {"Q2_K", 256, 84},    {"Q3_K", 256, 110},   {"Q4_K", 256, 144}, {"Q5_K", 256, 176}, {"Q6_K", 256, 210},
-    {"Q8_K", 256, 292},   {"IQ2_XXS", 256, 0},  {"IQ2_XS", 256, 0}, {"IQ3_XXS", 256, 0}, {"IQ1_S", 256, 0},
-    {"IQ4_NL", 32, 18},   {"IQ3_S", 256, 0},    {"IQ2_S", 256, 0},  {"IQ4_XS", 256, 0}, {"I8", 1, 1},
-    {"I16", 1, 2},        {"I32", 1, 4},        {"I64", 1, 8},      {"F64", 1, 8},     {"IQ1_M", 256, 0},
-    {"BF16", 1, 2},       {"", 0, 0},           {"", 0, 0},         {"", 0, 0},        {"TQ1_0", 256, 0},
-    {"TQ2_0", 256, 0},    {"", 0, 0},           {"", 0, 0},         {"", 0, 0},        {"MXFP4", 32, 0},
-    {"NVFP4", 64, 0},     {"Q1_0", 128, 0},     {"Q2_0", 64, 0},
+    {"F32", 1, 4},      {"F16", 1, 2},       {"Q4_0", 32, 18},   {"Q4_1", 32, 20},    {"", 0, 0},
+    {"", 0, 0},         {"Q5_0", 32, 22},    {"Q5_1", 32, 24},   {"Q8_0", 32, 34},    {"Q8_1", 32, 36},
+    {"Q2_K", 256, 84},  {"Q3_K", 256, 110},  {"Q4_K", 256, 144}, {"Q5_K", 256, 176},  {"Q6_K", 256, 210},
+    {"Q8_K", 256, 292}, {"IQ2_XXS", 256, 0}, {"IQ2_XS", 256, 0}, {"IQ3_XXS", 256, 0}, {"IQ1_S", 256, 0},
+    {"IQ4_NL", 32, 18}, {"IQ3_S", 256, 0},   {"IQ2_S", 256, 0},  {"IQ4_XS", 256, 0},  {"I8", 1, 1},
+    {"I16", 1, 2},      {"I32", 1, 4},       {"I64", 1, 8},      {"F64", 1, 8},       {"IQ1_M", 256, 0},
+    {"BF16", 1, 2},     {"", 0, 0},          {"", 0, 0},         {"", 0, 0},          {"TQ1_0", 256, 0},
+    {"TQ2_0", 256, 0},  {"", 0, 0},          {"", 0, 0},         {"", 0, 0},          {"MXFP4", 32, 0},
+    {"NVFP4", 64, 0},   {"Q1_0", 128, 0},    {"Q2_0", 64, 0},
 };
 constexpr uint32_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
 
@@ -70,7 +70,9 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
   const uint64_t n = static_cast<uint64_t>(t.numel());
   const unsigned char* src = base_ + data_start_ + info.offset;
   switch (info.type) {
-    case kGgmlF32: case kGgmlF16: case kGgmlBF16: {
+    case kGgmlF32:
+    case kGgmlF16:
+    case kGgmlBF16: {
       t.dtype = info.type == kGgmlF32 ? DType::F32 : info.type == kGgmlF16 ? DType::F16 : DType::BF16;
       if (reinterpret_cast<uintptr_t>(src) % dtype_size(t.dtype) == 0) {
         t.data = const_cast<unsigned char*>(src);  // read-only mapping: tensors from files are never written
@@ -81,7 +83,8 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
       std::memcpy(copy.data, src, info.bytes);
       return copy;
     }
-    case kGgmlQ8_0: case kGgmlQ4_0: {
+    case kGgmlQ8_0:
+    case kGgmlQ4_0: {
       Tensor out = Tensor::uninitialized(t.shape, DType::F32);
       (info.type == kGgmlQ8_0 ? dequant_q8_0 : dequant_q4_0)(src, out.f32(), n);
       return out;

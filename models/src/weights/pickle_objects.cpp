@@ -22,28 +22,17 @@ constexpr StorageType kStorageTypes[] = {
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::None:
-      return "None";
-    case Kind::Bool:
-      return "bool";
-    case Kind::Int:
-      return "int";
-    case Kind::Float:
-      return "float";
-    case Kind::Str:
-      return "str";
-    case Kind::Tuple:
-      return "tuple";
-    case Kind::List:
-      return "list";
-    case Kind::Dict:
-      return "dict";
-    case Kind::Global:
-      return "global";
-    case Kind::Storage:
-      return "storage";
-    case Kind::Tensor:
-      return "tensor";
+    case Kind::None: return "None";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::Str: return "str";
+    case Kind::Tuple: return "tuple";
+    case Kind::List: return "list";
+    case Kind::Dict: return "dict";
+    case Kind::Global: return "global";
+    case Kind::Storage: return "storage";
+    case Kind::Tensor: return "tensor";
   }
   return "?";
 }

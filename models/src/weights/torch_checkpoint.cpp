@@ -21,8 +21,7 @@ std::string dims_str(const std::vector<int64_t>& v) {
 }
 
 // Copies a strided view into a new contiguous tensor, element by element (rare: transposed views).
-void copy_strided(const unsigned char* base, size_t esize, const PickledTensor& pt, int64_t numel,
-                  Tensor* out) {
+void copy_strided(const unsigned char* base, size_t esize, const PickledTensor& pt, int64_t numel, Tensor* out) {
   *out = Tensor::zeros(pt.shape, out->dtype);
   unsigned char* dst = static_cast<unsigned char*>(out->data);
   const size_t nd = pt.shape.size();
@@ -68,8 +67,7 @@ const ZipEntry* find_pickle(const ZipReader& z, const std::string& path, std::st
   for (const ZipEntry& e : z.entries()) {
     const size_t slash = e.name.find('/');
     if (slash == std::string::npos || e.name.compare(slash, std::string::npos, "/data.pkl") != 0) continue;
-    if (pkl)
-      throw Error(path + ": two pickles ('" + pkl->name + "', '" + e.name + "'); a checkpoint has one");
+    if (pkl) throw Error(path + ": two pickles ('" + pkl->name + "', '" + e.name + "'); a checkpoint has one");
     pkl = &e;
     *prefix = e.name.substr(0, slash);
   }
@@ -77,8 +75,7 @@ const ZipEntry* find_pickle(const ZipReader& z, const std::string& path, std::st
   if (const ZipEntry* bo = z.find(*prefix + "/byteorder")) {
     const std::string order(reinterpret_cast<const char*>(z.data(*bo)), std::min<uint64_t>(bo->size, 16));
     if (order != "little")
-      throw Error(path + ": " + bo->name + " says '" + order +
-                  "'; ordo reads little-endian checkpoints only");
+      throw Error(path + ": " + bo->name + " says '" + order + "'; ordo reads little-endian checkpoints only");
   }
   return pkl;
 }
@@ -120,8 +117,7 @@ TorchCheckpoint read_torch_checkpoint(const std::string& path) {
     if (__builtin_mul_overflow(static_cast<uint64_t>(st.numel), st.element_size, &storage_bytes) ||
         storage_bytes > e->size)
       throw Error(where + ": storage '" + entry_name + "' holds " + std::to_string(e->size) +
-                  " bytes, fewer than the " + std::to_string(st.numel) + " " + st.type +
-                  " elements the pickle says");
+                  " bytes, fewer than the " + std::to_string(st.numel) + " " + st.type + " elements the pickle says");
     // numel and the last element the view reaches, both without overflow.
     int64_t numel = 1, last = pt.offset;
     bool overflow = false;
@@ -132,14 +128,13 @@ TorchCheckpoint read_torch_checkpoint(const std::string& path) {
         overflow |= __builtin_mul_overflow(pt.shape[d] - 1, pt.stride[d], &span);
         overflow |= __builtin_add_overflow(last, span, &last);
       }
-    const std::string view = "shape " + dims_str(pt.shape) + ", stride " + dims_str(pt.stride) + ", offset " +
-                             std::to_string(pt.offset);
+    const std::string view =
+        "shape " + dims_str(pt.shape) + ", stride " + dims_str(pt.stride) + ", offset " + std::to_string(pt.offset);
     if (overflow || (numel > 0 && last >= st.numel))
       throw Error(where + ": " + view + " reaches past its storage '" + entry_name + "' of " +
                   std::to_string(st.numel) + " elements");
     if (!st.supported) {
-      out.unsupported[name] =
-          where + ": unsupported dtype (torch." + st.type + "); ordo reads F32, F16 and BF16";
+      out.unsupported[name] = where + ": unsupported dtype (torch." + st.type + "); ordo reads F32, F16 and BF16";
       continue;
     }
     Tensor t;

@@ -47,21 +47,11 @@ class Unpickler {
         if (marks_.size() >= kMaxObjects) fail("more than " + std::to_string(kMaxObjects) + " open MARKs");
         marks_.push_back(stack_.size());
         return true;
-      case '}':
-        push(make(Kind::Dict));
-        return true;
-      case ']':
-        push(make(Kind::List));
-        return true;
-      case ')':
-        push(make(Kind::Tuple));
-        return true;
-      case 't':
-        push(container(Kind::Tuple, pop_mark()));
-        return true;
-      case 'l':
-        push(container(Kind::List, pop_mark()));
-        return true;
+      case '}': push(make(Kind::Dict)); return true;
+      case ']': push(make(Kind::List)); return true;
+      case ')': push(make(Kind::Tuple)); return true;
+      case 't': push(container(Kind::Tuple, pop_mark())); return true;
+      case 'l': push(container(Kind::List, pop_mark())); return true;
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3
@@ -92,20 +82,15 @@ class Unpickler {
         add_items(Kind::List, {v});
         return true;
       }
-      case 'e':
-        add_items(Kind::List, pop_mark());
-        return true;  // APPENDS
-      default:
-        return false;
+      case 'e': add_items(Kind::List, pop_mark()); return true;  // APPENDS
+      default: return false;
     }
   }
 
   // None, booleans, integers, floats and strings.
   bool value_op(unsigned char op) {
     switch (op) {
-      case 'N':
-        push(make(Kind::None));
-        return true;
+      case 'N': push(make(Kind::None)); return true;
       case 0x88:
       case 0x89: {  // NEWTRUE, NEWFALSE
         Val b = make(Kind::Bool);
@@ -113,16 +98,10 @@ class Unpickler {
         push(b);
         return true;
       }
-      case 'J':
-        push_int(static_cast<int32_t>(read_le(4)));
-        return true;  // BININT
-      case 'K':
-        push_int(static_cast<int64_t>(read_le(1)));
-        return true;  // BININT1
-      case 'M':
-        push_int(static_cast<int64_t>(read_le(2)));
-        return true;      // BININT2
-      case 0x8a: {  // LONG1
+      case 'J': push_int(static_cast<int32_t>(read_le(4))); return true;  // BININT
+      case 'K': push_int(static_cast<int64_t>(read_le(1))); return true;  // BININT1
+      case 'M': push_int(static_cast<int64_t>(read_le(2))); return true;  // BININT2
+      case 0x8a: {                                                        // LONG1
         const size_t len = *take(1);
         if (len > 8) fail("LONG1 of " + std::to_string(len) + " bytes (larger than 64 bits)");
         uint64_t u = len ? read_le(len) : 0;
@@ -139,52 +118,30 @@ class Unpickler {
         push(f);
         return true;
       }
-      case 'X':
-        push_str(read_le(4));
-        return true;  // BINUNICODE
-      case 0x8c:
-        push_str(read_le(1));
-        return true;  // SHORT_BINUNICODE
-      case 0x8d:
-        push_str(read_le(8));
-        return true;     // BINUNICODE8
-      default:
-        return false;
+      case 'X': push_str(read_le(4)); return true;   // BINUNICODE
+      case 0x8c: push_str(read_le(1)); return true;  // SHORT_BINUNICODE
+      case 0x8d: push_str(read_le(8)); return true;  // BINUNICODE8
+      default: return false;
     }
   }
 
   // The memo and the stack: PUT, GET, POP, DUP.
   bool memo_op(unsigned char op) {
     switch (op) {
-      case 'q':
-        memo_put(read_le(1));
-        return true;  // BINPUT
-      case 'r':
-        memo_put(read_le(4));
-        return true;  // LONG_BINPUT
-      case 0x94:
-        memo_put(memo_.size());
-        return true;  // MEMOIZE
-      case 'h':
-        memo_get(read_le(1));
-        return true;  // BINGET
-      case 'j':
-        memo_get(read_le(4));
-        return true;   // LONG_BINGET
-      case '0':  // POP (pops the mark when nothing is above it, as pickle does)
+      case 'q': memo_put(read_le(1)); return true;     // BINPUT
+      case 'r': memo_put(read_le(4)); return true;     // LONG_BINPUT
+      case 0x94: memo_put(memo_.size()); return true;  // MEMOIZE
+      case 'h': memo_get(read_le(1)); return true;     // BINGET
+      case 'j': memo_get(read_le(4)); return true;     // LONG_BINGET
+      case '0':                                        // POP (pops the mark when nothing is above it, as pickle does)
         if (!marks_.empty() && marks_.back() == stack_.size())
           marks_.pop_back();
         else
           pop();
         return true;
-      case '1':
-        pop_mark();
-        return true;  // POP_MARK
-      case '2':
-        push(top());
-        return true;  // DUP
-      default:
-        return false;
+      case '1': pop_mark(); return true;   // POP_MARK
+      case '2': push(top()); return true;  // DUP
+      default: return false;
     }
   }
 
@@ -196,10 +153,8 @@ class Unpickler {
         if (v < 2 || v > 5) fail("pickle protocol " + std::to_string(v) + " (torch.save writes 2 to 5)");
         return true;
       }
-      case 0x95:
-        take(8);
-        return true;  // FRAME: a length hint only
-      case 'c': {  // GLOBAL "module\nname\n"
+      case 0x95: take(8); return true;  // FRAME: a length hint only
+      case 'c': {                       // GLOBAL "module\nname\n"
         const std::string module = read_line();
         const std::string name = read_line();
         push(global(module, name));
@@ -211,30 +166,23 @@ class Unpickler {
         push(global(module->s, name->s));
         return true;
       }
-      case 'R':
-        reduce();
-        return true;
+      case 'R': reduce(); return true;
       case 'b': {  // BUILD: only the state of a dict (a state dict's _metadata), which is dropped
         Val state = pop();
         (void)state;
         Val& target = top();
         if (target->kind != Kind::Dict)
-          fail(std::string("BUILD on a ") + kind_name(target->kind) +
-               " (only a state dict's metadata is expected)");
+          fail(std::string("BUILD on a ") + kind_name(target->kind) + " (only a state dict's metadata is expected)");
         return true;
       }
-      case 'Q':
-        push(persistent(pop()));
-        return true;  // BINPERSID
-      default:
-        return false;
+      case 'Q': push(persistent(pop())); return true;  // BINPERSID
+      default: return false;
     }
   }
 
   [[noreturn]] void unsupported(unsigned char op) const {
     static const char* hex = "0123456789abcdef";
-    std::string shown =
-        op >= 0x20 && op < 0x7f ? "'" + std::string(1, static_cast<char>(op)) + "' " : "";
+    std::string shown = op >= 0x20 && op < 0x7f ? "'" + std::string(1, static_cast<char>(op)) + "' " : "";
     fail("unsupported pickle opcode " + shown + "0x" + hex[op >> 4] + hex[op & 15] +
          " (a state dict saved by torch.save uses none)");
   }
@@ -255,8 +203,7 @@ class Unpickler {
   [[noreturn]] void fail(const std::string& msg) const { fail_at(op_at_, msg); }
 
   const unsigned char* take(uint64_t k) {
-    if (k > n_ - pos_)
-      fail("truncated: the opcode needs " + std::to_string(k) + " more bytes than the pickle has");
+    if (k > n_ - pos_) fail("truncated: the opcode needs " + std::to_string(k) + " more bytes than the pickle has");
     const unsigned char* p = d_ + pos_;
     pos_ += static_cast<size_t>(k);
     return p;
@@ -276,8 +223,7 @@ class Unpickler {
   }
 
   Val make(Kind k) {
-    if (++objects_ > kMaxObjects)
-      fail("more than " + std::to_string(kMaxObjects) + " objects (not a state dict)");
+    if (++objects_ > kMaxObjects) fail("more than " + std::to_string(kMaxObjects) + " objects (not a state dict)");
     return std::make_shared<Obj>(k);
   }
   void push(Val v) {
@@ -324,8 +270,7 @@ class Unpickler {
       v->contained = true;
     }
     if (c.depth > kMaxDepth) fail("containers nest more than " + std::to_string(kMaxDepth) + " levels deep");
-    c.items.insert(c.items.end(), std::make_move_iterator(items.begin()),
-                   std::make_move_iterator(items.end()));
+    c.items.insert(c.items.end(), std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
   }
   Val container(Kind k, std::vector<Val>&& items) {
     Val c = make(k);
@@ -336,8 +281,7 @@ class Unpickler {
     Val& target = top();
     if (target->kind != k)
       fail(std::string(k == Kind::Dict ? "SETITEM(S)" : "APPEND(S)") + " on a " + kind_name(target->kind));
-    if (target->contained)
-      fail(std::string("a ") + kind_name(k) + " is changed after being placed in another object");
+    if (target->contained) fail(std::string("a ") + kind_name(k) + " is changed after being placed in another object");
     for (const Val& v : items)
       if (v.get() == target.get()) fail(std::string("a ") + kind_name(k) + " is placed inside itself");
     adopt(*target, std::move(items));
@@ -370,8 +314,7 @@ class Unpickler {
 
   static bool is_int(const Val& v) { return v->kind == Kind::Int; }
   std::vector<int64_t> int_tuple(const Val& v, const char* what) {
-    if (v->kind != Kind::Tuple)
-      fail(std::string(what) + " must be a tuple of ints, got a " + kind_name(v->kind));
+    if (v->kind != Kind::Tuple) fail(std::string(what) + " must be a tuple of ints, got a " + kind_name(v->kind));
     // A real tensor has a handful of dimensions; a million of them, copied per dict key, would be
     // a pickle of a few MB asking for terabytes.
     if (v->items.size() > kMaxRank)
@@ -393,8 +336,7 @@ class Unpickler {
     const StorageType* st = type->kind == Kind::Global ? storage_type(type->s) : nullptr;
     if (!st) fail("persistent id names no torch storage type");
     if (pid->items[2]->kind != Kind::Str) fail("persistent id: storage key must be a string");
-    if (!is_int(pid->items[4]) || pid->items[4]->i < 0)
-      fail("persistent id: numel must be a non-negative int");
+    if (!is_int(pid->items[4]) || pid->items[4]->i < 0) fail("persistent id: numel must be a non-negative int");
     const std::string& key = pid->items[2]->s;
     auto it = storages_.find(key);
     if (it != storages_.end()) {
@@ -417,8 +359,7 @@ class Unpickler {
 
   void reduce() {
     Val args = pop(), fn = pop();
-    if (fn->kind != Kind::Global)
-      fail(std::string("REDUCE calls a ") + kind_name(fn->kind) + ", not a global");
+    if (fn->kind != Kind::Global) fail(std::string("REDUCE calls a ") + kind_name(fn->kind) + ", not a global");
     if (args->kind != Kind::Tuple) fail("REDUCE of '" + fn->s + "' with arguments that are not a tuple");
     const std::vector<Val>& a = args->items;
     if (fn->s == kOrderedDict) {
@@ -439,8 +380,7 @@ class Unpickler {
       push(t);
     } else if (fn->s == kRebuildParameter || fn->s == kRebuildParameterWithState) {
       if (a.size() != (fn->s == kRebuildParameter ? 3u : 4u) || a[0]->kind != Kind::Tensor)
-        fail(fn->s + ": expected (tensor, requires_grad, hooks" +
-             (fn->s == kRebuildParameter ? ")" : ", state)"));
+        fail(fn->s + ": expected (tensor, requires_grad, hooks" + (fn->s == kRebuildParameter ? ")" : ", state)"));
       push(a[0]);
     } else {
       fail("calls '" + fn->s + "', which is a type, not a rebuild function");
@@ -455,19 +395,16 @@ std::vector<std::pair<std::string, PickledTensor>> unpickle_state_dict(const uns
   Unpickler u(data, size, origin);
   const Val root = u.run();
   if (root->kind != Kind::Dict)
-    throw Error(origin + ": the pickle holds a " + kind_name(root->kind) +
-                ", not a state dict (name -> tensor)");
+    throw Error(origin + ": the pickle holds a " + kind_name(root->kind) + ", not a state dict (name -> tensor)");
   std::vector<std::pair<std::string, PickledTensor>> out;
   std::set<std::string> seen;
   for (size_t i = 0; i + 1 < root->items.size(); i += 2) {
     const Val& k = root->items[i];
     const Val& v = root->items[i + 1];
-    if (k->kind != Kind::Str)
-      throw Error(origin + ": a state dict key is a " + kind_name(k->kind) + ", not a name");
+    if (k->kind != Kind::Str) throw Error(origin + ": a state dict key is a " + kind_name(k->kind) + ", not a name");
     if (v->kind != Kind::Tensor)
-      throw Error(
-          origin + ": entry '" + printable(k->s) + "' is a " + kind_name(v->kind) +
-          ", not a tensor (ordo reads state dicts as save_pretrained writes them, not training checkpoints)");
+      throw Error(origin + ": entry '" + printable(k->s) + "' is a " + kind_name(v->kind) +
+                  ", not a tensor (ordo reads state dicts as save_pretrained writes them, not training checkpoints)");
     if (!seen.insert(k->s).second) throw Error(origin + ": tensor '" + printable(k->s) + "' appears twice");
     out.emplace_back(k->s, v->tensor);
   }

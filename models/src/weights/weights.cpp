@@ -8,10 +8,10 @@
 #include <set>
 
 #include "../json_config.hpp"
-#include "ordo/input.hpp"
-#include "ordo/safetensors.hpp"
 #include "../model_dir.hpp"
 #include "gguf.hpp"
+#include "ordo/input.hpp"
+#include "ordo/safetensors.hpp"
 #include "torch_checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -26,8 +26,8 @@ std::string brief(const nlohmann::json& j) {
 
 // A shard must be a plain file name in the index's directory: no path separator, no "." or "..".
 bool plain_file_name(const std::string& s) {
-  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos &&
-         s.find('\\') == std::string::npos && s.find('\0') == std::string::npos;
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos && s.find('\\') == std::string::npos &&
+         s.find('\0') == std::string::npos;
 }
 
 // What the directory holds, for the "no weights" message.
@@ -118,13 +118,12 @@ std::vector<IndexEntry> read_index(const std::string& index) {
   std::string top;
   std::set<std::string> top_keys, map_keys;
   std::string duplicate_top, duplicate_tensor;
-  const nlohmann::json j = parse_json_document(
-      text.data(), text.size(), index, "malformed JSON", [&](int depth, const std::string& key) {
+  const nlohmann::json j =
+      parse_json_document(text.data(), text.size(), index, "malformed JSON", [&](int depth, const std::string& key) {
         if (depth == 1) {
           top = key;
           if (!top_keys.insert(key).second && duplicate_top.empty()) duplicate_top = key;
-        } else if (depth == 2 && top == "weight_map" && !map_keys.insert(key).second &&
-                   duplicate_tensor.empty()) {
+        } else if (depth == 2 && top == "weight_map" && !map_keys.insert(key).second && duplicate_tensor.empty()) {
           duplicate_tensor = key;
         }
       });
@@ -133,8 +132,7 @@ std::vector<IndexEntry> read_index(const std::string& index) {
   if (!j.contains("weight_map")) throw Error(index + ": field 'weight_map' missing");
   const nlohmann::json& map = j.at("weight_map");
   if (!map.is_object())
-    throw Error(index + ": field 'weight_map' must be an object of tensor name -> shard file, got " +
-                brief(map));
+    throw Error(index + ": field 'weight_map' must be an object of tensor name -> shard file, got " + brief(map));
   if (map.empty()) throw Error(index + ": field 'weight_map' is empty");
   if (!duplicate_tensor.empty())
     throw Error(index + ": field 'weight_map' lists tensor '" + duplicate_tensor + "' twice");
@@ -171,8 +169,8 @@ Weights Weights::open_dir(const std::string& dir) {
       for (const IndexEntry& e : entries) {
         if (shards.count(e.shard)) continue;
         if (!fs::is_regular_file(d / e.shard, ec))
-          throw Error(index + ": weight_map['" + e.tensor + "'] names shard '" + e.shard +
-                      "', which is missing from " + dir);
+          throw Error(index + ": weight_map['" + e.tensor + "'] names shard '" + e.shard + "', which is missing from " +
+                      dir);
         shards.insert(e.shard);
       }
       Weights w;
@@ -186,8 +184,8 @@ Weights Weights::open_dir(const std::string& dir) {
                       "', which does not hold it");
         const std::string holder = fs::path(w.files_[it->second]).filename().string();
         if (holder != e.shard)
-          throw Error(index + ": weight_map puts tensor '" + e.tensor + "' in '" + e.shard +
-                      "', but it is in '" + holder + "'");
+          throw Error(index + ": weight_map puts tensor '" + e.tensor + "' in '" + e.shard + "', but it is in '" +
+                      holder + "'");
       }
       w.format_ = std::string(kind == 0 ? "safetensors" : "pytorch") + ", " + std::to_string(shards.size()) +
                   (shards.size() == 1 ? " shard" : " shards");

@@ -21,8 +21,7 @@ namespace {
 
 constexpr uint32_t kEocdSig = 0x06054b50, kZip64LocatorSig = 0x07064b50, kZip64EocdSig = 0x06064b50,
                    kCentralSig = 0x02014b50, kLocalSig = 0x04034b50;
-constexpr uint64_t kEocdSize = 22, kCentralSize = 46, kLocalSize = 30, kZip64LocatorSize = 20,
-                   kZip64EocdSize = 56;
+constexpr uint64_t kEocdSize = 22, kCentralSize = 46, kLocalSize = 30, kZip64LocatorSize = 20, kZip64EocdSize = 56;
 
 struct Mapping {
   void* addr = nullptr;
@@ -44,8 +43,8 @@ T rd(const unsigned char* p) {
 std::string num(uint64_t v) { return std::to_string(v); }
 
 // Fields of the ZIP64 extra block that replace central-header values of all ones, in APPNOTE's order.
-void apply_zip64_extra(const std::string& path, const std::string& name, const unsigned char* extra,
-                       uint64_t len, uint64_t* usize, uint64_t* csize, uint64_t* local) {
+void apply_zip64_extra(const std::string& path, const std::string& name, const unsigned char* extra, uint64_t len,
+                       uint64_t* usize, uint64_t* csize, uint64_t* local) {
   uint64_t p = 0;
   while (p + 4 <= len) {
     const uint16_t id = rd<uint16_t>(extra + p), sz = rd<uint16_t>(extra + p + 2);
@@ -104,8 +103,8 @@ CentralDirectory find_central_directory(const std::string& path, const unsigned 
     cd_end_limit = rec;
   }
   if (cd_offset > cd_end_limit || cd_size > cd_end_limit - cd_offset)
-    fail(path, "central directory [" + num(cd_offset) + ", +" + num(cd_size) + ") lies outside the file (" +
-                   num(size) + " bytes; truncated?)");
+    fail(path, "central directory [" + num(cd_offset) + ", +" + num(cd_size) + ") lies outside the file (" + num(size) +
+                   " bytes; truncated?)");
   if (n_entries > cd_size / kCentralSize)
     fail(path, "central directory of " + num(cd_size) + " bytes cannot hold the " + num(n_entries) +
                    " entries the end record claims");
@@ -155,8 +154,7 @@ ZipReader ZipReader::open(const std::string& path) {
     e.flags = rd<uint16_t>(b + p + 8);
     e.method = rd<uint16_t>(b + p + 10);
     uint64_t csize = rd<uint32_t>(b + p + 20), usize = rd<uint32_t>(b + p + 24);
-    const uint64_t nlen = rd<uint16_t>(b + p + 28), xlen = rd<uint16_t>(b + p + 30),
-                   clen = rd<uint16_t>(b + p + 32);
+    const uint64_t nlen = rd<uint16_t>(b + p + 28), xlen = rd<uint16_t>(b + p + 30), clen = rd<uint16_t>(b + p + 32);
     uint64_t local = rd<uint32_t>(b + p + 42);
     if (cd_end - p - kCentralSize < nlen + xlen + clen)
       fail(path, "central directory entry " + num(i) + " runs past the central directory");
@@ -165,12 +163,10 @@ ZipReader ZipReader::open(const std::string& path) {
     p += kCentralSize + nlen + xlen + clen;
 
     if (e.method == 0 && csize != usize)
-      fail(path,
-           "stored entry '" + e.name + "' has compressed size " + num(csize) + " but size " + num(usize));
+      fail(path, "stored entry '" + e.name + "' has compressed size " + num(csize) + " but size " + num(usize));
     e.size = csize;
     if (local > cd_offset || cd_offset - local < kLocalSize || rd<uint32_t>(b + local) != kLocalSig)
-      fail(path,
-           "entry '" + e.name + "': local header offset " + num(local) + " does not point at a local header");
+      fail(path, "entry '" + e.name + "': local header offset " + num(local) + " does not point at a local header");
     const uint64_t lnlen = rd<uint16_t>(b + local + 26), lxlen = rd<uint16_t>(b + local + 28);
     e.data_offset = local + kLocalSize + lnlen + lxlen;
     if (lnlen != nlen || std::memcmp(b + local + kLocalSize, e.name.data(), nlen) != 0)
@@ -178,8 +174,7 @@ ZipReader ZipReader::open(const std::string& path) {
     if (e.data_offset > cd_offset || e.size > cd_offset - e.data_offset)
       fail(path, "entry '" + e.name + "': data [" + num(e.data_offset) + ", +" + num(e.size) +
                      ") runs past the entries into the central directory or the end of the file");
-    if (!z.by_name_.emplace(e.name, z.entries_.size()).second)
-      fail(path, "entry '" + e.name + "' appears twice");
+    if (!z.by_name_.emplace(e.name, z.entries_.size()).second) fail(path, "entry '" + e.name + "' appears twice");
     z.entries_.push_back(std::move(e));
   }
   return z;

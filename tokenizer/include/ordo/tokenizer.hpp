@@ -94,10 +94,10 @@ class StreamDecoder {
   std::vector<int32_t> ids_;  // the context and the pushed ids, without skipped specials
   size_t prefix_ids_ = 0;     // window start: ids_[prefix_ids_, read_ids_) are already emitted
   size_t read_ids_ = 0;
-  std::string prefix_text_;   // the window's text up to read_ids_
-  int32_t anchor_id_ = -1;    // decoded in front of the window when anchored_
-  std::string anchor_text_;   // its text as the first token
-  std::string anchor_join_;   // what a second anchor adds after it
+  std::string prefix_text_;  // the window's text up to read_ids_
+  int32_t anchor_id_ = -1;   // decoded in front of the window when anchored_
+  std::string anchor_text_;  // its text as the first token
+  std::string anchor_join_;  // what a second anchor adds after it
   bool anchored_ = false;
   size_t run_start_ = 0;  // where the window started before it was first anchored
 };
@@ -110,8 +110,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const Tokenize
 
 // A vocabulary held as lists, as a GGUF file stores it (tokenizer.ggml.*).
 struct VocabLists {
-  std::string model;  // tokenizer.ggml.model: "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
-  std::string pre;    // gpt2: tokenizer.ggml.pre, the pre-tokenizer ("gpt-2" and "default" are GPT-2's)
+  std::string model;                // tokenizer.ggml.model: "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  std::string pre;                  // gpt2: tokenizer.ggml.pre, the pre-tokenizer ("gpt-2" and "default" are GPT-2's)
   std::vector<std::string> tokens;  // piece of each id
   std::vector<float> scores;        // llama: merge priority of each piece
   std::vector<int32_t> types;       // llama: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
@@ -135,7 +135,8 @@ std::unique_ptr<Tokenizer> load_bpe(const std::string& vocab_json, const std::st
 // Any Hugging Face tokenizer.json (BPE, WordPiece, Unigram or WordLevel model with its normalizer,
 // pre-tokenizer, post-processor and decoder); a component it does not support is an Error naming it.
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& tokenizer_json, const TokenizerOptions& opts = {});
-std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& tokenizer_json, const TokenizerOptions& opts = {});
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& tokenizer_json,
+                                                   const TokenizerOptions& opts = {});
 std::unique_ptr<Tokenizer> load_wordpiece(const std::string& vocab_txt, const TokenizerOptions& opts = {});
 // Marian / opus-mt (HF MarianTokenizer): dir holds source.spm, target.spm and vocab.json.
 std::unique_ptr<Tokenizer> load_marian(const std::string& dir, const TokenizerOptions& opts = {});

@@ -7,8 +7,8 @@
 
 #include "../strings.hpp"
 #include "../utf8.hpp"
-#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "render.hpp"
 
 namespace ordo::chat {
@@ -29,8 +29,14 @@ std::string ascii_map(std::string s, int (*fn)(int)) {
   for (char& c : s) c = static_cast<char>(fn(static_cast<unsigned char>(c)));
   return s;
 }
-std::string py_upper(const std::string& s) { need_ascii(s, "upper()"); return ascii_map(s, ::toupper); }
-std::string py_lower(const std::string& s) { need_ascii(s, "lower()"); return ascii_map(s, ::tolower); }
+std::string py_upper(const std::string& s) {
+  need_ascii(s, "upper()");
+  return ascii_map(s, ::toupper);
+}
+std::string py_lower(const std::string& s) {
+  need_ascii(s, "lower()");
+  return ascii_map(s, ::tolower);
+}
 std::string py_capitalize(const std::string& s) {
   need_ascii(s, "capitalize()");
   std::string out = ascii_map(s, ::tolower);
@@ -61,8 +67,10 @@ std::string strip(const std::string& s, const Value* chars, bool left, bool righ
   for (const Value& c : iterate(Value::string(s))) cps.push_back(c.s);
   size_t b = 0, e = cps.size();
   auto in = [&](const std::string& c) { return std::find(set.begin(), set.end(), c) != set.end(); };
-  if (left) while (b < e && in(cps[b])) ++b;
-  if (right) while (e > b && in(cps[e - 1])) --e;
+  if (left)
+    while (b < e && in(cps[b])) ++b;
+  if (right)
+    while (e > b && in(cps[e - 1])) --e;
   std::string out;
   for (size_t k = b; k < e; ++k) out += cps[k];
   return out;
@@ -129,7 +137,8 @@ Value split(const std::string& s, const Value* sep, int64_t maxsplit) {
   if (!sep->is_string() || sep->s.empty()) fail("split() separator must be a non-empty string");
   size_t pos = 0;
   for (;;) {
-    const size_t at = maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit ? std::string::npos : s.find(sep->s, pos);
+    const size_t at =
+        maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit ? std::string::npos : s.find(sep->s, pos);
     if (at == std::string::npos) break;
     out.push_back(Value::string(s.substr(pos, at - pos)));
     pos = at + sep->s.size();
@@ -141,16 +150,17 @@ Value split(const std::string& s, const Value* sep, int64_t maxsplit) {
 bool affix(const std::string& s, const Value& arg, bool prefix) {
   const List options = arg.is_list() ? *arg.list : List{arg};
   for (const Value& o : options) {
-    if (!o.is_string()) fail(std::string(prefix ? "startswith" : "endswith") + "() needs a string or a tuple of strings");
+    if (!o.is_string())
+      fail(std::string(prefix ? "startswith" : "endswith") + "() needs a string or a tuple of strings");
     if (prefix ? tokenizer_detail::starts_with(s, o.s) : tokenizer_detail::ends_with(s, o.s)) return true;
   }
   return false;
 }
 
 Value string_method(const std::string& self, const std::string& name) {
-  static const std::vector<std::string> known{"strip", "lstrip", "rstrip", "upper", "lower", "title", "capitalize",
-                                              "startswith", "endswith", "split", "replace", "find", "count",
-                                              "join", "splitlines", "isdigit", "isspace"};
+  static const std::vector<std::string> known{"strip",      "lstrip",     "rstrip",     "upper",   "lower",   "title",
+                                              "capitalize", "startswith", "endswith",   "split",   "replace", "find",
+                                              "count",      "join",       "splitlines", "isdigit", "isspace"};
   if (std::find(known.begin(), known.end(), name) == known.end()) return Value::undefined();
   return Value::function("str." + name, [self, name](Args& a) -> Value {
     if (name == "strip") return Value::string(strip(self, a.get(0, "chars"), true, true));
@@ -167,7 +177,8 @@ Value string_method(const std::string& self, const std::string& name) {
     }
     if (name == "split") return split(self, a.get(0, "sep"), int_arg(a, 1, "maxsplit", -1));
     if (name == "replace")
-      return Value::string(replace(self, str_arg(a, 0, "old", "replace"), str_arg(a, 1, "new", "replace"), int_arg(a, 2, "count", -1)));
+      return Value::string(
+          replace(self, str_arg(a, 0, "old", "replace"), str_arg(a, 1, "new", "replace"), int_arg(a, 2, "count", -1)));
     if (name == "find" || name == "count") {
       const std::string& sub = str_arg(a, 0, "sub", name.c_str());
       if (name == "count") {
@@ -213,7 +224,9 @@ Value string_method(const std::string& self, const std::string& name) {
       return Value::boolean(!self.empty() && std::all_of(self.begin(), self.end(), ::isdigit));
     }
     need_ascii(self, "isspace()");
-    return Value::boolean(!self.empty() && std::all_of(self.begin(), self.end(), [](char c) { return py_isspace(static_cast<unsigned char>(c)); }));
+    return Value::boolean(!self.empty() && std::all_of(self.begin(), self.end(), [](char c) {
+      return py_isspace(static_cast<unsigned char>(c));
+    }));
   });
 }
 
@@ -262,11 +275,11 @@ Value get_attr(const Value& obj, const std::string& name) {
     }
     if (const Value* v = obj.dict->find(name)) return *v;
   } else if (obj.is_list()) {
-    static const std::vector<std::string> mutators{"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+    static const std::vector<std::string> mutators{"append", "extend", "insert", "pop",
+                                                   "remove", "clear",  "sort",   "reverse"};
     if (std::find(mutators.begin(), mutators.end(), name) != mutators.end())
-      return Value::function(name, [name](Args&) -> Value {
-        fail("access to attribute '" + name + "' of 'list' object is unsafe.");
-      });
+      return Value::function(
+          name, [name](Args&) -> Value { fail("access to attribute '" + name + "' of 'list' object is unsafe."); });
   }
   return Value::undefined(undefined_hint(obj, name));
 }

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../files.hpp"
-#include "ordo/tokenizer.hpp"
 #include "ordo/input.hpp"
 #include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "render.hpp"
 
 namespace ordo {
@@ -77,7 +77,8 @@ std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool a
     d->set("content", chat::Value::string(m.content));
     list.push_back(chat::Value::make_dict(std::move(d)));
   }
-  return render(impl_->body, impl_->special, chat::Value::make_list(std::move(list)), add_generation_prompt, extra_vars_json);
+  return render(impl_->body, impl_->special, chat::Value::make_list(std::move(list)), add_generation_prompt,
+                extra_vars_json);
 }
 
 std::string ChatTemplate::apply_json(const std::string& messages_json, bool add_generation_prompt,
@@ -124,7 +125,8 @@ std::optional<std::string> template_field(const nlohmann::ordered_json& j, const
     for (const auto& e : *it) {
       if (!e.is_object() || !e.contains("name") || !e.contains("template") || !e["name"].is_string() ||
           !e["template"].is_string())
-        throw Error("chat template: " + path + ": field 'chat_template' entries must be {\"name\", \"template\"} strings");
+        throw Error("chat template: " + path +
+                    ": field 'chat_template' entries must be {\"name\", \"template\"} strings");
       if (e["name"] == "default") return e["template"].get<std::string>();
     }
     throw Error("chat template: " + path + ": field 'chat_template' has named templates but none named 'default'");
@@ -141,11 +143,13 @@ void read_special(const nlohmann::ordered_json& j, const std::string& path,
     for (const auto& kv : out) have = have || kv.first == name;
     auto it = j.find(name);
     if (have || it == j.end() || it->is_null()) continue;
-    if (it->is_string()) out.emplace_back(name, it->get<std::string>());
+    if (it->is_string())
+      out.emplace_back(name, it->get<std::string>());
     else if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
       out.emplace_back(name, (*it)["content"].get<std::string>());
     else
-      throw Error("chat template: " + path + ": field '" + name + "' must be a string or an object with a 'content' string");
+      throw Error("chat template: " + path + ": field '" + name +
+                  "' must be a string or an object with a 'content' string");
   }
 }
 

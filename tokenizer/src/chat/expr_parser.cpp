@@ -161,9 +161,12 @@ NodeP ExprParser::parse_primary() {
   const Token& t = next();
   if (t.k == TK::Name) {
     auto n = node(Node::K::Literal, t);
-    if (t.s == "true" || t.s == "True") n->lit = Value::boolean(true);
-    else if (t.s == "false" || t.s == "False") n->lit = Value::boolean(false);
-    else if (t.s == "none" || t.s == "None") n->lit = Value::none();
+    if (t.s == "true" || t.s == "True")
+      n->lit = Value::boolean(true);
+    else if (t.s == "false" || t.s == "False")
+      n->lit = Value::boolean(false);
+    else if (t.s == "none" || t.s == "None")
+      n->lit = Value::none();
     else {
       n->k = Node::K::Name;
       n->s = t.s;
@@ -326,7 +329,7 @@ NodeP ExprParser::parse_filters(NodeP n) {
         f->negated = true;
       }
       if (peek().k == TK::Name || (peek().k == TK::Op && (peek().s == "==" || peek().s == "!=" || peek().s == "<" ||
-                                                         peek().s == ">" || peek().s == "<=" || peek().s == ">="))) {
+                                                          peek().s == ">" || peek().s == "<=" || peek().s == ">="))) {
         f->s = next().s;
       } else {
         error(peek(), "expected a test name, got");

@@ -47,11 +47,11 @@ class ExprParser {
     return n;
   }
 
-
   // Nesting is bounded so a hostile template cannot exhaust the stack.
   struct Depth {
     explicit Depth(ExprParser& p) : p_(p) {
-      if (++p_.depth_ > kMaxNesting) p_.error(p_.peek(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels at");
+      if (++p_.depth_ > kMaxNesting)
+        p_.error(p_.peek(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels at");
     }
     ~Depth() { --p_.depth_; }
     ExprParser& p_;

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "../strings.hpp"
-#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "render.hpp"
 
 namespace ordo::chat {
@@ -16,11 +16,11 @@ namespace ordo::chat {
 namespace {
 
 const std::set<std::string>& filter_names() {
-  static const std::set<std::string> n{"trim", "length", "count", "upper", "lower", "title", "capitalize", "default",
-                                       "d", "join", "first", "last", "tojson", "string", "int", "float", "list",
-                                       "replace", "items", "selectattr", "rejectattr", "map", "select", "reject",
-                                       "safe", "abs", "reverse", "unique", "sort", "dictsort", "indent", "round",
-                                       "sum", "min", "max", "e", "escape"};
+  static const std::set<std::string> n{
+      "trim",       "length", "count",  "upper",  "lower", "title", "capitalize", "default", "d",     "join",
+      "first",      "last",   "tojson", "string", "int",   "float", "list",       "replace", "items", "selectattr",
+      "rejectattr", "map",    "select", "reject", "safe",  "abs",   "reverse",    "unique",  "sort",  "dictsort",
+      "indent",     "round",  "sum",    "min",    "max",   "e",     "escape"};
   return n;
 }
 
@@ -93,7 +93,8 @@ List select(const Value& in, Args& a, bool by_attr, bool keep, const std::string
 
 Value indent(const std::string& s, const Value* width, bool first, bool blank) {
   std::string pad = "    ";
-  if (width && width->is_string()) pad = width->s;
+  if (width && width->is_string())
+    pad = width->s;
   else if (width && width->kind == Value::Kind::Int) {
     if (width->i > 4096) fail("indent width above 4096 is not supported");
     pad = std::string(static_cast<size_t>(std::max<int64_t>(0, width->i)), ' ');
@@ -154,10 +155,13 @@ std::optional<Value> text_filter(const std::string& name, const Value& in, Args&
     std::string out = s;
     bool start = true;
     for (char& c : out) {
-      const bool sep = c == '-' || std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == '{' || c == '[' || c == '<';
-      if (sep) start = true;
+      const bool sep =
+          c == '-' || std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == '{' || c == '[' || c == '<';
+      if (sep)
+        start = true;
       else {
-        c = static_cast<char>(start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+        c = static_cast<char>(start ? std::toupper(static_cast<unsigned char>(c))
+                                    : std::tolower(static_cast<unsigned char>(c)));
         start = false;
       }
     }
@@ -205,12 +209,13 @@ std::optional<Value> conversion_filter(const std::string& name, const Value& in,
       key_sep = (*seps->list)[1].s;
     }
     const bool have_seps = seps && !seps->is_none();
-    return Value::string(to_json(in, indent, have_seps ? &item_sep : nullptr, have_seps ? &key_sep : nullptr,
-                                 sk && truthy(*sk)));
+    return Value::string(
+        to_json(in, indent, have_seps ? &item_sep : nullptr, have_seps ? &key_sep : nullptr, sk && truthy(*sk)));
   }
   if (name == "int" || name == "float") {
     const Value* dflt = a.get(0, "default");
-    if (in.is_number()) return name == "int" ? Value::integer(static_cast<int64_t>(in.as_double())) : Value::number(in.as_double());
+    if (in.is_number())
+      return name == "int" ? Value::integer(static_cast<int64_t>(in.as_double())) : Value::number(in.as_double());
     if (in.is_string()) {
       try {
         size_t used = 0;
@@ -222,7 +227,8 @@ std::optional<Value> conversion_filter(const std::string& name, const Value& in,
           } catch (const std::exception&) {
           }
           const double d = std::stod(s, &used);  // jinja2: int(float(value)) when int(value) fails
-          if (used == s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(static_cast<int64_t>(d));
+          if (used == s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18)
+            return Value::integer(static_cast<int64_t>(d));
         } else {
           const double v = std::stod(s, &used);
           if (used == s.size()) return Value::number(v);
@@ -266,11 +272,13 @@ std::optional<Value> selection_filter(const std::string& name, const Value& in, 
   if (name == "list") return Value::make_list(iterate(in));
   if (name == "items") {
     if (in.is_undefined()) return Value::make_list();
-    if (!in.is_dict() || in.dict->is_namespace) fail("items filter: expected a mapping, got " + type_name(in) + " at " + where);
+    if (!in.is_dict() || in.dict->is_namespace)
+      fail("items filter: expected a mapping, got " + type_name(in) + " at " + where);
     Args none;
     return (*get_attr(in, "items").fn)(none);
   }
-  if (name == "selectattr" || name == "rejectattr") return Value::make_list(select(in, a, true, name == "selectattr", where));
+  if (name == "selectattr" || name == "rejectattr")
+    return Value::make_list(select(in, a, true, name == "selectattr", where));
   if (name == "select" || name == "reject") return Value::make_list(select(in, a, false, name == "select", where));
   if (name == "map") {
     List out;
@@ -323,7 +331,8 @@ std::optional<Value> ordering_filter(const std::string& name, const Value& in, A
     const bool rev = flag(a, 0, "reverse"), cs = flag(a, 1, "case_sensitive");
     const Value* attr = a.get(2, "attribute");
     std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-      const Value xa = fold(attr ? attr_path(x, to_str(*attr)) : x, cs), ya = fold(attr ? attr_path(y, to_str(*attr)) : y, cs);
+      const Value xa = fold(attr ? attr_path(x, to_str(*attr)) : x, cs),
+                  ya = fold(attr ? attr_path(y, to_str(*attr)) : y, cs);
       return rev ? compare(ya, xa) < 0 : compare(xa, ya) < 0;
     });
     return Value::make_list(std::move(items));
@@ -344,12 +353,14 @@ std::optional<Value> ordering_filter(const std::string& name, const Value& in, A
   if (name == "sum" || name == "min" || name == "max") {
     const List items = iterate(in);
     if (name == "sum") {
-      if (a.get(0, "attribute") || a.get(1, "start")) fail("sum(attribute=..., start=...) is not supported at " + where);
+      if (a.get(0, "attribute") || a.get(1, "start"))
+        fail("sum(attribute=..., start=...) is not supported at " + where);
       Value acc = Value::integer(0);
       for (const Value& v : items) {
         if (!v.is_number()) fail("sum of a non-number at " + where);
-        acc = acc.kind == Value::Kind::Float || v.kind == Value::Kind::Float ? Value::number(acc.as_double() + v.as_double())
-                                                                             : Value::integer(add_int(acc.i, v.kind == Value::Kind::Bool ? v.b : v.i));
+        acc = acc.kind == Value::Kind::Float || v.kind == Value::Kind::Float
+                  ? Value::number(acc.as_double() + v.as_double())
+                  : Value::integer(add_int(acc.i, v.kind == Value::Kind::Bool ? v.b : v.i));
       }
       return acc;
     }
@@ -382,7 +393,9 @@ std::optional<Value> number_filter(const std::string& name, const Value& in, Arg
     const Value* method = a.get(1, "method");
     const double m = std::pow(10.0, static_cast<double>(prec));
     const std::string how = method ? to_str(*method) : "common";
-    double r = how == "ceil" ? std::ceil(v * m) / m : how == "floor" ? std::floor(v * m) / m : std::nearbyint(v * m) / m;  // Python round: half to even
+    double r = how == "ceil"    ? std::ceil(v * m) / m
+               : how == "floor" ? std::floor(v * m) / m
+                                : std::nearbyint(v * m) / m;  // Python round: half to even
     return Value::number(r);
   }
   return std::nullopt;

@@ -50,8 +50,9 @@ class Lexer {
         // lstrip_blocks: drop spaces and tabs between a line start and a block or comment tag.
         const size_t l_pos = t.rfind('\n') == std::string::npos ? 0 : t.rfind('\n') + 1;
         const bool line_starting = pos == 0 || src_[pos - 1] == '\n';
-        if ((l_pos > 0 || line_starting) &&
-            std::all_of(t.begin() + static_cast<long>(l_pos), t.end(), [](char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; }))
+        if ((l_pos > 0 || line_starting) && std::all_of(t.begin() + static_cast<long>(l_pos), t.end(), [](char c) {
+              return c == ' ' || c == '\t' || c == '\f' || c == '\v';
+            }))
           t.resize(l_pos);
       }
       text(t, pos);
@@ -60,8 +61,10 @@ class Lexer {
         const size_t end = src_.find("#}", p);
         if (end == std::string::npos) error(at, "unterminated comment");
         pos = end + 2;
-        if (end > p && src_[end - 1] == '-') skip_ws(pos);
-        else if (pos < src_.size() && src_[pos] == '\n') ++pos;  // trim_blocks applies to comments too
+        if (end > p && src_[end - 1] == '-')
+          skip_ws(pos);
+        else if (pos < src_.size() && src_[pos] == '\n')
+          ++pos;  // trim_blocks applies to comments too
         continue;
       }
       out_.push_back(make(kind == '{' ? Token::K::VarBegin : Token::K::BlockBegin, "", at));
@@ -108,8 +111,10 @@ class Lexer {
       if (open == 0 && (mod || (c == close && p + 1 < src_.size() && src_[p + 1] == '}'))) {
         out_.push_back(make(block ? Token::K::BlockEnd : Token::K::VarEnd, "", p));
         size_t after = p + (mod ? 3 : 2);
-        if (mod && c == '-') skip_ws(after);
-        else if (block && !(mod && c == '+') && after < src_.size() && src_[after] == '\n') ++after;
+        if (mod && c == '-')
+          skip_ws(after);
+        else if (block && !(mod && c == '+') && after < src_.size() && src_[after] == '\n')
+          ++after;
         return after;
       }
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -143,7 +148,7 @@ class Lexer {
         out_.push_back(make(Token::K::String, string_literal(p), p));
       } else {
         static const char* const ops[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
-                                          ">", "=", "(", ")", "[", "]", "{", "}", ",", ".", ":", "|"};
+                                          ">",  "=",  "(",  ")",  "[",  "]",  "{", "}", ",", ".", ":", "|"};
         bool found = false;
         for (const char* op : ops) {
           const size_t n = std::strlen(op);
@@ -182,7 +187,8 @@ class Lexer {
         for (int k = 0; k < n; ++k) {
           const char h = src_[p++];
           if (!std::isxdigit(static_cast<unsigned char>(h))) error(start, "malformed \\x/\\u escape in string literal");
-          v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+          v = v * 16 + static_cast<uint32_t>(
+                           std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
         }
         if (v > 0x10FFFF) error(start, "escape out of Unicode range in string literal");
         tokenizer_detail::append_utf8(out, static_cast<char32_t>(v));

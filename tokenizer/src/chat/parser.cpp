@@ -27,7 +27,8 @@ class Parser : public ExprParser {
     for (;;) {
       const Token& t = peek();
       if (t.k == TK::Eof) {
-        if (!ends.empty()) error(t, "missing end tag: expected one of " + join(ends) + " before the end of the template;");
+        if (!ends.empty())
+          error(t, "missing end tag: expected one of " + join(ends) + " before the end of the template;");
         return body;
       }
       if (t.k == TK::Text) {

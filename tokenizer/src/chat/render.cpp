@@ -146,7 +146,8 @@ class Renderer {
       loop->set("depth", Value::integer(1));
       loop->set("depth0", Value::integer(0));
       loop->set("previtem", k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined("'loop' has no previtem"));
-      loop->set("nextitem", k + 1 < len ? items[static_cast<size_t>(k + 1)] : Value::undefined("'loop' has no nextitem"));
+      loop->set("nextitem",
+                k + 1 < len ? items[static_cast<size_t>(k + 1)] : Value::undefined("'loop' has no nextitem"));
       inner.vars["loop"] = Value::make_dict(loop);
       assign(inner, n.keys, items[static_cast<size_t>(k)], n);
       if (exec(n.bodies[0], inner, out) == Flow::Break) break;
@@ -164,9 +165,12 @@ class Renderer {
         fail("macro '" + node->s + "' takes not more than " + std::to_string(nparams) + " argument(s)");
       for (size_t k = 0; k < nparams; ++k) {
         const Value* v = args.get(k, node->keys[k]);
-        if (v) inner.vars[node->keys[k]] = *v;
-        else if (k >= nparams - ndefaults) inner.vars[node->keys[k]] = eval(*node->kwargs[k - (nparams - ndefaults)], inner);
-        else inner.vars[node->keys[k]] = Value::undefined("'" + node->keys[k] + "' is undefined");
+        if (v)
+          inner.vars[node->keys[k]] = *v;
+        else if (k >= nparams - ndefaults)
+          inner.vars[node->keys[k]] = eval(*node->kwargs[k - (nparams - ndefaults)], inner);
+        else
+          inner.vars[node->keys[k]] = Value::undefined("'" + node->keys[k] + "' is undefined");
       }
       for (const auto& kv : args.keyword) {
         bool known = false;
@@ -197,7 +201,8 @@ class Renderer {
     if (r.is_undefined()) undefined_error(r);
     if (op == "+") {
       if (l.is_string() && r.is_string()) {
-        if (l.s.size() + r.s.size() > kMaxOutput) fail("string exceeds " + std::to_string(kMaxOutput >> 20) + " MiB at " + n.where());
+        if (l.s.size() + r.s.size() > kMaxOutput)
+          fail("string exceeds " + std::to_string(kMaxOutput >> 20) + " MiB at " + n.where());
         return Value::string(l.s + r.s);
       }
       if (l.is_list() && r.is_list()) {
@@ -217,7 +222,8 @@ class Renderer {
       return Value::string(out);
     }
     if (!l.is_number() || !r.is_number())
-      fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "' at " + n.where());
+      fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "' at " +
+           n.where());
     const bool ints = l.kind != Value::Kind::Float && r.kind != Value::Kind::Float;
     const int64_t li = l.kind == Value::Kind::Bool ? l.b : l.i, ri = r.kind == Value::Kind::Bool ? r.b : r.i;
     const double ld = l.as_double(), rd = r.as_double();
@@ -299,7 +305,9 @@ class Renderer {
   Value eval_unary(const Node& n, Frame& f) {
     const Value v = eval(*n.a, f);
     if (v.is_undefined()) undefined_error(v);
-    if (!v.is_number()) fail("bad operand type for unary " + std::string(n.k == Node::K::Neg ? "-" : "+") + ": '" + type_name(v) + "' at " + n.where());
+    if (!v.is_number())
+      fail("bad operand type for unary " + std::string(n.k == Node::K::Neg ? "-" : "+") + ": '" + type_name(v) +
+           "' at " + n.where());
     if (n.k == Node::K::Pos) return v.kind == Value::Kind::Bool ? Value::integer(v.b) : v;
     if (v.kind == Value::Kind::Float) return Value::number(-v.f);
     const int64_t x = v.kind == Value::Kind::Bool ? v.b : v.i;
@@ -389,7 +397,9 @@ class Renderer {
       }
       case Node::K::Cond:
         if (truthy(eval(*n.a, f))) return eval(*n.b, f);
-        return n.c ? eval(*n.c, f) : Value::undefined("the inline if-expression on line " + std::to_string(n.line) + " evaluated to false and no else section was defined.");
+        return n.c ? eval(*n.c, f)
+                   : Value::undefined("the inline if-expression on line " + std::to_string(n.line) +
+                                      " evaluated to false and no else section was defined.");
       default: fail("unexpected statement in expression position at " + n.where());
     }
   }

@@ -28,21 +28,47 @@ using Body = std::vector<NodeP>;
 struct Node {
   enum class K {
     // expressions
-    Literal, Name, ListLit, DictLit, TupleLit, Attr, Item, Slice, Call, Filter, Test, Neg, Pos, Not, Binary,
-    Compare, And, Or, Cond,
+    Literal,
+    Name,
+    ListLit,
+    DictLit,
+    TupleLit,
+    Attr,
+    Item,
+    Slice,
+    Call,
+    Filter,
+    Test,
+    Neg,
+    Pos,
+    Not,
+    Binary,
+    Compare,
+    And,
+    Or,
+    Cond,
     // statements
-    Text, Print, If, For, Set, SetBlock, Macro, Break, Continue, Generation
+    Text,
+    Print,
+    If,
+    For,
+    Set,
+    SetBlock,
+    Macro,
+    Break,
+    Continue,
+    Generation
   };
   K k;
   int line = 1, col = 1;
-  std::string s;                 // name, attribute, operator, filter/test name, text
-  Value lit;                     // Literal
-  std::vector<NodeP> args;       // items, call/filter/test positional args, compare operands, if tests
-  std::vector<std::string> keys; // kwarg names (Call/Filter: kwargs follow in kwargs), compare ops, targets
-  std::vector<NodeP> kwargs;     // keyword argument values; DictLit values; macro defaults
-  NodeP a, b, c, d;              // operands: object/left/test/iterable, right/then/filter, else/step...
-  std::vector<Body> bodies;      // If: one per branch (+ else); For: body, else; Macro/SetBlock/Generation: body
-  bool negated = false;          // Test: `is not`
+  std::string s;                  // name, attribute, operator, filter/test name, text
+  Value lit;                      // Literal
+  std::vector<NodeP> args;        // items, call/filter/test positional args, compare operands, if tests
+  std::vector<std::string> keys;  // kwarg names (Call/Filter: kwargs follow in kwargs), compare ops, targets
+  std::vector<NodeP> kwargs;      // keyword argument values; DictLit values; macro defaults
+  NodeP a, b, c, d;               // operands: object/left/test/iterable, right/then/filter, else/step...
+  std::vector<Body> bodies;       // If: one per branch (+ else); For: body, else; Macro/SetBlock/Generation: body
+  bool negated = false;           // Test: `is not`
   std::string where() const { return std::to_string(line) + ":" + std::to_string(col); }
 };
 

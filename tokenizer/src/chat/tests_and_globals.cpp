@@ -6,8 +6,8 @@
 #include <set>
 
 #include "../strings.hpp"
-#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 #include "render.hpp"
 
 namespace ordo::chat {
@@ -15,10 +15,11 @@ namespace ordo::chat {
 namespace {
 
 const std::set<std::string>& test_names() {
-  static const std::set<std::string> n{"defined", "undefined", "none", "boolean", "true", "false", "integer", "float",
-                                       "number", "string", "mapping", "iterable", "sequence", "callable", "sameas",
-                                       "equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">", "ge", ">=",
-                                       "in", "lower", "upper", "odd", "even", "divisibleby"};
+  static const std::set<std::string> n{
+      "defined", "undefined", "none",     "boolean",  "true",     "false",  "integer",    "float", "number",
+      "string",  "mapping",   "iterable", "sequence", "callable", "sameas", "equalto",    "eq",    "==",
+      "ne",      "!=",        "lt",       "<",        "le",       "<=",     "gt",         ">",     "ge",
+      ">=",      "in",        "lower",    "upper",    "odd",      "even",   "divisibleby"};
   return n;
 }
 
@@ -44,8 +45,10 @@ bool apply_test(const std::string& name, const Value& in, Args& a, const std::st
   if (name == "number") return in.is_number();
   if (name == "string") return in.is_string();
   if (name == "mapping") return in.is_dict() && !in.dict->is_namespace;
-  if (name == "iterable") return in.is_undefined() || in.is_string() || in.is_list() || (in.is_dict() && !in.dict->is_namespace);
-  if (name == "sequence") return in.is_undefined() || in.is_string() || in.is_list() || (in.is_dict() && !in.dict->is_namespace);
+  if (name == "iterable")
+    return in.is_undefined() || in.is_string() || in.is_list() || (in.is_dict() && !in.dict->is_namespace);
+  if (name == "sequence")
+    return in.is_undefined() || in.is_string() || in.is_list() || (in.is_dict() && !in.dict->is_namespace);
   if (name == "callable") return in.kind == K::Function;
   if (name == "sameas") {
     const Value& o = need_arg();
@@ -74,10 +77,12 @@ bool apply_test(const std::string& name, const Value& in, Args& a, const std::st
     const std::string s = to_str(in);
     bool any = false;
     for (char c : s) {
-      if (static_cast<unsigned char>(c) >= 0x80) fail("test '" + name + "' of non-ASCII text is not supported at " + where);
+      if (static_cast<unsigned char>(c) >= 0x80)
+        fail("test '" + name + "' of non-ASCII text is not supported at " + where);
       if (std::isalpha(static_cast<unsigned char>(c))) {
         any = true;
-        if (name == "lower" ? std::isupper(static_cast<unsigned char>(c)) : std::islower(static_cast<unsigned char>(c))) return false;
+        if (name == "lower" ? std::isupper(static_cast<unsigned char>(c)) : std::islower(static_cast<unsigned char>(c)))
+          return false;
       }
     }
     return any;
@@ -98,7 +103,8 @@ void add_globals(std::unordered_map<std::string, Value>& g) {
     for (const Value& v : a.positional)
       if (v.kind != Value::Kind::Int) fail("range() arguments must be integers");
     int64_t start = 0, stop, step = 1;
-    if (a.positional.size() == 1) stop = a.positional[0].i;
+    if (a.positional.size() == 1)
+      stop = a.positional[0].i;
     else {
       start = a.positional[0].i;
       stop = a.positional[1].i;

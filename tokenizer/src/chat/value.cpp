@@ -10,8 +10,8 @@
 
 #include "../hf/hf.hpp"
 #include "../utf8.hpp"
-#include "ordo/tokenizer.hpp"
 #include "ordo/tensor.hpp"
+#include "ordo/tokenizer.hpp"
 
 namespace ordo::chat {
 
@@ -132,7 +132,6 @@ const Value* Args::get(size_t n, const std::string& name) const {
 }
 
 void fail(const std::string& message) { throw Error("chat template: " + message); }
-
 
 int64_t checked_int(bool overflowed, int64_t v) {
   if (overflowed) fail("integer result beyond 64 bits is not supported");
@@ -270,8 +269,7 @@ std::string to_str(const Value& v) {
     case Value::Kind::Int: return std::to_string(v.i);
     case Value::Kind::Float: return format_float(v.f);
     case Value::Kind::String: return v.s;
-    case Value::Kind::Function:
-      fail("printing a function object ('" + v.s + "') is not supported");
+    case Value::Kind::Function: fail("printing a function object ('" + v.s + "') is not supported");
     default: return to_repr(v);
   }
 }
@@ -388,9 +386,12 @@ static void json_value(std::string& out, const Value& v, int indent, int depth, 
     case Value::Kind::Bool: out += v.b ? "true" : "false"; return;
     case Value::Kind::Int: out += std::to_string(v.i); return;
     case Value::Kind::Float:
-      if (std::isnan(v.f)) out += "NaN";
-      else if (std::isinf(v.f)) out += v.f < 0 ? "-Infinity" : "Infinity";
-      else out += format_float(v.f);
+      if (std::isnan(v.f))
+        out += "NaN";
+      else if (std::isinf(v.f))
+        out += v.f < 0 ? "-Infinity" : "Infinity";
+      else
+        out += format_float(v.f);
       return;
     case Value::Kind::String: json_string(out, v.s); return;
     case Value::Kind::List: {
@@ -416,8 +417,7 @@ static void json_value(std::string& out, const Value& v, int indent, int depth, 
       }
       std::vector<const std::pair<std::string, Value>*> items;
       for (const auto& kv : v.dict->items) items.push_back(&kv);
-      if (sort_keys)
-        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      if (sort_keys) std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
       out += '{';
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += item_sep;

@@ -90,7 +90,7 @@ int compare(const Value& a, const Value& b);  // <0, 0, >0; TypeError as an Erro
 // json.dumps(v, ensure_ascii=False, indent=indent, separators=..., sort_keys=sort_keys) as
 // transformers' tojson filter calls it; indent < 0 means None.
 std::string to_json(const Value& v, int indent, const std::string* item_sep, const std::string* key_sep,
-                     bool sort_keys);
+                    bool sort_keys);
 Value from_json(const nlohmann::ordered_json& j);
 // Iteration as Python's iter(): list items, dict keys, string characters; Undefined is empty.
 List iterate(const Value& v);

@@ -26,8 +26,10 @@ class WordPieceDec final : public Decoder {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string& t = tokens[i];
       if (i != 0) {
-        if (starts_with(t, prefix_)) t.erase(t.find(prefix_), prefix_.size());  // first occurrence
-        else t = " " + t;
+        if (starts_with(t, prefix_))
+          t.erase(t.find(prefix_), prefix_.size());  // first occurrence
+        else
+          t = " " + t;
       }
       if (cleanup_) t = cleanup(t);
     }
@@ -36,7 +38,7 @@ class WordPieceDec final : public Decoder {
  private:
   static std::string cleanup(std::string s) {
     static const std::pair<const char*, const char*> kRules[] = {
-        {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+        {" .", "."},   {" ?", "?"},           {" !", "!"},   {" ,", ","},     {" ' ", "'"},   {" n't", "n't"},
         {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto& [from, to] : kRules) s = replace_all(std::move(s), from, to);
     return s;
@@ -54,8 +56,10 @@ class MetaspaceDec final : public Decoder {
       const std::string& t = tokens[i];
       for (size_t k = 0; k < t.size();) {
         const size_t b = k;
-        if (next_cp(t, k) != rep_) out.append(t, b, k - b);
-        else if (!(i == 0 && prepend_)) out += ' ';  // the first token loses every replacement char
+        if (next_cp(t, k) != rep_)
+          out.append(t, b, k - b);
+        else if (!(i == 0 && prepend_))
+          out += ' ';  // the first token loses every replacement char
       }
       tokens[i] = std::move(out);
     }
@@ -85,7 +89,8 @@ class ByteFallbackDec final : public Decoder {
     std::string pending;
     auto flush = [&] {
       if (pending.empty()) return;
-      if (utf8_lossy(pending) == pending) out.push_back(pending);
+      if (utf8_lossy(pending) == pending)
+        out.push_back(pending);
       else
         for (size_t k = 0; k < pending.size(); ++k) out.emplace_back("\xEF\xBF\xBD");  // one U+FFFD per byte
       pending.clear();
@@ -164,7 +169,6 @@ class Sequence final : public Decoder {
   std::vector<std::unique_ptr<Decoder>> parts_;
 };
 
-
 }  // namespace
 
 std::unique_ptr<Decoder> make_byte_level_decoder() { return std::make_unique<ByteLevelDec>(); }
@@ -190,18 +194,20 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
   if (type == "Strip") {
     const int64_t start = get_int(j, "start", where, 0), stop = get_int(j, "stop", where, 0);
     if (start < 0 || stop < 0) fail(where, "Strip start/stop must not be negative");
-    return std::make_unique<StripDec>(get_char(j, "content", where, " "),
-                                      static_cast<size_t>(start), static_cast<size_t>(stop));
+    return std::make_unique<StripDec>(get_char(j, "content", where, " "), static_cast<size_t>(start),
+                                      static_cast<size_t>(stop));
   }
   if (type == "Replace") {
     if (!j.contains("pattern")) fail(where, "Replace has no 'pattern'");
-    return std::make_unique<ReplaceDec>(make_pattern(j["pattern"], where + ".pattern"), get_string(j, "content", where));
+    return std::make_unique<ReplaceDec>(make_pattern(j["pattern"], where + ".pattern"),
+                                        get_string(j, "content", where));
   }
   if (type == "Sequence") {
     return std::make_unique<Sequence>(make_sequence<Decoder>(j, "decoders", where, make_decoder));
   }
-  fail(where, "decoder type '" + type + "' is not supported (supported: ByteLevel, WordPiece, Metaspace, BPEDecoder, "
-              "ByteFallback, Fuse, Strip, Replace, Sequence)");
+  fail(where, "decoder type '" + type +
+                  "' is not supported (supported: ByteLevel, WordPiece, Metaspace, BPEDecoder, "
+                  "ByteFallback, Fuse, Strip, Replace, Sequence)");
 }
 
 }  // namespace ordo::tokenizer_detail::hf

@@ -18,13 +18,13 @@
 #include "../added_tokens.hpp"
 #include "../dir_config.hpp"
 #include "../files.hpp"
+#include "../leftmost_longest.hpp"
 #include "../loaders.hpp"
 #include "../strings.hpp"
 #include "../token_ids.hpp"
 #include "../utf8.hpp"
 #include "ordo/tensor.hpp"
 #include "ordo/tokenizer.hpp"
-#include "../leftmost_longest.hpp"
 
 namespace ordo::tokenizer_detail::hf {
 
@@ -55,14 +55,14 @@ std::vector<std::unique_ptr<T>> make_sequence(const json& j, const char* key, co
 }
 
 // ---- Unicode character classes, as Rust's char methods / regex classes see them (unicode.cpp) ---
-bool is_whitespace(char32_t c);      // char::is_whitespace (White_Space)
-bool is_word_char(char32_t c);       // regex \w
-bool is_punctuation(char32_t c);     // ASCII punctuation or a P* category
-bool is_numeric(char32_t c);         // char::is_numeric (Nd, Nl, No)
-bool is_other(char32_t c);           // tokenizers' is_other: Cc, Cf, Co (no Cn), 2016 tables
-bool is_nonspacing_mark(char32_t c); // Mn
-bool is_mark(char32_t c);            // Mn, Mc, Me
-bool is_chinese_char(char32_t c);    // the CJK blocks BertNormalizer pads with spaces
+bool is_whitespace(char32_t c);               // char::is_whitespace (White_Space)
+bool is_word_char(char32_t c);                // regex \w
+bool is_punctuation(char32_t c);              // ASCII punctuation or a P* category
+bool is_numeric(char32_t c);                  // char::is_numeric (Nd, Nl, No)
+bool is_other(char32_t c);                    // tokenizers' is_other: Cc, Cf, Co (no Cn), 2016 tables
+bool is_nonspacing_mark(char32_t c);          // Mn
+bool is_mark(char32_t c);                     // Mn, Mc, Me
+bool is_chinese_char(char32_t c);             // the CJK blocks BertNormalizer pads with spaces
 std::string lowercase(const std::string& s);  // per code point (char::to_lowercase, no context)
 enum class NormForm { NFC, NFD, NFKC, NFKD };
 std::string unicode_normalize(const std::string& s, NormForm form);
@@ -125,7 +125,7 @@ class Normalizer {
   virtual ~Normalizer() = default;
   virtual std::string normalize(std::string s) const = 0;
 };
-std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& where);  // null for null
+std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& where);   // null for null
 std::unique_ptr<Normalizer> make_precompiled(const json& j, const std::string& where);  // normalizer_precompiled.cpp
 
 // ---- pre-tokenizers (pre_tokenizers.cpp) -------------------------------------------------------

@@ -45,7 +45,8 @@ Bpe::Bpe(BpeConfig c) : VocabModel(std::move(c.vocab)), cfg_(std::move(c)) {
     const std::string merged = a + (b.size() >= prefix_len ? b.substr(prefix_len) : b);
     const auto im = vocab_.find(merged);
     if (im == vocab_.end())
-      fail(cfg_.where + ".merges", "merge '" + a + " " + b + "' makes '" + merged + "', which is not in the vocabulary");
+      fail(cfg_.where + ".merges",
+           "merge '" + a + " " + b + "' makes '" + merged + "', which is not in the vocabulary");
     merges_[pair_key(ia->second, ib->second)] = {rank++, im->second};  // a repeated merge keeps its last rank
   }
   if (cfg_.unk_token) {

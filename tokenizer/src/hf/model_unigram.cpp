@@ -22,7 +22,10 @@ class Unigram final : public VocabModel {
  public:
   Unigram(std::vector<std::pair<std::string, double>> pieces, std::optional<int32_t> unk_id, bool byte_fallback,
           const std::string& where)
-      : VocabModel(piece_ids(pieces)), pieces_(std::move(pieces)), unk_id_(unk_id), byte_fallback_(byte_fallback),
+      : VocabModel(piece_ids(pieces)),
+        pieces_(std::move(pieces)),
+        unk_id_(unk_id),
+        byte_fallback_(byte_fallback),
         where_(where) {
     for (const auto& [p, score] : pieces_) {
       min_score_ = std::min(min_score_, score);
@@ -103,14 +106,17 @@ class Unigram final : public VocabModel {
       const Node& n = best[end];
       const size_t start = *n.start;
       const bool unk = unk_id_ && n.id == *unk_id_;
-      if (unk && in_unk_run) ranges.back().first = start;
-      else ranges.emplace_back(start, end);
+      if (unk && in_unk_run)
+        ranges.back().first = start;
+      else
+        ranges.emplace_back(start, end);
       in_unk_run = unk;
       end = start;
     }
     std::vector<std::string> out;
     out.reserve(ranges.size());
-    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) out.push_back(s.substr(it->first, it->second - it->first));
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it)
+      out.push_back(s.substr(it->first, it->second - it->first));
     return out;
   }
 
@@ -140,8 +146,8 @@ std::unique_ptr<Model> make_unigram_model(const json& j, const std::string& wher
   if (j.contains("unk_id") && !j["unk_id"].is_null()) {
     const int64_t u = get_int(j, "unk_id", where, 0);
     if (u < 0 || u >= static_cast<int64_t>(pieces.size()))
-      fail(where + ".unk_id", std::to_string(u) + " is outside the vocabulary (" + std::to_string(pieces.size()) +
-                                  " pieces)");
+      fail(where + ".unk_id",
+           std::to_string(u) + " is outside the vocabulary (" + std::to_string(pieces.size()) + " pieces)");
     unk = static_cast<int32_t>(u);
   }
   return std::make_unique<Unigram>(std::move(pieces), unk, get_bool(j, "byte_fallback", where, false), where);

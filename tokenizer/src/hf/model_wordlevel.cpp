@@ -8,8 +8,7 @@ namespace {
 class WordLevel final : public VocabModel {
  public:
   WordLevel(std::unordered_map<std::string, int32_t> vocab, std::string unk, const std::string& where)
-      : VocabModel(std::move(vocab)), unk_(std::move(unk)), where_(where) {
-  }
+      : VocabModel(std::move(vocab)), unk_(std::move(unk)), where_(where) {}
   const char* kind() const override { return "wordlevel"; }
   std::optional<std::string> unk_token() const override { return unk_; }
 

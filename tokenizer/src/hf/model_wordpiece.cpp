@@ -10,8 +10,11 @@ class WordPiece final : public VocabModel {
  public:
   WordPiece(std::unordered_map<std::string, int32_t> vocab, std::string unk, std::string prefix, size_t max_chars,
             const std::string& where)
-      : VocabModel(std::move(vocab)), unk_(std::move(unk)), prefix_(std::move(prefix)), max_chars_(max_chars), where_(where) {
-  }
+      : VocabModel(std::move(vocab)),
+        unk_(std::move(unk)),
+        prefix_(std::move(prefix)),
+        max_chars_(max_chars),
+        where_(where) {}
   const char* kind() const override { return "wordpiece"; }
   std::optional<std::string> unk_token() const override { return unk_; }
 
@@ -59,10 +62,9 @@ std::unique_ptr<Model> make_wordpiece_model(const json& j, const std::string& wh
   if (!j.contains("vocab")) fail(where, "WordPiece model has no 'vocab'");
   const int64_t max_chars = get_int(j, "max_input_chars_per_word", where, 100);
   if (max_chars < 0) fail(where + ".max_input_chars_per_word", "must not be negative");
-  return std::make_unique<WordPiece>(read_vocab_object(j["vocab"], where + ".vocab"),
-                                     get_string(j, "unk_token", where, "[UNK]"),
-                                     get_string(j, "continuing_subword_prefix", where, "##"),
-                                     static_cast<size_t>(max_chars), where);
+  return std::make_unique<WordPiece>(
+      read_vocab_object(j["vocab"], where + ".vocab"), get_string(j, "unk_token", where, "[UNK]"),
+      get_string(j, "continuing_subword_prefix", where, "##"), static_cast<size_t>(max_chars), where);
 }
 
 }  // namespace ordo::tokenizer_detail::hf

@@ -66,7 +66,9 @@ std::optional<std::pair<std::string, std::string>> split_json_merge(const std::s
   return std::make_pair(line.substr(0, sp), line.substr(sp + 1));
 }
 
-bool is_version_line(const json& m) { return m.is_string() && m.get_ref<const std::string&>().rfind("#version", 0) == 0; }
+bool is_version_line(const json& m) {
+  return m.is_string() && m.get_ref<const std::string&>().rfind("#version", 0) == 0;
+}
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> read_merges(const json& j, const std::string& where) {
@@ -87,8 +89,7 @@ std::vector<std::pair<std::string, std::string>> read_merges(const json& j, cons
     if (!m.is_string()) fail(at, "must be a string \"a b\", as the first merge is");
     if (is_version_line(m)) continue;
     auto ab = split_json_merge(m.get_ref<const std::string&>());
-    if (!ab)
-      fail(at, "malformed merge " + json(m).dump() + ": a merge string is two tokens joined by one space");
+    if (!ab) fail(at, "malformed merge " + json(m).dump() + ": a merge string is two tokens joined by one space");
     out.push_back(std::move(*ab));
   }
   return out;
@@ -102,17 +103,23 @@ namespace {
 // why that deserializer would refuse the object, or returns "" if it accepts it.
 
 bool is_u32(const json& v) {
-  return v.is_number_unsigned() ? v.get<uint64_t>() <= UINT32_MAX : v.is_number_integer() && v.get<int64_t>() >= 0 &&
-                                                                       v.get<int64_t>() <= UINT32_MAX;
+  return v.is_number_unsigned() ? v.get<uint64_t>() <= UINT32_MAX
+                                : v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= UINT32_MAX;
 }
 
 // kind: 's' string, 'b' bool, 'u' u32, 'n' number. required: the key must be there and not null.
 std::string field_problem(const json& j, const char* key, char kind, bool required) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return required ? std::string("no '") + key + "'" : "";
-  const bool ok = kind == 's' ? it->is_string() : kind == 'b' ? it->is_boolean() : kind == 'u' ? is_u32(*it) : it->is_number();
+  const bool ok = kind == 's'   ? it->is_string()
+                  : kind == 'b' ? it->is_boolean()
+                  : kind == 'u' ? is_u32(*it)
+                                : it->is_number();
   if (ok) return "";
-  const char* what = kind == 's' ? "a string" : kind == 'b' ? "a boolean" : kind == 'u' ? "a non-negative integer" : "a number";
+  const char* what = kind == 's'   ? "a string"
+                     : kind == 'b' ? "a boolean"
+                     : kind == 'u' ? "a non-negative integer"
+                                   : "a number";
   return std::string("'") + key + "' is not " + what;
 }
 
@@ -132,15 +139,17 @@ std::string first_problem(std::initializer_list<std::string> problems) {
 }
 
 std::string bpe_problem(const json& j) {
-  std::string p = first_problem({vocab_map_problem(j), field_problem(j, "dropout", 'n', false), field_problem(j, "unk_token", 's', false),
-                                 field_problem(j, "continuing_subword_prefix", 's', false),
-                                 field_problem(j, "end_of_word_suffix", 's', false), field_problem(j, "fuse_unk", 'b', false),
-                                 field_problem(j, "byte_fallback", 'b', false), field_problem(j, "ignore_merges", 'b', false)});
+  std::string p = first_problem(
+      {vocab_map_problem(j), field_problem(j, "dropout", 'n', false), field_problem(j, "unk_token", 's', false),
+       field_problem(j, "continuing_subword_prefix", 's', false), field_problem(j, "end_of_word_suffix", 's', false),
+       field_problem(j, "fuse_unk", 'b', false), field_problem(j, "byte_fallback", 'b', false),
+       field_problem(j, "ignore_merges", 'b', false)});
   if (!p.empty()) return p;
   auto mit = j.find("merges");
   if (mit == j.end() || mit->is_null()) return "no 'merges'";
   if (!mit->is_array()) return "'merges' is not a list";
-  if (j.contains("dropout") && j["dropout"].is_number() && !(j["dropout"].get<double>() >= 0 && j["dropout"].get<double>() <= 1))
+  if (j.contains("dropout") && j["dropout"].is_number() &&
+      !(j["dropout"].get<double>() >= 0 && j["dropout"].get<double>() <= 1))
     return "'dropout' is outside [0, 1]";
   const json& vocab = j["vocab"];
   const size_t prefix = j.contains("continuing_subword_prefix") && j["continuing_subword_prefix"].is_string()
@@ -190,8 +199,10 @@ std::string unigram_problem(const json& j) {
 
 std::string infer_model_type(const json& j, const std::string& where) {
   std::string why;
-  for (const auto& [kind, problem] : {std::pair{"BPE", bpe_problem(j)}, {"WordPiece", wordpiece_problem(j)},
-                                      {"WordLevel", wordlevel_problem(j)}, {"Unigram", unigram_problem(j)}}) {
+  for (const auto& [kind, problem] : {std::pair{"BPE", bpe_problem(j)},
+                                      {"WordPiece", wordpiece_problem(j)},
+                                      {"WordLevel", wordlevel_problem(j)},
+                                      {"Unigram", unigram_problem(j)}}) {
     if (problem.empty()) return kind;
     why += std::string(why.empty() ? "" : "; ") + kind + ": " + problem;
   }

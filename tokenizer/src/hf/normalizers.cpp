@@ -152,8 +152,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
   }
   if (type == "Replace") {
     if (!j.contains("pattern")) fail(where, "Replace has no 'pattern'");
-    return std::make_unique<Replace>(make_pattern(j["pattern"], where + ".pattern"),
-                                     get_string(j, "content", where));
+    return std::make_unique<Replace>(make_pattern(j["pattern"], where + ".pattern"), get_string(j, "content", where));
   }
   if (type == "Prepend") return std::make_unique<Prepend>(get_string(j, "prepend", where));
   if (type == "Strip")
@@ -162,8 +161,9 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
   if (type == "Sequence") {
     return std::make_unique<Sequence>(make_sequence<Normalizer>(j, "normalizers", where, make_normalizer));
   }
-  fail(where, "normalizer type '" + type + "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, "
-              "StripAccents, BertNormalizer, Replace, Prepend, Strip, Precompiled, Sequence)");
+  fail(where, "normalizer type '" + type +
+                  "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, "
+                  "StripAccents, BertNormalizer, Replace, Prepend, Strip, Precompiled, Sequence)");
 }
 
 }  // namespace ordo::tokenizer_detail::hf

@@ -21,19 +21,24 @@ std::optional<std::pair<bool, bool>> rebuilt_template_defaults(const DirConfig& 
   if (cls.size() > 4 && cls.compare(cls.size() - 4, 4, "Fast") == 0) cls.resize(cls.size() - 4);
   if (cls.empty()) {
     static const std::unordered_map<std::string, const char*> kByModelType = {
-        {"llama", "LlamaTokenizer"}, {"mistral", "LlamaTokenizer"}, {"mixtral", "LlamaTokenizer"},
-        {"phi3", "LlamaTokenizer"}, {"phimoe", "LlamaTokenizer"}, {"persimmon", "LlamaTokenizer"},
-        {"jamba", "LlamaTokenizer"}, {"jetmoe", "LlamaTokenizer"}, {"zamba", "LlamaTokenizer"},
-        {"chameleon", "LlamaTokenizer"}, {"idefics", "LlamaTokenizer"}, {"idefics2", "LlamaTokenizer"},
-        {"idefics3", "LlamaTokenizer"}, {"llava", "LlamaTokenizer"}, {"llava_next", "LlamaTokenizer"},
-        {"llava_next_video", "LlamaTokenizer"}, {"llava_onevision", "LlamaTokenizer"},
-        {"video_llava", "LlamaTokenizer"}, {"vipllava", "LlamaTokenizer"}, {"mllama", "LlamaTokenizer"},
-        {"paligemma", "LlamaTokenizer"}, {"code_llama", "CodeLlamaTokenizer"}, {"gemma", "GemmaTokenizer"},
-        {"gemma2", "GemmaTokenizer"}, {"recurrent_gemma", "GemmaTokenizer"}, {"cohere", "CohereTokenizer"},
-        {"gpt_neox", "GPTNeoXTokenizer"}, {"falcon_mamba", "GPTNeoXTokenizer"}, {"mamba", "GPTNeoXTokenizer"},
-        {"mamba2", "GPTNeoXTokenizer"}, {"mpt", "GPTNeoXTokenizer"}, {"olmo", "GPTNeoXTokenizer"},
-        {"olmo2", "GPTNeoXTokenizer"}, {"olmoe", "GPTNeoXTokenizer"}, {"rwkv", "GPTNeoXTokenizer"},
-        {"stablelm", "GPTNeoXTokenizer"}};
+        {"llama", "LlamaTokenizer"},           {"mistral", "LlamaTokenizer"},
+        {"mixtral", "LlamaTokenizer"},         {"phi3", "LlamaTokenizer"},
+        {"phimoe", "LlamaTokenizer"},          {"persimmon", "LlamaTokenizer"},
+        {"jamba", "LlamaTokenizer"},           {"jetmoe", "LlamaTokenizer"},
+        {"zamba", "LlamaTokenizer"},           {"chameleon", "LlamaTokenizer"},
+        {"idefics", "LlamaTokenizer"},         {"idefics2", "LlamaTokenizer"},
+        {"idefics3", "LlamaTokenizer"},        {"llava", "LlamaTokenizer"},
+        {"llava_next", "LlamaTokenizer"},      {"llava_next_video", "LlamaTokenizer"},
+        {"llava_onevision", "LlamaTokenizer"}, {"video_llava", "LlamaTokenizer"},
+        {"vipllava", "LlamaTokenizer"},        {"mllama", "LlamaTokenizer"},
+        {"paligemma", "LlamaTokenizer"},       {"code_llama", "CodeLlamaTokenizer"},
+        {"gemma", "GemmaTokenizer"},           {"gemma2", "GemmaTokenizer"},
+        {"recurrent_gemma", "GemmaTokenizer"}, {"cohere", "CohereTokenizer"},
+        {"gpt_neox", "GPTNeoXTokenizer"},      {"falcon_mamba", "GPTNeoXTokenizer"},
+        {"mamba", "GPTNeoXTokenizer"},         {"mamba2", "GPTNeoXTokenizer"},
+        {"mpt", "GPTNeoXTokenizer"},           {"olmo", "GPTNeoXTokenizer"},
+        {"olmo2", "GPTNeoXTokenizer"},         {"olmoe", "GPTNeoXTokenizer"},
+        {"rwkv", "GPTNeoXTokenizer"},          {"stablelm", "GPTNeoXTokenizer"}};
     auto it = kByModelType.find(cfg.model_type.value_or(""));
     if (it != kByModelType.end()) cls = it->second;
   }
@@ -104,7 +109,8 @@ Pipeline::Pipeline(PipelineParts p, const TokenizerOptions& opts, const DirConfi
                 pad_tok = resolve_special(pad);
   for (const auto& e : added_.all()) {
     if (e.special) special_ids_.insert(e.id);
-    if (p_.slow_added_tokens) slow_added_.add(AddedToken{e.content, e.id, e.special, e.lstrip, e.rstrip, e.single_word});
+    if (p_.slow_added_tokens)
+      slow_added_.add(AddedToken{e.content, e.id, e.special, e.lstrip, e.rstrip, e.single_word});
   }
   added_.build(p_.normalizer.get());
 
@@ -175,8 +181,10 @@ int32_t Pipeline::resolve_special(const std::string& s) {
   e.content = s;
   e.special = true;
   e.normalized = false;
-  if (auto id = p_.model->token_to_id(s)) e.id = *id;
-  else e.id = vocab_size_++;  // not in the vocabulary: appended after it, as transformers does
+  if (auto id = p_.model->token_to_id(s))
+    e.id = *id;
+  else
+    e.id = vocab_size_++;  // not in the vocabulary: appended after it, as transformers does
   added_.add(e);
   return e.id;
 }
@@ -199,8 +207,10 @@ std::vector<Token> Pipeline::run(const std::string& text_in) const {
   std::vector<Token> out;
   if (p_.slow_added_tokens) {  // PreTrainedTokenizer.tokenize's splitting; no normalizer here
     for (const auto& chunk : slow_added_.split(text)) {
-      if (chunk.added) out.push_back({slow_added_.find(chunk.text)->id, chunk.text});
-      else model_tokens(chunk.text, false, out);
+      if (chunk.added)
+        out.push_back({slow_added_.find(chunk.text)->id, chunk.text});
+      else
+        model_tokens(chunk.text, false, out);
     }
     return out;
   }
@@ -213,8 +223,10 @@ std::vector<Token> Pipeline::run(const std::string& text_in) const {
     if (p_.normalizer) piece = p_.normalizer->normalize(std::move(piece));
     for (const auto& sub : added_.split(piece, true)) {
       std::string s = piece.substr(sub.begin, sub.end - sub.begin);
-      if (sub.id >= 0) out.push_back({sub.id, std::move(s)});
-      else if (!s.empty()) model_tokens(s, raw.begin == 0 && sub.begin == 0, out);
+      if (sub.id >= 0)
+        out.push_back({sub.id, std::move(s)});
+      else if (!s.empty())
+        model_tokens(s, raw.begin == 0 && sub.begin == 0, out);
     }
   }
   return out;

@@ -14,8 +14,10 @@ class Template final : public PostProcessor {
     std::vector<Token> out;
     out.reserve(tokens.size() + items_.size());
     for (const auto& item : items_) {
-      if (item) out.insert(out.end(), item->begin(), item->end());
-      else out.insert(out.end(), tokens.begin(), tokens.end());
+      if (item)
+        out.insert(out.end(), item->begin(), item->end());
+      else
+        out.insert(out.end(), tokens.begin(), tokens.end());
     }
     tokens = std::move(out);
   }
@@ -50,7 +52,8 @@ Token token_pair(const json& j, const char* key, const std::string& where) {
 
 std::unique_ptr<PostProcessor> make_template(const json& j, const std::string& where) {
   if (!j.contains("single") || !j["single"].is_array()) fail(where, "TemplateProcessing has no 'single' list");
-  const json specials = j.contains("special_tokens") && j["special_tokens"].is_object() ? j["special_tokens"] : json::object();
+  const json specials =
+      j.contains("special_tokens") && j["special_tokens"].is_object() ? j["special_tokens"] : json::object();
   std::vector<std::optional<std::vector<Token>>> items;
   for (size_t i = 0; i < j["single"].size(); ++i) {
     const json& item = j["single"][i];
@@ -96,8 +99,9 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j, const std::str
   if (type == "Sequence") {
     return std::make_unique<Sequence>(make_sequence<PostProcessor>(j, "processors", where, make_post_processor));
   }
-  fail(where, "post_processor type '" + type + "' is not supported (supported: TemplateProcessing, BertProcessing, "
-              "RobertaProcessing, ByteLevel, Sequence)");
+  fail(where, "post_processor type '" + type +
+                  "' is not supported (supported: TemplateProcessing, BertProcessing, "
+                  "RobertaProcessing, ByteLevel, Sequence)");
 }
 
 }  // namespace ordo::tokenizer_detail::hf

@@ -26,7 +26,8 @@ class ByteLevel final : public PreTokenizer {
     if (add_prefix_space_)
       for (Piece& p : pieces)
         if (p.text.empty() || p.text[0] != ' ') p.text = " " + p.text;
-    if (re_) split_pieces(pieces, [&](const std::string& s) {
+    if (re_)
+      split_pieces(pieces, [&](const std::string& s) {
         return apply_behavior(regex_spans(*re_, s), SplitBehavior::Isolated, false);
       });
     const auto& chars = byte_chars();
@@ -65,8 +66,10 @@ class Whitespace final : public PreTokenizer {  // \w+|[^\w\s]+, everything else
         const size_t b = i;
         const char32_t c = next_cp(s, i);
         const int cls = is_word_char(c) ? 1 : is_whitespace(c) ? 0 : 2;
-        if (cls != 0 && cls == run) out.back().second = i;
-        else if (cls != 0) out.emplace_back(b, i);
+        if (cls != 0 && cls == run)
+          out.back().second = i;
+        else if (cls != 0)
+          out.emplace_back(b, i);
         run = cls;
       }
       return out;
@@ -91,7 +94,8 @@ enum class Prepend { Always, Never, First };
 
 class Metaspace final : public PreTokenizer {
  public:
-  Metaspace(char32_t replacement, Prepend scheme, bool split) : replacement_(replacement), scheme_(scheme), split_(split) {
+  Metaspace(char32_t replacement, Prepend scheme, bool split)
+      : replacement_(replacement), scheme_(scheme), split_(split) {
     append_utf8(rep_, replacement);
   }
   void pre_tokenize(std::vector<Piece>& pieces) const override {
@@ -138,7 +142,6 @@ class Sequence final : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 
-
 }  // namespace
 
 std::unique_ptr<PreTokenizer> make_byte_level_pre_tokenizer(bool add_prefix_space) {
@@ -149,7 +152,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, where);
   if (type == "ByteLevel")
-    return std::make_unique<ByteLevel>(get_bool(j, "add_prefix_space", where, true), get_bool(j, "use_regex", where, true));
+    return std::make_unique<ByteLevel>(get_bool(j, "add_prefix_space", where, true),
+                                       get_bool(j, "use_regex", where, true));
   if (type == "BertPreTokenizer") {
     std::vector<std::unique_ptr<PreTokenizer>> parts;
     parts.push_back(std::make_unique<CharSplit>(is_whitespace, SplitBehavior::Removed));
@@ -163,10 +167,14 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
     Prepend scheme = Prepend::Always;
     if (j.contains("prepend_scheme") && !j["prepend_scheme"].is_null()) {
       const std::string s = get_string(j, "prepend_scheme", where);
-      if (s == "always") scheme = Prepend::Always;
-      else if (s == "never") scheme = Prepend::Never;
-      else if (s == "first") scheme = Prepend::First;
-      else fail(where + ".prepend_scheme", "unknown value '" + s + "' (always, never or first)");
+      if (s == "always")
+        scheme = Prepend::Always;
+      else if (s == "never")
+        scheme = Prepend::Never;
+      else if (s == "first")
+        scheme = Prepend::First;
+      else
+        fail(where + ".prepend_scheme", "unknown value '" + s + "' (always, never or first)");
     } else if (!get_bool(j, "add_prefix_space", where, true)) {  // older files
       scheme = Prepend::Never;
     }
@@ -185,13 +193,13 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
   if (type == "Punctuation")
     return std::make_unique<CharSplit>(
         is_punctuation, split_behavior(get_string(j, "behavior", where, "Isolated"), where + ".behavior"));
-  if (type == "CharDelimiterSplit")
-    return std::make_unique<CharDelimiter>(get_char(j, "delimiter", where, ""));
+  if (type == "CharDelimiterSplit") return std::make_unique<CharDelimiter>(get_char(j, "delimiter", where, ""));
   if (type == "Sequence") {
     return std::make_unique<Sequence>(make_sequence<PreTokenizer>(j, "pretokenizers", where, make_pre_tokenizer));
   }
-  fail(where, "pre_tokenizer type '" + type + "' is not supported (supported: ByteLevel, BertPreTokenizer, "
-              "Whitespace, WhitespaceSplit, Metaspace, Split, Digits, Punctuation, CharDelimiterSplit, Sequence)");
+  fail(where, "pre_tokenizer type '" + type +
+                  "' is not supported (supported: ByteLevel, BertPreTokenizer, "
+                  "Whitespace, WhitespaceSplit, Metaspace, Split, Digits, Punctuation, CharDelimiterSplit, Sequence)");
 }
 
 }  // namespace ordo::tokenizer_detail::hf

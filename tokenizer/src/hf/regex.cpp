@@ -12,9 +12,7 @@
 
 namespace ordo::tokenizer_detail::hf {
 
-const char* gpt2_pattern() {
-  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-}
+const char* gpt2_pattern() { return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"; }
 
 namespace {
 std::string pcre2_message(int code) {
@@ -170,31 +168,35 @@ std::vector<std::pair<size_t, size_t>> apply_behavior(std::vector<Span> spans, S
   std::vector<Span> kept;  // match = "remove this piece"
   bool previous = false;
   switch (behavior) {
-    case SplitBehavior::Removed:
-      kept = spans;
-      break;
+    case SplitBehavior::Removed: kept = spans; break;
     case SplitBehavior::Isolated:
       for (const auto& sp : spans) kept.push_back({sp.begin, sp.end, false});
       break;
     case SplitBehavior::MergedWithPrevious:
       for (const auto& sp : spans) {
-        if (sp.match && !previous && !kept.empty()) kept.back().end = sp.end;
-        else kept.push_back({sp.begin, sp.end, false});
+        if (sp.match && !previous && !kept.empty())
+          kept.back().end = sp.end;
+        else
+          kept.push_back({sp.begin, sp.end, false});
         previous = sp.match;
       }
       break;
     case SplitBehavior::MergedWithNext:
       for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-        if (it->match && !previous && !kept.empty()) kept.back().begin = it->begin;
-        else kept.push_back({it->begin, it->end, false});
+        if (it->match && !previous && !kept.empty())
+          kept.back().begin = it->begin;
+        else
+          kept.push_back({it->begin, it->end, false});
         previous = it->match;
       }
       std::reverse(kept.begin(), kept.end());
       break;
     case SplitBehavior::Contiguous:
       for (const auto& sp : spans) {
-        if (sp.match == previous && !kept.empty()) kept.back().end = sp.end;
-        else kept.push_back({sp.begin, sp.end, false});
+        if (sp.match == previous && !kept.empty())
+          kept.back().end = sp.end;
+        else
+          kept.push_back({sp.begin, sp.end, false});
         previous = sp.match;
       }
       break;

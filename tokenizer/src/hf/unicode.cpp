@@ -2,10 +2,10 @@
 // classes, answered from ICU's Unicode data.
 #include <unicode/normalizer2.h>
 #include <unicode/ubrk.h>
-#include <unicode/utext.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 #include <unicode/ustring.h>
+#include <unicode/utext.h>
 
 #include <unordered_map>
 
@@ -19,31 +19,35 @@ bool is_word_char(char32_t c) {
   const auto u = static_cast<UChar32>(c);
   if (u_hasBinaryProperty(u, UCHAR_ALPHABETIC) || u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL)) return true;
   switch (u_charType(u)) {
-    case U_NON_SPACING_MARK: case U_ENCLOSING_MARK: case U_COMBINING_SPACING_MARK:
-    case U_DECIMAL_DIGIT_NUMBER: case U_CONNECTOR_PUNCTUATION:
-      return true;
-    default:
-      return false;
+    case U_NON_SPACING_MARK:
+    case U_ENCLOSING_MARK:
+    case U_COMBINING_SPACING_MARK:
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_CONNECTOR_PUNCTUATION: return true;
+    default: return false;
   }
 }
 
 bool is_punctuation(char32_t c) {
   if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
   switch (u_charType(static_cast<UChar32>(c))) {
-    case U_DASH_PUNCTUATION: case U_START_PUNCTUATION: case U_END_PUNCTUATION: case U_CONNECTOR_PUNCTUATION:
-    case U_OTHER_PUNCTUATION: case U_INITIAL_PUNCTUATION: case U_FINAL_PUNCTUATION:
-      return true;
-    default:
-      return false;
+    case U_DASH_PUNCTUATION:
+    case U_START_PUNCTUATION:
+    case U_END_PUNCTUATION:
+    case U_CONNECTOR_PUNCTUATION:
+    case U_OTHER_PUNCTUATION:
+    case U_INITIAL_PUNCTUATION:
+    case U_FINAL_PUNCTUATION: return true;
+    default: return false;
   }
 }
 
 bool is_numeric(char32_t c) {
   switch (u_charType(static_cast<UChar32>(c))) {
-    case U_DECIMAL_DIGIT_NUMBER: case U_LETTER_NUMBER: case U_OTHER_NUMBER:
-      return true;
-    default:
-      return false;
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_LETTER_NUMBER:
+    case U_OTHER_NUMBER: return true;
+    default: return false;
   }
 }
 
@@ -53,13 +57,12 @@ bool is_other(char32_t c) {
   // unassigned code points are kept, and characters made Cf later (U+0890, U+13430...) are too.
   // This is that set, not ICU's current categories.
   static const char32_t kRanges[][2] = {
-      {0x0000, 0x001F}, {0x007F, 0x009F},                                      // Cc
-      {0x00AD, 0x00AD}, {0x0600, 0x0605}, {0x061C, 0x061C}, {0x06DD, 0x06DD},  // Cf in 2016
-      {0x070F, 0x070F}, {0x180E, 0x180E}, {0x200B, 0x200F}, {0x202A, 0x202E},
-      {0x2060, 0x2064}, {0x2066, 0x206F}, {0xE000, 0xF8FF} /* Co */,
-      {0xFEFF, 0xFEFF}, {0xFFF9, 0xFFFB}, {0x110BD, 0x110BD}, {0x1BCA0, 0x1BCA3},
-      {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
-      {0xF0000, 0xFFFFD}, {0x100000, 0x10FFFD},                                // Co
+      {0x0000, 0x001F},   {0x007F, 0x009F},                                                 // Cc
+      {0x00AD, 0x00AD},   {0x0600, 0x0605},   {0x061C, 0x061C},          {0x06DD, 0x06DD},  // Cf in 2016
+      {0x070F, 0x070F},   {0x180E, 0x180E},   {0x200B, 0x200F},          {0x202A, 0x202E},
+      {0x2060, 0x2064},   {0x2066, 0x206F},   {0xE000, 0xF8FF} /* Co */, {0xFEFF, 0xFEFF},
+      {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x1BCA0, 0x1BCA3},        {0x1D173, 0x1D17A},
+      {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xF0000, 0xFFFFD},        {0x100000, 0x10FFFD},  // Co
   };
   for (const auto& r : kRanges)
     if (c >= r[0] && c <= r[1]) return true;
@@ -70,10 +73,10 @@ bool is_nonspacing_mark(char32_t c) { return u_charType(static_cast<UChar32>(c))
 
 bool is_mark(char32_t c) {
   switch (u_charType(static_cast<UChar32>(c))) {
-    case U_NON_SPACING_MARK: case U_COMBINING_SPACING_MARK: case U_ENCLOSING_MARK:
-      return true;
-    default:
-      return false;
+    case U_NON_SPACING_MARK:
+    case U_COMBINING_SPACING_MARK:
+    case U_ENCLOSING_MARK: return true;
+    default: return false;
   }
 }
 
