@@ -24,13 +24,9 @@ struct Case {
   bool parent_exists = true;
 };
 
-}  // namespace
-
-TEST(OutputPathsProperty, RefusedNamingThePathOrWrittenAndTheModelIsUntouched) {
-  const std::string root = ordo::test::make_temp_dir("of-prop");
-  const std::string model = root + "/model";
-  ordo::test::copy_bundled_model(model);
-  const auto original = ordo::test::snapshot(model);
+// Links that reach the model directory (true) or a directory beside it (false), made under `root`;
+// the returned list names the directories as typed, absolute and relative to root.
+std::vector<std::pair<std::string, bool>> arrange_links(const std::string& root, const std::string& model) {
   // Ways to reach the model directory and a directory beside it.
   fs::create_directories(root + "/out/deep");
   fs::create_symlink(model, root + "/l1");
@@ -40,21 +36,31 @@ TEST(OutputPathsProperty, RefusedNamingThePathOrWrittenAndTheModelIsUntouched) {
   fs::create_hard_link(model + "/model.safetensors", root + "/out/hard.safetensors");
   fs::create_symlink(model + "/model.safetensors", root + "/out/soft.safetensors");
   fs::create_symlink(model + "/config.json", root + "/out/cfg.npy");
-  const std::vector<std::pair<std::string, bool>> model_dirs = {{model, true},
-                                                                {root + "/l1", true},
-                                                                {root + "/l2", true},
-                                                                {root + "/out/rel", true},
-                                                                {root + "/out/../model", true},
-                                                                {root + "/out/deep/../../l2", true},
-                                                                {"model", true},
-                                                                {"./l1", true},
-                                                                {"out/rel/.", true},
-                                                                {root + "/out", false},
-                                                                {root + "/lo", false},
-                                                                {root + "/out/deep", false},
-                                                                {"out", false},
-                                                                {"lo/deep/..", false},
-                                                                {root + "/l1/../out", false}};
+  return {{model, true},
+          {root + "/l1", true},
+          {root + "/l2", true},
+          {root + "/out/rel", true},
+          {root + "/out/../model", true},
+          {root + "/out/deep/../../l2", true},
+          {"model", true},
+          {"./l1", true},
+          {"out/rel/.", true},
+          {root + "/out", false},
+          {root + "/lo", false},
+          {root + "/out/deep", false},
+          {"out", false},
+          {"lo/deep/..", false},
+          {root + "/l1/../out", false}};
+}
+
+}  // namespace
+
+TEST(OutputPathsProperty, RefusedNamingThePathOrWrittenAndTheModelIsUntouched) {
+  const std::string root = ordo::test::make_temp_dir("of-prop");
+  const std::string model = root + "/model";
+  ordo::test::copy_bundled_model(model);
+  const auto original = ordo::test::snapshot(model);
+  const auto model_dirs = arrange_links(root, model);
   const std::vector<std::string> file_names = {"x.npy", "model.safetensors", "logits.safetensors", "config.npy"};
 
   std::mt19937 rng(31);

@@ -363,6 +363,13 @@ struct BenchCommand : Command {
     }
     pg.finish();
     mach.measure();
+    report(mach, kv, model_json, rows, load_before, ctx_lens);
+    return 0;
+  }
+
+  // The machine line, the rows, the trust warnings, where step time went, the summary; the JSON.
+  void report(const BenchMachine& mach, DType kv, const nlohmann::json& model_json, const std::vector<BenchRow>& rows,
+              double load_before, const std::vector<int64_t>& ctx_lens) const {
     BenchReport report(steps);
     report.print_machine(mach, kv);
     for (const BenchRow& r : rows) report.print_row(r);
@@ -377,7 +384,6 @@ struct BenchCommand : Command {
                          {"quick", quick},
                          {"kv_dtype", weight_dtype_name(kv)}},
                         rows);
-    return 0;
   }
 
   static std::string row_name(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt) {

@@ -422,6 +422,39 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
   }
 }
 
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+// i8_panels_int's AVX-512 path for row counts taken a K-block at a time: panels [p, p1), each
+// block's tiles sharing the prefetch of the next block.
+static void i8_panels_int_512_blocks(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p,
+                                     int64_t p0, int64_t p1, float* out, int64_t ldo, bool vnni) {
+  const int64_t pairs = w.Kp / 2;
+  auto P = [&](int64_t q) { return static_cast<const int8_t*>(w.panel(q)); };
+  const int64_t tiles = (M + kTileRows - 1) / kTileRows;
+  for (; p < p1; ++p) {
+    const int8_t* ps[1] = {P(p)};
+    for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock) {
+      const int64_t b1 = std::min(pairs, b0 + kI8PairsPerBlock);
+      // The next block (past the last, the next panel's first).
+      const char* ahead = reinterpret_cast<const char*>(P(p) + b1 * 2 * kP);
+      const int64_t next_bytes = std::min(kI8PairsPerBlock, b1 < pairs ? pairs - b1 : pairs) * 2 * kP;
+      int64_t t = 0;
+      for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+        float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
+        const Pair32* xm = xq2 + m0 * ldx2;
+        const Share a = share_of(ahead, next_bytes, t++, tiles);
+        with_tile_rows(rows, [&](auto mx) {
+          constexpr int MX = decltype(mx)::value;
+          if (vnni)
+            block_i8_512_vnni<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a.begin, a.end);
+          else
+            block_i8_512_plain<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a.begin, a.end);
+        });
+      });
+    }
+  }
+}
+#endif
+
 void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1, float* out,
                    int64_t ldo) {
   const int64_t pairs = w.Kp / 2;
@@ -451,29 +484,7 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
       }
     }
     if (chunked_rows(M)) {  // a block at a time, requesting the next (see float_panels)
-      const int64_t tiles = (M + kTileRows - 1) / kTileRows;
-      for (; p < p1; ++p) {
-        const int8_t* ps[1] = {P(p)};
-        for (int64_t b0 = 0; b0 < pairs; b0 += kI8PairsPerBlock) {
-          const int64_t b1 = std::min(pairs, b0 + kI8PairsPerBlock);
-          // The next block (past the last, the next panel's first).
-          const char* ahead = reinterpret_cast<const char*>(P(p) + b1 * 2 * kP);
-          const int64_t next_bytes = std::min(kI8PairsPerBlock, b1 < pairs ? pairs - b1 : pairs) * 2 * kP;
-          int64_t t = 0;
-          for_row_tiles(M, [&](int64_t m0, int64_t rows) {
-            float* ys[1] = {out + m0 * ldo + (p - p0) * kP};
-            const Pair32* xm = xq2 + m0 * ldx2;
-            const Share a = share_of(ahead, next_bytes, t++, tiles);
-            with_tile_rows(rows, [&](auto mx) {
-              constexpr int MX = decltype(mx)::value;
-              if (vnni)
-                block_i8_512_vnni<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a.begin, a.end);
-              else
-                block_i8_512_plain<MX, 1>(xm, ldx2, b0, b1, ps, ys, ldo, b0 == 0, a.begin, a.end);
-            });
-          });
-        }
-      }
+      i8_panels_int_512_blocks(xq2, ldx2, M, w, p, p0, p1, out, ldo, vnni);
       return;
     }
     for (; p < p1; ++p) {

@@ -56,6 +56,37 @@ def parse_list(s, allowed, conv=str):
     return vals
 
 
+def parse_jobs(a):
+    """(kind, scheme, seed) of every model named by --models, or by --kinds x --schemes x --seeds."""
+    if a.models:
+        jobs = []
+        for m in a.models.split(","):
+            mm = re.match(r"^(\w+)/(\w+)-s(\d+)$", m)
+            if not mm or mm.group(1) not in KINDS or mm.group(2) not in SCHEMES:
+                raise SystemExit("bad --models entry %r (expected kind/scheme-sN)" % m)
+            jobs.append((mm.group(1), mm.group(2), int(mm.group(3))))
+    else:
+        kinds = parse_list(a.kinds, KINDS)
+        jobs = [(k, s, seed) for k in kinds for s in parse_list(a.schemes, SCHEMES)
+                for seed in parse_list(a.seeds, range(1, 1000), int)]
+    return jobs
+
+
+def parse_overrides(items):
+    """--set kind.key=JSON entries as {kind: {key: value}} (a value that is not JSON stays a string)."""
+    overrides = {}
+    for item in items:
+        mm = re.match(r"^(\w+)\.(\w+)=(.*)$", item)
+        if not mm or mm.group(1) not in KINDS:
+            raise SystemExit("bad --set entry %r (expected kind.key=value)" % item)
+        try:
+            v = json.loads(mm.group(3))
+        except ValueError:
+            v = mm.group(3)
+        overrides.setdefault(mm.group(1), {})[mm.group(2)] = v
+    return overrides
+
+
 def main():
     ap = argparse.ArgumentParser(description=TRAINER_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="full", choices=sorted(PRESETS))
@@ -72,27 +103,8 @@ def main():
     ap.add_argument("--bench", type=int, default=0, help="time this many steps of the first kind and scheme; exit")
     ap.add_argument("--golden-only", action="store_true", help="recompute the reference files of exported models")
     a = ap.parse_args()
-    if a.models:
-        jobs = []
-        for m in a.models.split(","):
-            mm = re.match(r"^(\w+)/(\w+)-s(\d+)$", m)
-            if not mm or mm.group(1) not in KINDS or mm.group(2) not in SCHEMES:
-                raise SystemExit("bad --models entry %r (expected kind/scheme-sN)" % m)
-            jobs.append((mm.group(1), mm.group(2), int(mm.group(3))))
-    else:
-        kinds = parse_list(a.kinds, KINDS)
-        jobs = [(k, s, seed) for k in kinds for s in parse_list(a.schemes, SCHEMES)
-                for seed in parse_list(a.seeds, range(1, 1000), int)]
-    overrides = {}
-    for item in a.set:
-        mm = re.match(r"^(\w+)\.(\w+)=(.*)$", item)
-        if not mm or mm.group(1) not in KINDS:
-            raise SystemExit("bad --set entry %r (expected kind.key=value)" % item)
-        try:
-            v = json.loads(mm.group(3))
-        except ValueError:
-            v = mm.group(3)
-        overrides.setdefault(mm.group(1), {})[mm.group(2)] = v
+    jobs = parse_jobs(a)
+    overrides = parse_overrides(a.set)
     for k in overrides:
         model_config(k, a.preset, overrides)  # unknown keys fail here
     torch.set_num_threads(1)
