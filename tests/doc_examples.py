@@ -66,6 +66,8 @@ EXCLUDED = {
         "search is held to Hugging Face on the marian fixture by BeamSearch tests",
     "tools/perf/peak_rss.sh build/bin/ordo \"$HOME/.cache/ordo-peak-rss\" 1b":
         "writes a 1.1B-parameter model in four formats (GBs) and loads each: many minutes",
+    "ordo serve -m DIR --port 8080 --parallel 8":
+        "a server runs until stopped; tests/serve (ctest -L serve) starts it on a free port and tests every route",
     "python3 -m venv --system-site-packages .venv": "creates the venv for the pip install below (excluded)",
     ".venv/bin/python -m pip install --no-build-isolation ./python":
         "builds the module from scratch through pip (minutes); python/tests covers an installed "
