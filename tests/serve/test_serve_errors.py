@@ -1,6 +1,5 @@
 # `ordo serve` refusing: every error in OpenAI's shape, the API key, a full queue, time limits, and
 # a streaming client that disconnects (its sequence freed, the server healthy).
-import http.client
 import json
 import socket
 import time
