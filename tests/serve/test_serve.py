@@ -67,7 +67,9 @@ def test_stream_equals_whole_answer(server):
         assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
         assert chunks[-1]["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
         assert chunks[-1]["usage"] == whole["usage"]
-        assert len(chunks) > 3  # token by token, not one piece
+        # Token by token, however far the writer fell behind (it once sent all 40 in one event under load).
+        assert all(len(c["choices"][0]["token_ids"]) <= 1 for c in chunks)
+        assert len(chunks) >= len(ids) == 40
 
 
 def test_echo_stop_and_logprobs(server):

@@ -42,6 +42,7 @@ struct Job {
   std::condition_variable cv;
   std::string text;  // released text (stop strings cut)
   std::vector<int32_t> ids;
+  std::vector<size_t> text_end;  // text.size() once ids[i] was pushed: each token's share of the text
   std::vector<TokenLogprob> logprobs;
   bool done = false;
   ScheduledResult result;
@@ -193,6 +194,7 @@ std::shared_ptr<Job> submit(State& s, const Prepared& p, clock::time_point recei
     std::lock_guard<std::mutex> lk(job->mu);
     if (job->ids.empty()) metrics->observe_ttft(std::chrono::duration<double>(clock::now() - received).count());
     job->ids.push_back(id);
+    job->text_end.push_back(job->text.size());
     if (logits) job->logprobs.push_back(std::move(lp));
     job->cv.notify_all();
     return more;
@@ -255,21 +257,27 @@ json full_answer(const State& s, const Prepared& p, const Job& job, uint64_t ser
 }
 
 // The next SSE event of a streaming job, or "" when there is nothing new yet. Lock held.
+// The next SSE event: one per token, as OpenAI's and llama.cpp's servers send them, however far the
+// writer fell behind; the last also carries finish_reason and usage, then [DONE]. Empty: nothing yet.
 std::string next_event(const State& s, const Prepared& p, Job& job, uint64_t serial) {
-  const bool fresh = job.text.size() > job.sent_text || job.ids.size() > job.sent_ids || !job.sent_role;
-  if (!fresh && !job.done) return {};
+  const bool pending = job.ids.size() > job.sent_ids;
+  if (!pending && !job.done && job.sent_role) return {};
   if (job.done)
     if (auto err = failure(job.result, s))
       return "data: " + error_body(err->what(), err->type, err->param, err->status) + "\n\ndata: [DONE]\n\n";
+  const bool last = job.done && job.ids.size() <= job.sent_ids + 1;
+  const size_t text_to = last ? job.text.size() : pending ? job.text_end[job.sent_ids] : job.sent_text;
+  const size_t n = pending ? 1 : 0;
   json chunk = envelope(s, p, serial, true);
-  std::string piece = job.text.substr(job.sent_text);
+  std::string piece = job.text.substr(job.sent_text, text_to - job.sent_text);
   if (!job.sent_role && p.echo) piece = p.echo_text + piece;
-  const std::vector<int32_t> ids(job.ids.begin() + static_cast<std::ptrdiff_t>(job.sent_ids), job.ids.end());
+  const std::vector<int32_t> ids(job.ids.begin() + static_cast<std::ptrdiff_t>(job.sent_ids),
+                                 job.ids.begin() + static_cast<std::ptrdiff_t>(job.sent_ids + n));
   json choice = {{"index", 0}, {"token_ids", ids}};
-  choice["finish_reason"] = job.done ? json(finish_reason_name(job.result.reason)) : json(nullptr);
+  choice["finish_reason"] = last ? json(finish_reason_name(job.result.reason)) : json(nullptr);
   if (p.logprobs >= 0) {
     const std::vector<TokenLogprob> lps(job.logprobs.begin() + static_cast<std::ptrdiff_t>(job.sent_ids),
-                                        job.logprobs.end());
+                                        job.logprobs.begin() + static_cast<std::ptrdiff_t>(job.sent_ids + n));
     choice["logprobs"] = logprobs_json(s, lps, p.chat);
   } else {
     choice["logprobs"] = nullptr;
@@ -281,12 +289,12 @@ std::string next_event(const State& s, const Prepared& p, Job& job, uint64_t ser
     choice["text"] = piece;
   }
   chunk["choices"] = json::array({choice});
-  if (job.done) chunk["usage"] = usage_json(p, job.ids.size());
-  job.sent_text = job.text.size();
-  job.sent_ids = job.ids.size();
+  if (last) chunk["usage"] = usage_json(p, job.ids.size());
+  job.sent_text = text_to;
+  job.sent_ids += n;
   job.sent_role = true;
   return "data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n" +
-         (job.done ? "data: [DONE]\n\n" : "");
+         (last ? "data: [DONE]\n\n" : "");
 }
 
 void stream_answer(httplib::Response& res, State& s, const Prepared& p, std::shared_ptr<Job> job,
@@ -300,7 +308,7 @@ void stream_answer(httplib::Response& res, State& s, const Prepared& p, std::sha
           return job->done || job->text.size() > job->sent_text || job->ids.size() > job->sent_ids;
         });
         std::string event = next_event(s, p, *job, serial);
-        const bool done = job->done && !event.empty();
+        const bool done = event.size() >= 14 && event.compare(event.size() - 14, 14, "data: [DONE]\n\n") == 0;
         lk.unlock();
         // An SSE comment while waiting: a client gone is found by the write failing.
         if (event.empty()) event = ": waiting\n\n";
