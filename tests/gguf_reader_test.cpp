@@ -191,6 +191,10 @@ TEST(GgufReaderHostile, MisalignedOutOfBoundsAndBadShapes) {
   GgufBuilder big;
   big.add_tensor("big", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, "");
   expect_error(big.bytes(), "tensor 'big': dimension 1 = 1099511627776 makes the tensor impossibly large");
+  // 2^62 F32 elements once made 2^64 bytes, which wrapped to 0 and passed the end-of-file check.
+  GgufBuilder wrap;
+  wrap.add_tensor("wrap", {uint64_t{1} << 31, uint64_t{1} << 31}, 0, "");
+  expect_error(wrap.bytes(), "tensor 'wrap': dimension 1 = 2147483648 makes the tensor impossibly large");
   GgufBuilder al(3, 48);
   expect_error(al.bytes(), "metadata 'general.alignment' must be a power of two, got 48");
 }

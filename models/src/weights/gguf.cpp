@@ -208,7 +208,8 @@ GgufFile GgufFile::parse(const unsigned char* data, size_t size, const std::stri
     uint64_t numel = 1;
     for (uint32_t d = 0; d < nd; ++d) {
       const uint64_t n = r.get<uint64_t>(what + " dimension " + num(d));
-      if (n > (uint64_t{1} << 40) || (n && numel > (uint64_t{1} << 62) / n))
+      // At most 2^56 elements: times 8 bytes (the widest type) a byte count cannot wrap.
+      if (n > (uint64_t{1} << 40) || (n && numel > (uint64_t{1} << 56) / n))
         r.fail(what + ": dimension " + num(d) + " = " + num(n) + " makes the tensor impossibly large");
       numel *= n;
       ti.dims.push_back(static_cast<int64_t>(n));
