@@ -114,6 +114,7 @@ struct ServeCommand : Command {
     try {
       load(s);
     } catch (...) {
+      g_http = nullptr;  // a signal from here on must not reach the server being destroyed
       http.stop();
       listener.join();
       throw;
