@@ -74,7 +74,7 @@ std::string hf_name(const ArchNames& n, const std::string& g) {
 // HF's row h·hd + j·hd/2 + i. Undone here so the engine's llama family reads HF's layout.
 Tensor unpermute_rows(const Tensor& t, int64_t heads, const std::string& file, const std::string& name) {
   const int64_t rows = t.dim(0);
-  if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+  if (heads <= 0 || rows <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
     throw Error(file + ": tensor '" + name + "' has " + std::to_string(rows) + " rows, not a whole number of " +
                 std::to_string(heads) + " heads of even size");
   const int64_t hd = rows / heads, half = hd / 2;
