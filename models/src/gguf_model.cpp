@@ -128,20 +128,13 @@ Loaded load_gguf(const std::string& path) {
     tensors.emplace(hf, std::move(x));
   }
   const std::string model_type = cfg.at("model_type").get<std::string>();
-  const Family* fam = nullptr;
-  for (const Family& f : families())
-    for (const char* mt : f.model_types)
-      if (model_type == mt) fam = &f;
+  const Family& fam = family_for(model_type, path);
   Loaded out;
   Weights w =
       Weights::from_tensors(path, "gguf v" + std::to_string(g.version()), std::move(tensors), std::move(unsupported),
                             {g.mapped_bytes().first, g.mapped_bytes().second, g.mapping()});
   FamilyContext ctx(JsonConfig(cfg, path), std::move(w), JsonConfig::parse("{}", path));
-  out.spec = fam->build(ctx);
-  out.family = fam->name;
-  out.linear_names = ctx.linear_names();
-  out.fetched_names = ctx.fetched_names();
-  out.weights = std::make_shared<Weights>(ctx.weights());
+  build_into(out, fam, ctx);
   return out;
 }
 

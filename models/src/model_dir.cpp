@@ -22,6 +22,24 @@ JsonConfig load_optional_json(const fs::path& p) {
 
 }  // namespace
 
+const Family& family_for(const std::string& model_type, const std::string& where) {
+  std::string known;
+  for (const Family& f : families())
+    for (const char* t : f.model_types) {
+      if (model_type == t) return f;
+      known += (known.empty() ? "" : ", ") + std::string(t);
+    }
+  throw Error(where + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
+}
+
+void build_into(Loaded& out, const Family& fam, FamilyContext& ctx) {
+  out.spec = fam.build(ctx);
+  out.family = fam.name;
+  out.linear_names = ctx.linear_names();
+  out.fetched_names = ctx.fetched_names();
+  out.weights = std::make_shared<Weights>(ctx.weights());
+}
+
 Loaded load_dir(const std::string& dir) {
   const fs::path d(dir);
   if (is_gguf_file(dir)) return load_gguf(dir);
@@ -31,15 +49,7 @@ Loaded load_dir(const std::string& dir) {
     throw Error(config_path.string() + ": missing (every model directory needs config.json)");
   JsonConfig config = JsonConfig::load(config_path.string());
   const std::string model_type = config.get_string("model_type");
-  const Family* fam = nullptr;
-  std::string known;
-  for (const Family& f : families())
-    for (const char* t : f.model_types) {
-      known += (known.empty() ? "" : ", ") + std::string(t);
-      if (model_type == t) fam = &f;
-    }
-  if (!fam)
-    throw Error(config_path.string() + ": model_type '" + model_type + "' is not supported (known: " + known + ")");
+  const Family* fam = &family_for(model_type, config_path.string());
   Loaded out;
   if (config.has("ordo_quantization")) {
     const auto& q = config.raw().at("ordo_quantization");
@@ -48,11 +58,7 @@ Loaded load_dir(const std::string& dir) {
     out.stored_dtype = parse_weight_dtype(q.at("dtype").get<std::string>());
   }
   FamilyContext ctx(std::move(config), Weights::open_dir(dir), load_optional_json(d / "generation_config.json"));
-  out.spec = fam->build(ctx);
-  out.family = fam->name;
-  out.linear_names = ctx.linear_names();
-  out.fetched_names = ctx.fetched_names();
-  out.weights = std::make_shared<Weights>(ctx.weights());
+  build_into(out, *fam, ctx);
   return out;
 }
 

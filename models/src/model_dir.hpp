@@ -26,6 +26,11 @@ struct Loaded {
 Loaded load_dir(const std::string& dir);
 // A GGUF file (llama, qwen2 or gpt2) read as a model directory (gguf_model.cpp).
 Loaded load_gguf(const std::string& path);
+
+// The family serving model_type; an Error naming `where` and the known types otherwise.
+const Family& family_for(const std::string& model_type, const std::string& where);
+// Builds fam's spec from ctx into out, with the names and weights the build used.
+void build_into(Loaded& out, const Family& fam, FamilyContext& ctx);
 // The tokenizer a GGUF file stores (tokenizer.ggml.*), gguf_config.cpp.
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path, const TokenizerOptions& opts);
 
