@@ -21,9 +21,12 @@ namespace {
 
 const std::string kLabel = "t.gguf";
 
+// GgufFile views tensor data in the bytes it parsed, so the bytes must outlive it: a temporary is
+// refused at compile time.
 GgufFile parse(const std::string& b) {
   return GgufFile::parse(reinterpret_cast<const unsigned char*>(b.data()), b.size(), kLabel);
 }
+GgufFile parse(std::string&&) = delete;
 
 // parse() of `b` fails with an Error starting with the file's name and containing `what`.
 void expect_error(const std::string& b, const std::string& what) {
@@ -59,7 +62,8 @@ TEST(GgufReader, ReadsMetadataOfEveryKindAndTensorInfos) {
   b.add_bool("yes", true);
   b.add_f32s("scores", {-1.5f, 2});
   b.add_i32s("types", {1, 6});
-  const GgufFile g = parse(b.bytes());
+  const std::string bytes = b.bytes();
+  const GgufFile g = parse(bytes);
   EXPECT_EQ(g.version(), 3u);
   EXPECT_EQ(g.get_string("general.architecture"), "llama");
   EXPECT_EQ(g.get_int("llama.block_count"), 5);
@@ -80,7 +84,8 @@ TEST(GgufReader, ReadsMetadataOfEveryKindAndTensorInfos) {
 }
 
 TEST(GgufReader, TypedLookupsNameTheKey) {
-  const GgufFile g = parse(small().bytes());
+  const std::string bytes = small().bytes();
+  const GgufFile g = parse(bytes);
   EXPECT_THROW(
       {
         try {
@@ -107,7 +112,8 @@ TEST(GgufReader, DequantisesQ8_0AndQ4_0) {
   b.add_tensor("q4", {32}, 2, q4);
   b.add_tensor("h", {2}, 1, std::string("\x00\x3c\x00\xc0", 4));  // F16 1, -2
   b.add_tensor("bf", {1}, 30, std::string("\x80\x3f", 2));        // BF16 1
-  const GgufFile g = parse(b.bytes());
+  const std::string bytes = b.bytes();
+  const GgufFile g = parse(bytes);
   const ordo::Tensor a = g.tensor(g.tensors()[0]), c = g.tensor(g.tensors()[1]);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(a.f32()[j], 0.5f * static_cast<float>(j - 16)) << j;
   for (int j = 0; j < 16; ++j) {
@@ -123,7 +129,8 @@ TEST(GgufReader, DequantisesQ8_0AndQ4_0) {
 TEST(GgufReader, TypesOrdoDoesNotReadAreNamed) {
   GgufBuilder b;
   b.add_tensor("blk.0.ffn_down.weight", {256}, 12, std::string(144, '\0'));
-  const GgufFile g = parse(b.bytes());
+  const std::string bytes = b.bytes();
+  const GgufFile g = parse(bytes);
   try {
     g.tensor(g.tensors()[0]);
     ADD_FAILURE() << "no error";
@@ -138,7 +145,8 @@ TEST(GgufReaderHostile, EveryTruncationIsANamedError) {
   const std::string full = small().bytes();
   for (size_t n = 0; n < full.size(); ++n) {
     SCOPED_TRACE(n);
-    EXPECT_THROW(parse(full.substr(0, n)), Error);
+    const std::string cut = full.substr(0, n);
+    EXPECT_THROW(parse(cut), Error);
   }
 }
 
@@ -203,7 +211,8 @@ TEST(GgufReader, HonoursGeneralAlignment) {
   GgufBuilder b(2, 64);
   b.add_tensor("a", {3}, 0, f32_bytes({1, 2, 3}));
   b.add_tensor("b", {1}, 0, f32_bytes({9}));
-  const GgufFile g = parse(b.bytes());
+  const std::string bytes = b.bytes();
+  const GgufFile g = parse(bytes);
   EXPECT_EQ(g.version(), 2u);
   EXPECT_EQ(g.alignment(), 64u);
   EXPECT_EQ(g.tensors()[1].offset, 64u);

@@ -170,9 +170,10 @@ TEST(PanelKernels, Int8RowsWithNanOrInfTakeTheFloatPath) {
   x[1 * K + 7] = std::numeric_limits<float>::infinity();
   std::vector<float> y(static_cast<size_t>(M * N));
   ordo::linear(Backend::OneDNN, x.data(), M, K, l, y.data());
-  const std::vector<float> ints = int8_blocks(wf, l, x.data(), M, N, K);
-  for (int64_t m : {0, 2})
-    for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[m * N + n], ints[m * N + n]) << m << "," << n;
+  for (int64_t m : {0, 2}) {  // the reference for the finite rows only: it has no float path
+    const std::vector<float> ints = int8_blocks(wf, l, x.data() + m * K, 1, N, K);
+    for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[m * N + n], ints[n]) << m << "," << n;
+  }
   for (int64_t n = 0; n < N; ++n) {
     float acc = 0.0f;
     for (int64_t k = 0; k < K; ++k) acc = std::fma(wf[n * K + k], x[K + k], acc);
