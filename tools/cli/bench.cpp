@@ -8,7 +8,8 @@
 //     FLOPs ÷ those kernels' peak on weights in cache (one sequence: the bytes; enough sequences:
 //     the arithmetic).
 //   * prefill (compute-bound): achieved FLOP/s ÷ peak sgemm FLOP/s, FLOPs = 2·params·T + attention
-// On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).#include <algorithm>
+// On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
