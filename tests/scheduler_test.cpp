@@ -109,6 +109,46 @@ TEST(Scheduler, FullQueueRefusesAndCancelEndsWithinOneStep) {
   EXPECT_EQ(next.generation.ids, generate(m.engine(), m.encode("The cat"), params_for(0)).ids);
 }
 
+// stop(): what runs and what waits end Cancelled before the next step, and nothing new is taken.
+TEST(Scheduler, StopCancelsRunningAndQueuedAndRefusesNew) {
+  const Model& m = stories();
+  Scheduler s(m.engine(), 1, 4);
+  std::promise<void> release, first_token;
+  std::shared_future<void> go = release.get_future().share();
+  std::promise<ScheduledResult> done_running, done_queued;
+  int tokens = 0;
+  ScheduledRequest r;
+  r.prompt = m.encode("Once upon a time");
+  r.params = params_for(0);
+  r.params.max_new_tokens = 100;
+  r.params.stop_ids.clear();
+  r.on_token = [&](int32_t, const float*) {
+    if (++tokens == 1) {
+      first_token.set_value();
+      go.wait();
+    }
+    return true;
+  };
+  r.on_done = [&](ScheduledResult&& res) { done_running.set_value(std::move(res)); };
+  ASSERT_NE(s.submit(std::move(r)), 0u);
+  first_token.get_future().wait();
+  ScheduledRequest queued;
+  queued.prompt = m.encode("The cat");
+  queued.params = params_for(0);
+  queued.on_done = [&](ScheduledResult&& res) { done_queued.set_value(std::move(res)); };
+  ASSERT_NE(s.submit(std::move(queued)), 0u);
+  s.stop();
+  ScheduledRequest late;
+  late.prompt = {1};
+  EXPECT_EQ(s.submit(std::move(late)), 0u);
+  release.set_value();
+  const ScheduledResult a = done_running.get_future().get(), b = done_queued.get_future().get();
+  EXPECT_EQ(a.reason, FinishReason::Cancelled);
+  EXPECT_LE(a.generation.ids.size(), 2u);
+  EXPECT_EQ(b.reason, FinishReason::Cancelled);
+  EXPECT_TRUE(b.generation.ids.empty());
+}
+
 TEST(Scheduler, DeadlinesAndBadRequestsEndWithTheirReason) {
   const Model& m = stories();
   Scheduler s(m.engine(), 2, 4);

@@ -73,12 +73,16 @@ Scheduler::Scheduler(const Transformer& model, int max_batch, size_t max_queue)
 }
 
 Scheduler::~Scheduler() {
+  stop();
+  thread_.join();
+}
+
+void Scheduler::stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
 }
 
 uint64_t Scheduler::submit(ScheduledRequest request) {

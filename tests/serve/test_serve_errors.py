@@ -2,6 +2,7 @@
 # a streaming client that disconnects (its sequence freed, the server healthy).
 import json
 import socket
+import threading
 import time
 
 import pytest
@@ -158,3 +159,26 @@ def test_full_queue_is_503_with_retry_after_and_disconnect_frees_the_slot():
         assert s.ok("/v1/completions", {"prompt": "The cat", "max_tokens": 3})["usage"]["completion_tokens"] <= 3
     finally:
         s.stop()
+
+
+def test_sigterm_ends_a_long_non_streaming_request_at_once():
+    """SIGTERM cancels generations in flight: a non-streaming request that would run ~40 s gets its
+    503 and the server exits 0 within seconds, instead of waiting for the whole generation."""
+    s = Server("-m", MODEL, "--parallel", 1, "-c", 32768)
+    answer = {}
+
+    def client():
+        answer["got"] = s.post("/v1/completions", {"prompt": "Once", "max_tokens": 16000, "ignore_eos": True})
+
+    t = threading.Thread(target=client)
+    t.start()
+    deadline = time.time() + 30
+    while s.metrics()["ordo_generated_tokens_total"] < 20:
+        assert time.time() < deadline, "the generation never started"
+        time.sleep(0.02)
+    start = time.time()
+    s.stop()
+    t.join(timeout=30)
+    assert time.time() - start < 10
+    status, body = answer["got"]
+    assert_error(body, status, 503, contains=["cancelled"])

@@ -5,6 +5,8 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -17,9 +19,11 @@ namespace ordo::cli {
 namespace {
 
 httplib::Server* g_http = nullptr;
+volatile std::sig_atomic_t g_signalled = 0;
 
 // SIGINT/SIGTERM: stop accepting; run() then cancels what is in flight.
 void on_signal(int) {
+  g_signalled = 1;
   if (g_http) g_http->stop();
 }
 
@@ -110,7 +114,11 @@ struct ServeCommand : Command {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::cerr << "ordo serve: listening on http://" << opt.host << ":" << port << " (loading the model)" << std::endl;
-    std::thread listener([&http] { http.listen_after_bind(); });
+    std::atomic<bool> listening{true};
+    std::thread listener([&http, &listening] {
+      http.listen_after_bind();
+      listening = false;
+    });
     try {
       load(s);
     } catch (...) {
@@ -121,9 +129,13 @@ struct ServeCommand : Command {
     }
     std::cerr << "ordo serve: ready: " << s.model_id << ", context " << s.context << " tokens, --parallel "
               << opt.parallel << ", --queue " << opt.queue << std::endl;
-    listener.join();
+    // The listener's join waits for every handler, and a non-streaming handler waits for its whole
+    // generation: end the generations first (they answer 503 "cancelled"), then join.
+    while (!g_signalled && listening) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     s.ready = false;
-    s.scheduler.reset();  // cancels what is still queued or running
+    s.scheduler->stop();
+    listener.join();
+    s.scheduler.reset();
     g_http = nullptr;
     return 0;
   }

@@ -73,6 +73,9 @@ class Scheduler {
   uint64_t submit(ScheduledRequest request);
   // Ends request `id` before the next step (FinishReason::Cancelled); a finished id is ignored.
   void cancel(uint64_t id);
+  // Refuses new requests (submit returns 0) and cancels everything queued or running before the next
+  // step; returns at once (on_done runs on the scheduler's thread). For a server shutting down.
+  void stop();
   SchedulerStats stats() const;
 
  private:
