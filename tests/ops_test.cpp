@@ -14,21 +14,16 @@
 #include <vector>
 
 #include "ordo/ops.hpp"
+#include "support/random.hpp"
 
 using ordo::Activation;
 using ordo::Backend;
 using ordo::DType;
 using ordo::Tensor;
 
-namespace {
+using ordo::test::random_vec;
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+namespace {
 
 // A weight [N, K] of dtype `dt` from random values, plus its exact dequantised F32 values.
 struct TestLinear {

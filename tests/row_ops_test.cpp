@@ -12,21 +12,12 @@
 #include <vector>
 
 #include "ordo/ops.hpp"
+#include "support/random.hpp"
 
 using ordo::Activation;
 using ordo::Backend;
 
-namespace {
-
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-}  // namespace
+using ordo::test::random_vec;
 
 namespace {
 
