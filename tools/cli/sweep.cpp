@@ -49,7 +49,8 @@ ParsedTarget open_target(const sweep::Manifest& m) {
 std::string absolute_or_empty(const std::string& p) { return p.empty() ? p : fs::absolute(p).string(); }
 
 struct SweepCommand : Command {
-  CLI::App *plan = nullptr, *run_ = nullptr, *merge = nullptr, *status = nullptr, *slurm = nullptr;
+  CLI::App *sweep_app = nullptr, *plan = nullptr, *run_ = nullptr, *merge = nullptr, *status = nullptr,
+           *slurm = nullptr;
   std::string dir, target;
   bool replace = false, force = false;
   long long cell = -1;
@@ -59,8 +60,10 @@ struct SweepCommand : Command {
   bool dry_run = false;
 
   CLI::App* add(CLI::App& app) override {
-    CLI::App* c = app.add_subcommand("sweep", "A compare or ppl grid as cells: plan, run (locally or on Slurm), merge");
+    CLI::App* c = sweep_app =
+        app.add_subcommand("sweep", "A compare or ppl grid as cells: plan, run (locally or on Slurm), merge");
     c->require_subcommand(1);
+    c->allow_extras();  // sbatch's options after `ordo sweep slurm DIR`'s own (CLI11 hands them up here)
     plan = c->add_subcommand("plan", "Write DIR/manifest.jsonl: ordo sweep plan DIR compare|ppl ARGS...");
     plan->add_option("dir", dir, "Sweep directory")->required();
     plan->add_option("command", target, "compare or ppl")->required();
@@ -83,7 +86,7 @@ struct SweepCommand : Command {
     slurm->add_option("--max-array-size", so.max_array_size, "The cluster's MaxArraySize (default 1001)")
         ->capture_default_str();
     slurm->add_flag("--dry-run,--script-only", dry_run, "Write the scripts, do not submit them");
-    slurm->allow_extras();
+    slurm->prefix_command();  // everything after ordo's own flags (and an optional --) goes to sbatch
     return c;
   }
 
@@ -180,12 +183,19 @@ struct SweepCommand : Command {
 
   int run() override {
     validate();
+    // The parent allows extras for sbatch's sake: every other subcommand refuses them.
+    for (CLI::App* a : {run_, merge, status, slurm->parsed() ? nullptr : sweep_app})
+      if (a && !a->remaining().empty())
+        throw UsageError("ordo sweep" + (a == sweep_app ? std::string() : " " + a->get_name()) +
+                         ": unexpected argument '" + a->remaining().front() + "'; see ordo sweep --help");
     if (plan->parsed()) return do_plan();
     if (run_->parsed()) return do_run();
     if (merge->parsed()) return do_merge();
     if (status->parsed()) return do_status();
     so.submit = !dry_run;
     so.sbatch_args = slurm->remaining();
+    for (const std::string& a : sweep_app->remaining()) so.sbatch_args.push_back(a);
+    if (!so.sbatch_args.empty() && so.sbatch_args.front() == "--") so.sbatch_args.erase(so.sbatch_args.begin());
     sweep::submit_arrays(sweep::read_manifest(dir), so);
     return 0;
   }

@@ -35,10 +35,10 @@ namespace {
 std::string manifest_path(const std::string& dir) { return (fs::path(dir) / "manifest.jsonl").string(); }
 
 std::string manifest_text(const Manifest& m) {
-  std::string s = json{{"ordo_sweep", 1}, {"command", m.command}, {"args", m.args}, {"cwd", m.cwd},
-                       {"cells", m.cells.size()}}
-                      .dump() +
-                  "\n";
+  std::string s =
+      json{{"ordo_sweep", 1}, {"command", m.command}, {"args", m.args}, {"cwd", m.cwd}, {"cells", m.cells.size()}}
+          .dump() +
+      "\n";
   for (size_t i = 0; i < m.cells.size(); ++i) {
     json c = m.cells[i];
     c["cell"] = i;
@@ -174,14 +174,10 @@ CellState cell_state(const Manifest& m, size_t cell, std::string* why, json* num
 
 const char* state_name(CellState s) {
   switch (s) {
-    case CellState::Done:
-      return "done";
-    case CellState::Failed:
-      return "failed";
-    case CellState::Corrupt:
-      return "corrupt";
-    case CellState::Missing:
-      return "missing";
+    case CellState::Done: return "done";
+    case CellState::Failed: return "failed";
+    case CellState::Corrupt: return "corrupt";
+    case CellState::Missing: return "missing";
   }
   return "?";
 }

@@ -83,8 +83,8 @@ std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cell
     ++finished;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     std::cerr << "ordo sweep: " << finished << " of " << cells.size() << ": cell " << c << " ("
-              << m.cells[c].value("label", "") << ") " << (ok ? "done" : how_it_ended(status) + ", see " + log_path(m, c))
-              << "\n";
+              << m.cells[c].value("label", "") << ") "
+              << (ok ? "done" : how_it_ended(status) + ", see " + log_path(m, c)) << "\n";
     if (!ok) failed.push_back(c);
   }
   return failed;

@@ -9,9 +9,9 @@
 namespace ordo::cli::sweep {
 
 struct SlurmOptions {
-  int max_parallel = 0;      // %K: array tasks running at once (0: no limit)
-  long max_array_size = 1001;  // the cluster's MaxArraySize: array indices stay below it
-  bool submit = true;        // false: --dry-run / --script-only, write the scripts only
+  int max_parallel = 0;                  // %K: array tasks running at once (0: no limit)
+  long max_array_size = 1001;            // the cluster's MaxArraySize: array indices stay below it
+  bool submit = true;                    // false: --dry-run / --script-only, write the scripts only
   std::vector<std::string> sbatch_args;  // passed to sbatch as given
 };
 
