@@ -43,6 +43,7 @@ TEST(SweepCli, BadDirectoryManifestAndCellAreNamedErrors) {
   expect_error("sweep run " + sweep + " --cell -1", 1, "--cell -1");
   expect_error("sweep run " + sweep + " --cell x", 2, "--cell");
   expect_error("sweep status " + sweep + " --bogus", 2, "ordo sweep status: unexpected argument '--bogus'");
+  expect_error("sweep plan --per-cell 0 " + sweep + "2 ppl " + kPplArgs, 2, "--per-cell must be in [1, 1000000]");
   expect_error("sweep run " + sweep + " --jobs 0", 2, "--jobs must be in [1, 4096]");
   expect_error("sweep plan " + sweep + "2 serve", 2, "'serve' cannot run as a sweep (compare or ppl)");
   expect_error("sweep plan " + sweep + "2 ppl " + kTextArg + " --scaling bogus", 2, "bogus");
@@ -51,7 +52,7 @@ TEST(SweepCli, BadDirectoryManifestAndCellAreNamedErrors) {
   // Another plan in the same directory would orphan its results: refused unless --replace.
   expect_error("sweep plan " + sweep + " ppl " + kPplArgs + " --stride 64", 1, "already plans another sweep");
   const std::string manifest = sweep + "/manifest.jsonl", good = read_file(manifest);
-  std::ofstream(manifest, std::ios::trunc) << good.substr(0, good.rfind('{'));  // a cell line lost
+  std::ofstream(manifest, std::ios::trunc) << good.substr(0, good.rfind("\n{\"cell\"") + 1);  // a cell line lost
   expect_error("sweep status " + sweep, 1, manifest + " lists 5 cells, its header says 6");
   std::ofstream(manifest, std::ios::trunc) << good << "not json\n";
   expect_error("sweep merge " + sweep, 1, manifest + " line 8 is not a JSON object");

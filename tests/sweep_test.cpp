@@ -73,15 +73,19 @@ TEST(SweepCli, CompareQuickMergedEqualsOneProcessRun) {
 TEST(SweepCli, PplMergedEqualsOneProcessRunWithOneAndTwoJobs) {
   const std::string dir = make_temp_dir("sweep-ppl");
   const std::string one_out = ppl_one_process(dir);
-  for (const char* jobs : {"1", "2"}) {
-    const std::string sweep = dir + "/grid" + jobs;
-    EXPECT_NE(ok("sweep plan " + sweep + " ppl " + kPplArgs).find("planned 6 cells"), std::string::npos);
-    ok("sweep run " + sweep + " --jobs " + jobs);
-    expect_ppl_merge_equals(sweep, dir, one_out);
-    // A second run finds every result done and verified: nothing runs.
-    const ordo::test::CliResult again = run_cli("sweep run " + sweep + " --jobs " + jobs);
-    EXPECT_EQ(again.exit_code, 0);
-    EXPECT_NE(again.err.find("0 of 6 cells to run"), std::string::npos) << again.err;
+  // --per-cell 4: cells of 4 and 2 rows, each loading the model once.
+  for (const std::string per_cell : {"1", "4"}) {
+    for (const char* jobs : {"1", "2"}) {
+      const std::string sweep = dir + "/grid" + per_cell + jobs, cells = per_cell == "1" ? "6" : "2";
+      EXPECT_NE(ok("sweep plan --per-cell " + per_cell + " " + sweep + " ppl " + kPplArgs).find("planned " + cells),
+                std::string::npos);
+      ok("sweep run " + sweep + " --jobs " + jobs);
+      expect_ppl_merge_equals(sweep, dir, one_out);
+      // A second run finds every result done and verified: nothing runs.
+      const ordo::test::CliResult again = run_cli("sweep run " + sweep + " --jobs " + jobs);
+      EXPECT_EQ(again.exit_code, 0);
+      EXPECT_NE(again.err.find("0 of " + cells + " cells to run"), std::string::npos) << again.err;
+    }
   }
   fs::remove_all(dir);
 }

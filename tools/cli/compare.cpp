@@ -222,21 +222,29 @@ struct CompareCommand : Command, SweepTarget {
     return 0;
   }
 
-  std::vector<json> sweep_cells() override {
+  std::vector<json> sweep_units() override {
     prepare(false);
-    std::vector<json> cells;
-    for (const CompareEntry& e : grid.entries) cells.push_back({{"probe", "models"}, {"label", e.label}});
-    if (ps.want("synthetic")) cells.push_back({{"probe", "synthetic"}, {"label", "synthetic"}});
-    return cells;
+    std::vector<json> units;
+    for (const CompareEntry& e : grid.entries) units.push_back({{"probe", "models"}, {"label", e.label}});
+    if (ps.want("synthetic")) units.push_back({{"probe", "synthetic"}, {"label", "synthetic"}});
+    return units;
   }
 
-  json sweep_cell(size_t index, const json& cell) override {
+  std::vector<json> sweep_run(size_t first, const std::vector<json>& units) override {
     prepare(false);
-    if (index == grid.entries.size() && ps.want("synthetic")) return synthetic_numbers();
-    if (index >= grid.entries.size() || cell.value("label", "") != grid.entries[index].label)
-      throw Error("cell " + std::to_string(index) + " (" + cell.value("label", "?") +
-                  ") is not the model compare now finds there: the zoo or the -m list changed since the plan");
-    return entry_numbers(grid.entries[index], Progress("ordo compare", 1));
+    std::vector<json> numbers;
+    for (size_t i = first; i < first + units.size(); ++i) {
+      const json& unit = units[i - first];
+      if (i == grid.entries.size() && ps.want("synthetic")) {
+        numbers.push_back(synthetic_numbers());
+        continue;
+      }
+      if (i >= grid.entries.size() || unit.value("label", "") != grid.entries[i].label)
+        throw Error("unit " + std::to_string(i) + " (" + unit.value("label", "?") +
+                    ") is not the model compare now finds there: the zoo or the -m list changed since the plan");
+      numbers.push_back(entry_numbers(grid.entries[i], Progress("ordo compare", 1)));
+    }
+    return numbers;
   }
 
   void sweep_render(const std::vector<json>& results) override {

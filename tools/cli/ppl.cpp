@@ -323,31 +323,35 @@ struct PplCommand : Command, SweepTarget {
     return 0;
   }
 
-  // Sweep cells: one per (setting, context length), each loading the model itself.
-  std::vector<nlohmann::json> sweep_cells() override {
+  // Sweep units: one per (setting, context length); a cell of several loads the model once.
+  std::vector<nlohmann::json> sweep_units() override {
     validate();
-    std::vector<nlohmann::json> cells;
+    std::vector<nlohmann::json> units;
     for (const Setting& s : parse_settings(scaling_list))
       for (int64_t ctx : contexts())
-        cells.push_back({{"scaling", s.label}, {"ctx", ctx}, {"label", s.label + " ctx " + std::to_string(ctx)}});
-    return cells;
+        units.push_back({{"scaling", s.label}, {"ctx", ctx}, {"label", s.label + " ctx " + std::to_string(ctx)}});
+    return units;
   }
 
-  nlohmann::json sweep_cell(size_t index, const nlohmann::json& cell) override {
+  std::vector<nlohmann::json> sweep_run(size_t first, const std::vector<nlohmann::json>& units) override {
     validate();
     const std::vector<int64_t> ctxs = contexts();
     const std::vector<Setting> settings = parse_settings(scaling_list);
-    if (index >= settings.size() * ctxs.size() || cell.value("ctx", int64_t(0)) != ctxs[index % ctxs.size()] ||
-        cell.value("scaling", "") != settings[index / ctxs.size()].label)
-      throw Error("cell " + std::to_string(index) + " is not the row ppl's flags give there");
-    const Setting& s = settings[index / ctxs.size()];
-    const int64_t ctx = ctxs[index % ctxs.size()];
+    for (size_t i = first; i < first + units.size(); ++i)
+      if (i >= settings.size() * ctxs.size() || units[i - first].value("ctx", int64_t(0)) != ctxs[i % ctxs.size()] ||
+          units[i - first].value("scaling", "") != settings[i / ctxs.size()].label)
+        throw Error("unit " + std::to_string(i) + " is not the row ppl's flags give there");
     Loaded l = load_checked(ctxs);
-    const nlohmann::json row = score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), Progress());
-    return {{"row", row},
-            {"text_tokens", l.ids.size()},
-            {"trained_length", l.trained},
-            {"scheme", position.empty() ? l.base.scheme : position}};
+    std::vector<nlohmann::json> numbers;
+    for (size_t i = first; i < first + units.size(); ++i) {
+      const Setting& s = settings[i / ctxs.size()];
+      const int64_t ctx = ctxs[i % ctxs.size()];
+      numbers.push_back({{"row", score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), Progress())},
+                         {"text_tokens", l.ids.size()},
+                         {"trained_length", l.trained},
+                         {"scheme", position.empty() ? l.base.scheme : position}});
+    }
+    return numbers;
   }
 
   void sweep_render(const std::vector<nlohmann::json>& cells) override {

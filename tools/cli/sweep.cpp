@@ -3,6 +3,7 @@
 // the one-process command writes (its own renderer, sweep_target.hpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -55,6 +56,7 @@ struct SweepCommand : Command {
   bool replace = false, force = false;
   long long cell = -1;
   int jobs = 1;
+  long long per_cell = 1;
   std::string json_out, report_out;
   sweep::SlurmOptions so;
   bool dry_run = false;
@@ -67,6 +69,9 @@ struct SweepCommand : Command {
     plan = c->add_subcommand("plan", "Write DIR/manifest.jsonl: ordo sweep plan DIR compare|ppl ARGS...");
     plan->add_option("dir", dir, "Sweep directory")->required();
     plan->add_option("command", target, "compare or ppl")->required();
+    plan->add_option("--per-cell", per_cell,
+                     "Units of work per cell (compare: models, ppl: setting x length rows), run in one process "
+                     "(default 1)");
     plan->add_flag("--replace", replace, "Replace DIR's plan of other arguments (its results are removed)");
     plan->prefix_command();
     run_ = c->add_subcommand("run", "Run one cell (--cell I) or every missing cell, --jobs N at a time");
@@ -91,6 +96,8 @@ struct SweepCommand : Command {
   }
 
   void validate() const override {
+    if (plan && plan->parsed() && (per_cell < 1 || per_cell > 1000000))
+      throw UsageError("--per-cell must be in [1, 1000000], got " + std::to_string(per_cell));
     if (run_ && run_->parsed() && (jobs < 1 || jobs > 4096))
       throw UsageError("--jobs must be in [1, 4096], got " + std::to_string(jobs));
   }
@@ -102,8 +109,14 @@ struct SweepCommand : Command {
     m.command = target;
     m.args = plan->remaining();
     m.cwd = fs::current_path().string();
-    m.cells = p.target->sweep_cells();
-    if (m.cells.empty()) throw Error("sweep plan: ordo " + target + " has no cells with these arguments");
+    const std::vector<json> units = p.target->sweep_units();
+    if (units.empty()) throw Error("sweep plan: ordo " + target + " has no cells with these arguments");
+    for (size_t u = 0; u < units.size(); u += static_cast<size_t>(per_cell)) {
+      const size_t end = std::min(units.size(), u + static_cast<size_t>(per_cell));
+      json cell = {{"first", u}, {"units", json(std::vector<json>(units.begin() + u, units.begin() + end))}};
+      cell["label"] = units[u].value("label", "") + (end - u > 1 ? " .. " + units[end - 1].value("label", "") : "");
+      m.cells.push_back(cell);
+    }
     sweep::write_manifest(m, replace);
     std::cout << "planned " << m.cells.size() << " cells in " << m.dir << "\n";
     return 0;
@@ -119,7 +132,8 @@ struct SweepCommand : Command {
     if (st == sweep::CellState::Corrupt) std::cerr << "ordo sweep: rerunning cell " << c << ": " << why << "\n";
     try {
       ParsedTarget p = open_target(m);
-      sweep::write_result(m, c, p.target->sweep_cell(c, m.cells[c]));
+      const json& cell = m.cells[c];
+      sweep::write_result(m, c, p.target->sweep_run(cell.at("first").get<size_t>(), cell.at("units")));
     } catch (const std::exception& e) {
       sweep::write_failure(m, c, e.what());
       throw;
@@ -144,13 +158,18 @@ struct SweepCommand : Command {
 
   int do_merge() {
     const sweep::Manifest m = sweep::read_manifest(dir);
-    std::vector<json> results(m.cells.size());
+    std::vector<json> results;
     std::vector<size_t> bad;
     for (size_t c = 0; c < m.cells.size(); ++c) {
       std::string why;
-      const sweep::CellState st = sweep::cell_state(m, c, &why, &results[c]);
+      json numbers;
+      const sweep::CellState st = sweep::cell_state(m, c, &why, &numbers);
       if (st == sweep::CellState::Corrupt) std::cerr << "ordo sweep: " << why << "\n";
       if (st != sweep::CellState::Done) bad.push_back(c);
+      if (st == sweep::CellState::Done && numbers.size() != m.cells[c].at("units").size())
+        throw Error("sweep merge: " + sweep::result_path(m, c) + " holds " + std::to_string(numbers.size()) +
+                    " units' numbers, the manifest plans " + std::to_string(m.cells[c].at("units").size()));
+      for (json& n : numbers) results.push_back(std::move(n));
     }
     if (!bad.empty())
       throw Error("sweep merge: " + std::to_string(bad.size()) + " of " + std::to_string(m.cells.size()) +

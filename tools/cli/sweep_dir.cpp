@@ -133,8 +133,8 @@ std::string log_path(const Manifest& m, size_t cell) {
   return (fs::path(m.dir) / "logs" / (std::to_string(cell) + ".log")).string();
 }
 
-void write_result(const Manifest& m, size_t cell, const json& numbers) {
-  const std::string body = numbers.dump() + "\n";
+void write_result(const Manifest& m, size_t cell, const std::vector<json>& numbers) {
+  const std::string body = json(numbers).dump() + "\n";
   const std::string head = "ordo-sweep-cell 1 cell=" + std::to_string(cell) + " plan=" + hex64(m.plan) +
                            " bytes=" + std::to_string(body.size()) + " fnv1a64=" + hex64(fnv1a64(body)) + "\n";
   write_file_atomic(result_path(m, cell), head + body);  // temporary file, fsync, rename
@@ -162,7 +162,7 @@ CellState cell_state(const Manifest& m, size_t cell, std::string* why, json* num
   json j;
   if (problem.empty()) {
     j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) problem = "its JSON does not parse";
+    if (j.is_discarded() || !j.is_array()) problem = "its JSON is not an array of numbers";
   }
   if (!problem.empty()) {
     if (why) *why = result_path(m, cell) + ": " + problem;

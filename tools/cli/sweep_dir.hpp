@@ -10,7 +10,8 @@
 namespace ordo::cli::sweep {
 
 // DIR/manifest.jsonl: a header line {"ordo_sweep": 1, "command", "args", "cwd", "cells": N},
-// then one line per cell {"cell": I, ...what the command says the cell is}.
+// then one line per cell {"cell": I, "first": U, "units": [...], "label"}: the cell runs units U,
+// U + 1, ... of the command's grid (sweep_target.hpp) in one process.
 struct Manifest {
   std::string dir;  // absolute
   std::string command, cwd;
@@ -36,8 +37,8 @@ std::string failed_path(const Manifest& m, size_t cell);
 std::string log_path(const Manifest& m, size_t cell);
 
 // The cell's result, atomically: "ordo-sweep-cell 1 cell=I plan=HEX bytes=N fnv1a64=HEX\n" then
-// the JSON. Removes an earlier failure note.
-void write_result(const Manifest& m, size_t cell, const nlohmann::json& numbers);
+// the JSON array of its units' numbers. Removes an earlier failure note.
+void write_result(const Manifest& m, size_t cell, const std::vector<nlohmann::json>& numbers);
 void write_failure(const Manifest& m, size_t cell, const std::string& message);
 
 enum class CellState { Done, Failed, Corrupt, Missing };

@@ -13,13 +13,14 @@ namespace ordo::cli {
 
 struct SweepTarget {
   virtual ~SweepTarget() = default;
-  // One description per cell (an object with at least "label"), in the order the one-process run
-  // computes them. Reads the flags and the model list, loads no model.
-  virtual std::vector<nlohmann::json> sweep_cells() = 0;
-  // The numbers of cell `index` (described by `cell`, as sweep_cells gave it); prints nothing on stdout.
-  virtual nlohmann::json sweep_cell(size_t index, const nlohmann::json& cell) = 0;
-  // The command's table, --json and report from every cell's numbers, in cell order.
-  virtual void sweep_render(const std::vector<nlohmann::json>& results) = 0;
+  // One description per unit of work (an object with at least "label"; compare: a model, ppl: a
+  // setting at a length), in the order the one-process run computes them. Loads no model.
+  virtual std::vector<nlohmann::json> sweep_units() = 0;
+  // The numbers of units first, first + 1, ... (described as sweep_units gave them), one per unit;
+  // what they share is loaded once (ppl: the model). Prints nothing on stdout.
+  virtual std::vector<nlohmann::json> sweep_run(size_t first, const std::vector<nlohmann::json>& units) = 0;
+  // The command's table, --json and report from every unit's numbers, in order.
+  virtual void sweep_render(const std::vector<nlohmann::json>& numbers) = 0;
   // Output files given to `ordo sweep merge` replace the planned ones ("" keeps them): --json and
   // the command's report (compare: --html, ppl: --plot).
   virtual void sweep_outputs(const std::string& json, const std::string& report) = 0;
