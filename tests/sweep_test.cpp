@@ -85,6 +85,13 @@ TEST(SweepCli, PplMergedEqualsOneProcessRunWithOneAndTwoJobs) {
       const ordo::test::CliResult again = run_cli("sweep run " + sweep + " --jobs " + jobs);
       EXPECT_EQ(again.exit_code, 0);
       EXPECT_NE(again.err.find("0 of " + cells + " cells to run"), std::string::npos) << again.err;
+      // --force runs every cell again, each child too (cell 1 is done: its child must not skip it).
+      fs::remove(sweep + "/cells/0.result");
+      const ordo::test::CliResult forced = run_cli("sweep run " + sweep + " --force --jobs " + jobs);
+      EXPECT_NE(forced.err.find(cells + " of " + cells + " cells to run"), std::string::npos) << forced.err;
+      EXPECT_EQ(read_file(sweep + "/logs/1.log").find("skipped"), std::string::npos)
+          << read_file(sweep + "/logs/1.log");
+      expect_ppl_merge_equals(sweep, dir, one_out);
     }
   }
   fs::remove_all(dir);

@@ -149,7 +149,7 @@ struct SweepCommand : Command {
       if (force || sweep::cell_state(m, c) != sweep::CellState::Done) todo.push_back(c);
     std::cerr << "ordo sweep: " << todo.size() << " of " << m.cells.size() << " cells to run, " << jobs
               << " at a time\n";
-    const std::vector<size_t> failed = sweep::run_cells(m, todo, jobs);
+    const std::vector<size_t> failed = sweep::run_cells(m, todo, jobs, force);
     if (!failed.empty())
       throw Error("sweep run: " + std::to_string(failed.size()) + " cells failed: " + sweep::id_ranges(failed) +
                   " (logs in " + m.dir + "/logs)");

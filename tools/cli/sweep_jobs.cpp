@@ -51,7 +51,7 @@ std::string how_it_ended(int status) {
 
 }  // namespace
 
-std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cells, int jobs) {
+std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cells, int jobs, bool force) {
   const std::string exe = self_exe();
   std::map<pid_t, size_t> running;
   std::vector<size_t> failed;
@@ -63,7 +63,9 @@ std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cell
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0) throw Error("sweep run: cannot write " + log + ": " + std::strerror(errno));
       try {
-        running[spawn({exe, "sweep", "run", m.dir, "--cell", std::to_string(c)}, fd, false)] = c;
+        std::vector<std::string> argv = {exe, "sweep", "run", m.dir, "--cell", std::to_string(c)};
+        if (force) argv.push_back("--force");
+        running[spawn(argv, fd, false)] = c;
       } catch (...) {
         ::close(fd);
         throw;

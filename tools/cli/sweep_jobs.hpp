@@ -13,8 +13,9 @@ namespace ordo::cli::sweep {
 std::string self_exe();
 
 // Runs every cell of `cells` as `ordo sweep run DIR --cell I` (output in DIR/logs/I.log), `jobs` at a
-// time; returns the cells that failed (non-zero exit or a signal), after saying so on stderr.
-std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cells, int jobs);
+// time (with --force when `force`); returns the cells that failed (non-zero exit or a signal), after
+// saying so on stderr.
+std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cells, int jobs, bool force);
 
 // argv[0] looked up in PATH; its exit code (127: not found) and stdout+stderr.
 int run_capture(const std::vector<std::string>& argv, std::string& output);
