@@ -70,13 +70,14 @@ TEST(CliMessages, UnknownSchemesFailOnceUpFront) {
 
 TEST(CliMessages, MisspellingsSuggestTheNearestCommandOrFlag) {
   const std::string commands =
-      "; commands: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve";
+      "; commands: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve, sweep";
   expect_error("runn -p x", 2, "unknown command 'runn' (did you mean run?)" + commands + " (ordo help CMD)");
   expect_error("inspekt", 2, "unknown command 'inspekt' (did you mean inspect?)" + commands + " (ordo help CMD)");
   expect_error("frobnicate", 2, "unknown command 'frobnicate'" + commands + " (ordo help CMD)");
-  expect_error("", 2,
-               "give a command: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve "
-               "(ordo help CMD for its flags)");
+  expect_error(
+      "", 2,
+      "give a command: run, tokenize, inspect, forward, ppl, embed, compare, bench, quantize, chat, serve, sweep "
+      "(ordo help CMD for its flags)");
   expect_error("run -p x --tmep 1", 2, "ordo run: unknown flag --tmep (did you mean --temp?); see ordo run --help");
   expect_error("run -p x --top_k=3", 2, "ordo run: unknown flag --top_k (did you mean --top-k?); see ordo run --help");
   expect_error("embed x --pooling maen", 2,
@@ -101,7 +102,7 @@ TEST(CliMessages, HelpCommandPrintsHelp) {
   EXPECT_EQ(run.out.find("--max-context"), std::string::npos);  // old spellings work, hidden
   expect_error("help runn", 2,
                "unknown command 'runn' (did you mean run?); commands: run, tokenize, inspect, forward, ppl, embed, "
-               "compare, bench, quantize, chat, serve (ordo help CMD)");
+               "compare, bench, quantize, chat, serve, sweep (ordo help CMD)");
 }
 
 // Every subcommand: a missing or malformed argument exits 2, a failure while running exits 1.

@@ -153,6 +153,8 @@ def write_cpp(path):
 NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 # Command -> regexes its stdout must match (multiline); every command must also exit 0.
 EXPECT = {
+    "ordo sweep status grid": [r"^done 4: 0-3$", r"^missing 0$"],
+    "ordo sweep merge grid --json ppl.json --plot ppl.svg": [r"^scaling\s+factor", r"^yarn\s+1\s+none\s+512\s"],
     "ordo compare --quick": [r"lm/rope-s1", r"mlm/alibi-s1", r"\b0\.\d+"],
     "ordo compare --no-zoo -m models/stories260K --position none --position alibi":
         [r"stories260K\[pos=none\]", r"stories260K\[pos=alibi\]", r"\b0\.\d+"],

@@ -214,9 +214,10 @@ case "${1:-}" in
     [[ ${ORDO_SANITIZE:-0} == thread ]] && TESTS=(-R 'Shared|Batch|Fixture|Generate|KvCache|Zoo')
     # ASan + UBSan: every test but those that add no code under the sanitizer, only time: the docs'
     # commands (the CLI tests run the same paths), the ISA-capped reruns of the kernel suites, and
-    # the find_package consumer (a plain build linking the sanitized libraries).
+    # the find_package consumer (a plain build linking the sanitized libraries), and the Slurm test
+    # (its job array runs the same `ordo sweep run` the sweep tests do).
     [[ ${ORDO_SANITIZE:-0} == 1 || ${ORDO_SANITIZE:-0} == address ]] &&
-      TESTS=(-LE docs -E '^(Install\.|Avx2Only\.|Avx512NoVnni\.)')
+      TESTS=(-LE 'docs|slurm' -E '^(Install\.|Avx2Only\.|Avx512NoVnni\.)')
     # Tests run one at a time on purpose: each forward pass already uses every core.
     ctest --test-dir "$BUILD_DIR" --output-on-failure "${TESTS[@]}"
     # The Python module's suite (python/tests) against this build, with Debian's interpreter (the

@@ -208,6 +208,7 @@ CliApp::CliApp() {
   commands.push_back(make_quantize());
   commands.push_back(make_chat());
   commands.push_back(make_serve());
+  commands.push_back(make_sweep());
   for (auto& c : commands) subs.push_back(c->add(app));
 }
 

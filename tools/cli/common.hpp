@@ -88,6 +88,7 @@ std::unique_ptr<Command> make_tokenize();
 std::unique_ptr<Command> make_inspect();
 std::unique_ptr<Command> make_forward();
 std::unique_ptr<Command> make_ppl();
+std::unique_ptr<Command> make_sweep();
 std::unique_ptr<Command> make_embed();
 std::unique_ptr<Command> make_compare();
 std::unique_ptr<Command> make_bench();

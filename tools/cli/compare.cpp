@@ -28,6 +28,7 @@
 #include "compare_probes.hpp"
 #include "compare_table.hpp"
 #include "compare_tasks.hpp"
+#include "sweep_target.hpp"
 #include "usage.hpp"
 #include "zoo_index.hpp"
 
@@ -38,7 +39,7 @@ namespace {
 
 using json = nlohmann::json;
 
-struct CompareCommand : Command {
+struct CompareCommand : Command, SweepTarget {
   std::vector<std::string> dirs, positions;
   std::string zoo, text_file, pairs_file, json_out, html_out, backend = "onednn";
   std::string multiples_list;
@@ -155,40 +156,130 @@ struct CompareCommand : Command {
             {"tasks", ps.tasks}};
   }
 
-  int run() override {
+  // What every cell shares, from the flags: the models, the held-out text and pairs, the multiples.
+  struct Grid {
+    std::vector<CompareEntry> entries;
+    std::string zdir, text, pairs_source;
+    std::vector<probes::WordPair> pairs;
+    std::vector<int64_t> multiples;
+  };
+  Grid grid;
+  bool prepared = false;
+
+  // check_out: the output paths too (not in a sweep cell, which writes none of them).
+  const Grid& prepare(bool check_out) {
+    if (prepared) return grid;
     validate();
     check_tasks();
     if (!positions.empty() && dirs.empty()) throw Error("--position makes ablations of -m models: give -m DIR");
-    const std::vector<int64_t> multiples = parse_multiples();
+    grid.multiples = parse_multiples();
     if (ps.max_pairs <= 0) ps.max_pairs = ps.quick ? 8 : 200;
     if (ps.attn_windows <= 0) ps.attn_windows = ps.quick ? 1 : 4;
     if (ps.length_tokens < 0) ps.length_tokens = ps.quick ? -4 : 0;  // negative: that many times the longest context
-
-    std::string zdir;
     const bool model_probes =
         ps.want("word-order") || ps.want("permutation") || ps.want("length") || ps.want("attention");
-    const std::vector<CompareEntry> entries =
-        model_probes ? collect_entries(no_zoo, zoo, dirs, positions, zdir) : std::vector<CompareEntry>{};
-    if (!no_zoo) zdir = compare_zoo_dir(zoo);
-    check_outputs(zdir);
-    std::string text, pairs_source;
-    const std::vector<probes::WordPair> pairs = load_pairs(zdir, text, pairs_source);
+    if (model_probes) grid.entries = collect_entries(no_zoo, zoo, dirs, positions, grid.zdir);
+    if (!no_zoo) grid.zdir = compare_zoo_dir(zoo);
+    if (check_out) check_outputs(grid.zdir);
+    grid.pairs = load_pairs(grid.zdir, grid.text, grid.pairs_source);
+    prepared = true;
+    return grid;
+  }
 
-    json doc;
-    doc["tool"] = "ordo compare";
-    doc["format"] = 2;  // 2: zoo kinds and seeds, per-pair scores, groups and tests
-    doc["settings"] = settings_json(pairs_source, multiples);
-    doc["models"] = json::array();
-    ProbeResults r;
+  ModelOptions model_options() const {
     ModelOptions opts;
     opts.backend = parse_backend(backend);
     opts.threads = threads;
-    Progress pg("ordo compare", entries.size());
-    for (size_t k = 0; k < entries.size(); ++k) {
-      pg.step(k + 1, "models: " + entries[k].label);
-      probe_entry(ps, entries[k], opts, text, pairs, multiples, pg, doc, r);
+    return opts;
+  }
+
+  // One model's numbers: its description, its rows of every probe, its distance buckets.
+  json entry_numbers(const CompareEntry& e, const Progress& pg) const {
+    json doc = {{"models", json::array()}};
+    ProbeResults r;
+    probe_entry(ps, e, model_options(), grid.text, grid.pairs, grid.multiples, pg, doc, r);
+    json bk = json::array();
+    for (const probes::DistanceBucket& b : r.buckets) bk.push_back({b.lo, b.hi});
+    return {{"model", doc["models"][0]}, {"word_order", r.word_order}, {"permutation", r.permutation},
+            {"length", r.length},        {"attention", r.attention},   {"buckets", bk}};
+  }
+
+  json synthetic_numbers() const {
+    return {{"synthetic", synthetic_section(synthetic, grid.zdir, dirs, model_options())}};
+  }
+
+  int run() override {
+    prepare(true);
+    std::vector<json> results;
+    Progress pg("ordo compare", grid.entries.size());
+    for (size_t k = 0; k < grid.entries.size(); ++k) {
+      pg.step(k + 1, "models: " + grid.entries[k].label);
+      results.push_back(entry_numbers(grid.entries[k], pg));
     }
     pg.finish();
+    if (ps.want("synthetic")) results.push_back(synthetic_numbers());
+    render(results);
+    return 0;
+  }
+
+  std::vector<json> sweep_units() override {
+    prepare(false);
+    std::vector<json> units;
+    for (const CompareEntry& e : grid.entries) units.push_back({{"probe", "models"}, {"label", e.label}});
+    if (ps.want("synthetic")) units.push_back({{"probe", "synthetic"}, {"label", "synthetic"}});
+    return units;
+  }
+
+  std::vector<json> sweep_run(size_t first, const std::vector<json>& units) override {
+    prepare(false);
+    std::vector<json> numbers;
+    for (size_t i = first; i < first + units.size(); ++i) {
+      const json& unit = units[i - first];
+      if (i == grid.entries.size() && ps.want("synthetic")) {
+        numbers.push_back(synthetic_numbers());
+        continue;
+      }
+      if (i >= grid.entries.size() || unit.value("label", "") != grid.entries[i].label)
+        throw Error("unit " + std::to_string(i) + " (" + unit.value("label", "?") +
+                    ") is not the model compare now finds there: the zoo or the -m list changed since the plan");
+      numbers.push_back(entry_numbers(grid.entries[i], Progress("ordo compare", 1)));
+    }
+    return numbers;
+  }
+
+  void sweep_render(const std::vector<json>& results) override {
+    prepare(true);
+    render(results);
+  }
+
+  void sweep_outputs(const std::string& json_file, const std::string& html_file) override {
+    if (!json_file.empty()) json_out = json_file;
+    if (!html_file.empty()) html_out = html_file;
+  }
+
+  // The document from every cell's numbers, then the table and the files: one renderer for the
+  // one-process run and `ordo sweep merge`.
+  void render(const std::vector<json>& results) const {
+    json doc;
+    doc["tool"] = "ordo compare";
+    doc["format"] = 2;  // 2: zoo kinds and seeds, per-pair scores, groups and tests
+    doc["settings"] = settings_json(grid.pairs_source, grid.multiples);
+    doc["models"] = json::array();
+    ProbeResults r;
+    for (const json& c : results) {
+      if (c.contains("synthetic")) continue;
+      doc["models"].push_back(c.at("model"));
+      for (const char* key : {"word_order", "permutation", "length", "attention"}) {
+        json& rows = std::string(key) == "word_order"    ? r.word_order
+                     : std::string(key) == "permutation" ? r.permutation
+                     : std::string(key) == "length"      ? r.length
+                                                         : r.attention;
+        for (const json& row : c.at(key)) rows.push_back(row);
+      }
+      std::vector<probes::DistanceBucket> bk;
+      for (const json& b : c.at("buckets")) bk.push_back({b.at(0).get<int64_t>(), b.at(1).get<int64_t>()});
+      if (bk.size() > r.buckets.size()) r.buckets = bk;
+    }
     // Every model's bucket list is a prefix of the longest: pad the shorter ones with n/a.
     for (json& row : r.attention)
       for (const char* key : {"mean_weight", "mass"})
@@ -196,7 +287,8 @@ struct CompareCommand : Command {
     json jb = json::array();
     for (const probes::DistanceBucket& b : r.buckets) jb.push_back({{"lo", b.lo}, {"hi", b.hi}, {"label", b.label()}});
     json pair_list = json::array();
-    for (const probes::WordPair& p : pairs) pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
+    for (const probes::WordPair& p : grid.pairs)
+      pair_list.push_back({{"original", p.original}, {"swapped", p.swapped}});
 
     if (ps.want("word-order")) {
       doc["word_order"] = {{"pairs", pair_list}, {"results", r.word_order}};
@@ -206,9 +298,8 @@ struct CompareCommand : Command {
     if (ps.want("length")) doc["length"] = {{"results", r.length}};
     if (ps.want("attention")) doc["attention"] = {{"buckets", jb}, {"results", r.attention}};
     add_seed_groups(doc);
-    if (ps.want("synthetic")) doc["synthetic"] = synthetic_section(synthetic, zdir, dirs, opts);
+    if (ps.want("synthetic")) doc["synthetic"] = results.back().at("synthetic");
     write_outputs(doc);
-    return 0;
   }
 
   // Before the run (outputs are written at its end): no output inside a -m or zoo model (the zoo's

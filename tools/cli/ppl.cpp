@@ -14,6 +14,7 @@
 #include "ordo/perplexity.hpp"
 #include "progress.hpp"
 #include "svg_chart.hpp"
+#include "sweep_target.hpp"
 #include "usage.hpp"
 #include "zoo_index.hpp"
 
@@ -85,7 +86,7 @@ std::vector<Setting> parse_settings(const std::string& list) {
   return out;
 }
 
-struct PplCommand : Command {
+struct PplCommand : Command, SweepTarget {
   ModelArgs model;
   std::string text_file, ctx_list = "128,256,512,1024", scaling_list = "model", json_out, plot_out, position;
   int64_t stride = 0, original_max = 0, batch = 4;
@@ -186,7 +187,7 @@ struct PplCommand : Command {
     return pc;
   }
 
-  // One (setting, ctx) row, scored and printed; a setting the model refuses is a row with its error.
+  // One (setting, ctx) row, scored; a setting the model refuses is a row with its error.
   nlohmann::json score_row(Model& m, const std::vector<int32_t>& ids, const Setting& s, int64_t ctx,
                            const PositionConfig& pc, const Progress& pg) const {
     nlohmann::json row = {{"scaling", s.label},
@@ -211,13 +212,17 @@ struct PplCommand : Command {
       row["error"] = e.what();
       pg.note("[" + s.label + "] ctx " + std::to_string(ctx) + ": " + e.what());
     }
-    std::cout << std::left << std::setw(16) << s.label << std::setw(9) << row["factor"].get<double>() << std::setw(24)
-              << row["extension"].get<std::string>() << std::setw(8) << ctx << std::setw(10)
-              << row["tokens"].get<int64_t>()
+    return row;
+  }
+
+  // One row of the table, as it is scored (one process) or from the cells' numbers (sweep merge).
+  static void print_row(const nlohmann::json& row) {
+    std::cout << std::left << std::setw(16) << row["scaling"].get<std::string>() << std::setw(9)
+              << row["factor"].get<double>() << std::setw(24) << row["extension"].get<std::string>() << std::setw(8)
+              << row["ctx"].get<int64_t>() << std::setw(10) << row["tokens"].get<int64_t>()
               << (row["ppl"].is_null() ? std::string("n/a") : std::to_string(row["ppl"].get<double>())) << "\n"
               << std::flush;
     check_stdout();
-    return row;
   }
 
   // The plot names the model and its scheme, marks the trained length, and is written in the format
@@ -230,59 +235,143 @@ struct PplCommand : Command {
     write_file_atomic(plot_out, plot_format(plot_out) == "png" ? png_line_chart(series, o) : svg_line_chart(series, o));
   }
 
+  // The model and the text, checked against every context length before any row is scored.
+  struct Loaded {
+    Model m;
+    std::vector<int32_t> ids;
+    PositionConfig base;
+    int64_t trained = 0;
+  };
+  Loaded load_checked(const std::vector<int64_t>& ctxs) const {
+    const std::string text = read_input_text(text_file);
+    Loaded l{model.load(true), {}, {}, 0};
+    l.ids = l.m.encode(text, false);
+    // Before any row is printed: a window longer than the text or than the model allows scores nothing.
+    for (int64_t ctx : ctxs) {
+      if (ctx > static_cast<int64_t>(l.ids.size()))
+        throw Error("--ctx-lengths " + std::to_string(ctx) + " is longer than " + text_file + " (" +
+                    std::to_string(l.ids.size()) + " tokens); give a longer text or shorter --ctx-lengths");
+      l.m.engine().check_context(ctx, "--ctx-lengths " + std::to_string(ctx));
+    }
+    l.base = l.m.spec().position;
+    l.trained = original_max > 0                            ? original_max
+                : l.base.scaling.original_max_positions > 0 ? l.base.scaling.original_max_positions
+                                                            : l.base.max_positions;
+    std::cerr << text_file << ": " << l.ids.size() << " tokens; trained length " << l.trained << "\n";
+    return l;
+  }
+
+  void check_outputs() const {
+    for (const std::string* o : {&json_out, &plot_out})  // before the run: written at its end
+      if (!o->empty()) check_output_path(*o, {model.resolved_dir()});
+  }
+
+  static void print_header() {
+    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(24) << "extension"
+              << std::setw(8) << "ctx" << std::setw(10) << "tokens"
+              << "ppl\n";
+  }
+
+  // --json and --plot from every row (settings-major, as scored): the one-process run and sweep merge.
+  void write_reports(const nlohmann::json& results, size_t text_tokens, int64_t trained,
+                     const std::string& scheme) const {
+    const std::vector<int64_t> ctxs = contexts();
+    const std::vector<Setting> settings = parse_settings(scaling_list);
+    std::vector<Series> series;
+    for (size_t i = 0; i < settings.size(); ++i) {
+      Series line;
+      line.name = settings[i].label;
+      for (size_t j = 0; j < ctxs.size(); ++j) {
+        const nlohmann::json& row = results.at(i * ctxs.size() + j);
+        if (!row["ppl"].is_null()) {
+          line.x.push_back(static_cast<double>(ctxs[j]));
+          line.y.push_back(row["ppl"].get<double>());
+        }
+      }
+      series.push_back(line);
+    }
+    if (!json_out.empty()) {
+      nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file},
+                            {"text_tokens", text_tokens},    {"stride", stride},
+                            {"trained_length", trained},     {"results", results}};
+      write_file_atomic(json_out, doc.dump(2) + "\n");
+    }
+    if (!plot_out.empty()) write_plot(series, trained, scheme);
+  }
+
   int run() override {
     validate();
     const std::vector<int64_t> ctxs = contexts();
     const std::vector<Setting> settings = parse_settings(scaling_list);
-    for (const std::string* o : {&json_out, &plot_out})  // before the run: written at its end
-      if (!o->empty()) check_output_path(*o, {model.resolved_dir()});
-    const std::string text = read_input_text(text_file);
-    Model m = model.load(true);
-    const std::vector<int32_t> ids = m.encode(text, false);
-    // Before any row is printed: a window longer than the text or than the model allows scores nothing.
-    for (int64_t ctx : ctxs) {
-      if (ctx > static_cast<int64_t>(ids.size()))
-        throw Error("--ctx-lengths " + std::to_string(ctx) + " is longer than " + text_file + " (" +
-                    std::to_string(ids.size()) + " tokens); give a longer text or shorter --ctx-lengths");
-      m.engine().check_context(ctx, "--ctx-lengths " + std::to_string(ctx));
-    }
-    const PositionConfig base = m.spec().position;
-    const int64_t trained = original_max > 0                          ? original_max
-                            : base.scaling.original_max_positions > 0 ? base.scaling.original_max_positions
-                                                                      : base.max_positions;
-    std::cerr << text_file << ": " << ids.size() << " tokens; trained length " << trained << "\n";
-
+    check_outputs();
+    Loaded l = load_checked(ctxs);
     nlohmann::json results = nlohmann::json::array();
-    std::vector<Series> series;
-    std::cout << std::left << std::setw(16) << "scaling" << std::setw(9) << "factor" << std::setw(24) << "extension"
-              << std::setw(8) << "ctx" << std::setw(10) << "tokens"
-              << "ppl\n";
+    print_header();
     Progress pg("ordo ppl", settings.size() * ctxs.size());
     size_t k = 0;
     for (const Setting& s : settings) {
-      Series line;
-      line.name = s.label;
       for (int64_t ctx : ctxs) {
         pg.step(++k, "rows: " + s.label + " at ctx " + std::to_string(ctx));
-        const nlohmann::json row = score_row(m, ids, s, ctx, position_for(base, s, ctx, trained), pg);
-        if (!row["ppl"].is_null()) {
-          line.x.push_back(static_cast<double>(ctx));
-          line.y.push_back(row["ppl"].get<double>());
-        }
+        const nlohmann::json row = score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), pg);
+        print_row(row);
         results.push_back(row);
       }
-      series.push_back(line);
     }
     pg.finish();
-    m.engine().set_position(base);
-    if (!json_out.empty()) {
-      nlohmann::json doc = {{"model", model.resolved_dir()}, {"text", text_file},
-                            {"text_tokens", ids.size()},     {"stride", stride},
-                            {"trained_length", trained},     {"results", results}};
-      write_file_atomic(json_out, doc.dump(2) + "\n");
-    }
-    if (!plot_out.empty()) write_plot(series, trained, position.empty() ? base.scheme : position);
+    l.m.engine().set_position(l.base);
+    write_reports(results, l.ids.size(), l.trained, position.empty() ? l.base.scheme : position);
     return 0;
+  }
+
+  // Sweep units: one per (setting, context length); a cell of several loads the model once.
+  std::vector<nlohmann::json> sweep_units() override {
+    validate();
+    std::vector<nlohmann::json> units;
+    for (const Setting& s : parse_settings(scaling_list))
+      for (int64_t ctx : contexts())
+        units.push_back({{"scaling", s.label}, {"ctx", ctx}, {"label", s.label + " ctx " + std::to_string(ctx)}});
+    return units;
+  }
+
+  std::vector<nlohmann::json> sweep_run(size_t first, const std::vector<nlohmann::json>& units) override {
+    validate();
+    const std::vector<int64_t> ctxs = contexts();
+    const std::vector<Setting> settings = parse_settings(scaling_list);
+    for (size_t i = first; i < first + units.size(); ++i)
+      if (i >= settings.size() * ctxs.size() || units[i - first].value("ctx", int64_t(0)) != ctxs[i % ctxs.size()] ||
+          units[i - first].value("scaling", "") != settings[i / ctxs.size()].label)
+        throw Error("unit " + std::to_string(i) + " is not the row ppl's flags give there");
+    Loaded l = load_checked(ctxs);
+    std::vector<nlohmann::json> numbers;
+    for (size_t i = first; i < first + units.size(); ++i) {
+      const Setting& s = settings[i / ctxs.size()];
+      const int64_t ctx = ctxs[i % ctxs.size()];
+      numbers.push_back({{"row", score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), Progress())},
+                         {"text_tokens", l.ids.size()},
+                         {"trained_length", l.trained},
+                         {"scheme", position.empty() ? l.base.scheme : position}});
+    }
+    return numbers;
+  }
+
+  void sweep_render(const std::vector<nlohmann::json>& cells) override {
+    validate();
+    check_outputs();
+    if (cells.empty()) throw Error("ppl sweep: no cells");
+    nlohmann::json results = nlohmann::json::array();
+    print_header();
+    for (const nlohmann::json& c : cells) {
+      print_row(c.at("row"));
+      results.push_back(c.at("row"));
+    }
+    const nlohmann::json& first = cells.front();
+    write_reports(results, first.at("text_tokens").get<size_t>(), first.at("trained_length").get<int64_t>(),
+                  first.at("scheme").get<std::string>());
+  }
+
+  void sweep_outputs(const std::string& json_file, const std::string& plot_file) override {
+    if (!json_file.empty()) json_out = json_file;
+    if (!plot_file.empty()) plot_out = plot_file;
   }
 };
 
