@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "gguf.hpp"
+#include "ordo/quant_blocks.hpp"
 
 namespace ordo {
 namespace {
@@ -26,32 +27,6 @@ const TypeInfo kTypes[] = {
     {"NVFP4", 64, 0},   {"Q1_0", 128, 0},    {"Q2_0", 64, 0},
 };
 constexpr uint32_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
-
-float half(const unsigned char* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
-// Q8_0: blocks of 32, each an fp16 scale d then 32 int8 q; x = d * q.
-void dequant_q8_0(const unsigned char* src, float* dst, uint64_t n) {
-  for (uint64_t b = 0; b < n / 32; ++b, src += 34, dst += 32) {
-    const float d = half(src);
-    for (int j = 0; j < 32; ++j) dst[j] = d * static_cast<float>(static_cast<int8_t>(src[2 + j]));
-  }
-}
-
-// Q4_0: blocks of 32, each an fp16 scale d then 16 bytes; byte j holds element j in its low nibble
-// and element j + 16 in its high nibble, both offset by 8: x = d * (nibble - 8).
-void dequant_q4_0(const unsigned char* src, float* dst, uint64_t n) {
-  for (uint64_t b = 0; b < n / 32; ++b, src += 18, dst += 32) {
-    const float d = half(src);
-    for (int j = 0; j < 16; ++j) {
-      dst[j] = d * static_cast<float>((src[2 + j] & 0x0F) - 8);
-      dst[j + 16] = d * static_cast<float>((src[2 + j] >> 4) - 8);
-    }
-  }
-}
 
 }  // namespace
 
@@ -86,7 +61,7 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
     case kGgmlQ8_0:
     case kGgmlQ4_0: {
       Tensor out = Tensor::uninitialized(t.shape, DType::F32);
-      (info.type == kGgmlQ8_0 ? dequant_q8_0 : dequant_q4_0)(src, out.f32(), n);
+      (info.type == kGgmlQ8_0 ? dequantize_q8_0 : dequantize_q4_0)(src, static_cast<int64_t>(n), out.f32());
       return out;
     }
     default:
