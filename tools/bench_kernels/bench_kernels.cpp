@@ -66,6 +66,13 @@ ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
       for (int64_t n = 0; n < N; ++n) l.scales.f32()[n] = 1.0f / 127.0f;
       break;
     }
+    case DType::Q8_0:
+    case DType::Q4_0: {
+      ordo::Linear f;
+      f.weight = Tensor::from({N, K}, src);
+      l.weight = ordo::convert_linear(f, dt).weight;
+      break;
+    }
   }
   l.bias = Tensor::zeros({N});
   fill_random(l.bias.f32(), size_t(N), seed + 1);
@@ -74,7 +81,7 @@ ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
 
 // Copies of one weight: enough to exceed kColdBytes when `cold`, else one.
 std::vector<ordo::Linear> make_ring(int64_t N, int64_t K, DType dt, bool cold) {
-  const size_t bytes = size_t(N * K) * ordo::dtype_size(dt);
+  const size_t bytes = size_t(N) * ordo::dtype_row_bytes(dt, K);
   size_t copies = cold ? (kColdBytes + bytes - 1) / bytes : 1;
   if (copies < 1) copies = 1;
   std::vector<ordo::Linear> ring;
@@ -104,7 +111,7 @@ void run(benchmark::State& state, int64_t M, int64_t N, int64_t K, DType dt, boo
     if (++i == ring.size()) i = 0;
   }
   const double flops = 2.0 * double(M) * double(N) * double(K);
-  const double bytes = double(N * K) * double(ordo::dtype_size(dt)) + 4.0 * double(M * K + M * N + N);
+  const double bytes = double(N) * double(ordo::dtype_row_bytes(dt, K)) + 4.0 * double(M * K + M * N + N);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }

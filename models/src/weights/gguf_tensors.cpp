@@ -1,5 +1,5 @@
 // ggml's tensor types (names, block sizes) and a GGUF tensor's bytes turned into an ordo Tensor:
-// F32/F16/BF16 as stored, Q8_0 and Q4_0 dequantised to F32.
+// F32/F16/BF16 as stored, Q8_0 and Q4_0 as engine block tensors or dequantised to F32.
 #include <cstring>
 
 #include "gguf.hpp"
@@ -39,7 +39,7 @@ uint64_t ggml_type_bytes(uint32_t type, uint64_t n) {
   return n / kTypes[type].block * kTypes[type].block_size;
 }
 
-Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
+Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
   Tensor t;
   t.shape.assign(info.dims.rbegin(), info.dims.rend());
   const uint64_t n = static_cast<uint64_t>(t.numel());
@@ -60,6 +60,12 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
     }
     case kGgmlQ8_0:
     case kGgmlQ4_0: {
+      if (keep_blocks && t.ndim() == 2 && t.dim(1) % kQuantBlock == 0) {  // rows of whole blocks, borrowed
+        t.dtype = info.type == kGgmlQ8_0 ? DType::Q8_0 : DType::Q4_0;
+        t.data = const_cast<unsigned char*>(src);  // read-only mapping, as above
+        t.owner = mapping_;
+        return t;
+      }
       Tensor out = Tensor::uninitialized(t.shape, DType::F32);
       (info.type == kGgmlQ8_0 ? dequantize_q8_0 : dequantize_q4_0)(src, static_cast<int64_t>(n), out.f32());
       return out;
