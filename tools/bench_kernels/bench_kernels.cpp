@@ -31,6 +31,7 @@
 #include "attention_kernels.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "ordo/quantize.hpp"
 #include "team.hpp"
 
 namespace {
@@ -132,7 +133,7 @@ std::string shape(int64_t M, int64_t N, int64_t K) {
   return "M=" + std::to_string(M) + "/N=" + std::to_string(N) + "/K=" + std::to_string(K);
 }
 
-const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8};
+const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8, DType::Q8_0, DType::Q4_0};
 const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
 
 // The kernels compared, as Kernel functions.
@@ -173,10 +174,11 @@ void register_batch() {
   for (int64_t M : {2, 4, 6, 8, 12, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
-      for (DType dt : {DType::F32, DType::I8})
+      for (DType dt : {DType::F32, DType::I8, DType::Q8_0, DType::Q4_0})
         reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_onednn);
       reg("batch/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, true, onednn_sgemm);
-      for (DType dt : {DType::F32, DType::I8})  // the same weight every call: the kernels' arithmetic alone
+      for (DType dt : {DType::F32, DType::I8, DType::Q8_0,
+                       DType::Q4_0})  // the same weight every call: the kernels' arithmetic alone
         reg("batch/hot/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, false, linear_onednn);
     }
 }

@@ -148,9 +148,9 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* B = P + b * kStride;
     const int8_t* xb = in.q.data() + m0 * in.K + b * kB;
-    __m512i ia[MX][NZ];
-    for (auto& r : ia)
-      for (auto& v : r) v = _mm512_setzero_si512();
+    __m512i ia[MX][NZ];  // from −c·Σxq: the dot products of the unsigned codes end on the signed sum
+    for (int m = 0; m < MX; ++m)
+      for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);
     if constexpr (Q4) {
       for (int h = 0; h < 4; ++h) {
         __m512i wl[NZ], wh[NZ];
@@ -182,8 +182,7 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
       for (int m = 0; m < MX; ++m) {
         const int64_t mb = (m0 + m) * nb + b;
         const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(in.d[mb]));
-        const __m512i c = _mm512_sub_epi32(ia[m][z], _mm512_set1_epi32(kCorr * in.s[mb]));
-        acc[m][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, acc[m][z]);
+        acc[m][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][z]), s, acc[m][z]);
       }
     }
   }
@@ -222,8 +221,8 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
       const uint8_t* B = P + b * kStride;                                                                           \
       const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                          \
       __m256i ia[MX][NZ];                                                                                           \
-      for (auto& r : ia)                                                                                            \
-        for (auto& v : r) v = _mm256_setzero_si256();                                                               \
+      for (int m = 0; m < MX; ++m)                                                                                  \
+        for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
       if constexpr (Q4) {                                                                                           \
         for (int h = 0; h < 4; ++h) {                                                                               \
           __m256i wl[NZ], wh[NZ];                                                                                   \
@@ -255,8 +254,7 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
         for (int m = 0; m < MX; ++m) {                                                                              \
           const int64_t mb = (m0 + m) * nb + b;                                                                     \
           const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                             \
-          const __m256i c = _mm256_sub_epi32(ia[m][z], _mm256_set1_epi32(kCorr * in.s[mb]));                        \
-          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), s, acc[m][z]);                                         \
+          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][z]), s, acc[m][z]);                                  \
         }                                                                                                           \
       }                                                                                                             \
     }                                                                                                               \
