@@ -190,6 +190,48 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
     for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y + m * ldy + 16 * z, acc[m][z]);
 }
 
+// One row (decode) × NS whole panels P[s] read side by side (outputs y[s]) over blocks [b0, b1):
+// several weight streams in flight keep more of the memory bandwidth busy than one.
+template <bool Q4, int NS>
+ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64_t b0, int64_t b1, float* const* y,
+                            bool first) {
+  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
+  constexpr int32_t kCorr = Q4 ? 8 : 128;
+  constexpr int NZ = 4 * NS;  // slice z: panel z / 4, its 16 rows (z % 4) · 16
+  __m512 acc[NZ];
+  for (int z = 0; z < NZ; ++z) acc[z] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y[z / 4] + 16 * (z % 4));
+  const __m512i lo4 = _mm512_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const int8_t* xb = in.q.data() + b * kB;
+    __m512i ia[NZ];
+    for (auto& v : ia) v = _mm512_set1_epi32(-kCorr * in.s[b]);
+    if constexpr (Q4) {
+      for (int h = 0; h < 4; ++h) {
+        const __m512i xl = _mm512_set1_epi32(load4(xb + 4 * h)), xh = _mm512_set1_epi32(load4(xb + 16 + 4 * h));
+        for (int z = 0; z < NZ; ++z) {
+          const __m512i v = _mm512_loadu_si512(P[z / 4] + b * kStride + h * 4 * kP + (z % 4) * 64);
+          ia[z] = _mm512_dpbusd_epi32(ia[z], _mm512_and_si512(v, lo4), xl);
+          ia[z] = _mm512_dpbusd_epi32(ia[z], _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4), xh);
+        }
+      }
+    } else {
+      for (int g = 0; g < 8; ++g) {
+        const __m512i xv = _mm512_set1_epi32(load4(xb + 4 * g));
+        for (int z = 0; z < NZ; ++z)
+          ia[z] =
+              _mm512_dpbusd_epi32(ia[z], _mm512_loadu_si512(P[z / 4] + b * kStride + g * 4 * kP + (z % 4) * 64), xv);
+      }
+    }
+    const __m512 dx = _mm512_set1_ps(in.d[b]);
+    for (int z = 0; z < NZ; ++z) {
+      const __m512 dw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P[z / 4] + b * kStride + kCodes + (z % 4) * 32)));
+      acc[z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[z]), _mm512_mul_ps(dw, dx), acc[z]);
+    }
+  }
+  for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y[z / 4] + 16 * (z % 4), acc[z]);
+}
+
 // ---- AVX2 and AVX-VNNI (256-bit) ----------------------------------------------------------------------
 
 // Σ over 4-byte groups of u8 codes × s8 activations into int32 lanes: AVX2 has no vpdpbusd, so
@@ -402,7 +444,16 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
                   float* out, int64_t ldo) {
   const bool q4 = w.dtype == DType::Q4_0;
   const int64_t nb = w.K / kB;
-  for (int64_t p = p0; p < p1; ++p) {
+  int64_t p = p0;
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (isa == BlockIsa::Avx512Vnni && M == 1)  // decode: two panels' streams at once
+    for (; p + 2 <= p1; p += 2) {
+      const uint8_t* P[2] = {static_cast<const uint8_t*>(w.panel(p)), static_cast<const uint8_t*>(w.panel(p + 1))};
+      float* y[2] = {out + (p - p0) * kP, out + (p + 1 - p0) * kP};
+      (q4 ? decode_512<true, 2> : decode_512<false, 2>)(in, P, 0, nb, y, true);
+    }
+#endif
+  for (; p < p1; ++p) {
     const auto* P = static_cast<const uint8_t*>(w.panel(p));
     float* y = out + (p - p0) * kP;
     for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
