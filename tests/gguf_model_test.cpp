@@ -211,6 +211,27 @@ TEST(GgufCli, RunAndTokenizeTakeAGgufFile) {
   EXPECT_NE(r.out.find(want.substr(1, want.size() - 2)), std::string::npos) << r.out;
 }
 
+// `ordo run` on the Q8_0 / Q4_0 files (block kernels) prints llama.cpp's greedy ids; `inspect` lists
+// their block tensors; `--dtype q4_0` on the F32 file quantizes at load.
+TEST(GgufCli, RunAndInspectTakeQuantizedFiles) {
+  const std::string ids = reference()["f32"][0]["prompt"].dump();
+  for (const std::string type : {"q8_0", "q4_0"}) {
+    const std::string m = ordo::test::shell_quote(file(type));
+    const ordo::test::CliResult r = ordo::test::run_cli("run -m " + m + " --ids " + ids.substr(1, ids.size() - 2) +
+                                                        " -n 24 --temp 0 --print-ids -q");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = reference()[type][0]["greedy"].dump();
+    EXPECT_NE(r.out.find(want.substr(1, want.size() - 2)), std::string::npos) << type << ": " << r.out;
+    const ordo::test::CliResult i = ordo::test::run_cli("inspect -m " + m);
+    EXPECT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find(type == "q8_0" ? " Q8_0 " : " Q4_0 "), std::string::npos) << i.out;
+  }
+  const ordo::test::CliResult q = ordo::test::run_cli("run -m " + ordo::test::shell_quote(file("f32")) +
+                                                      " --dtype q4_0 -p 'Once upon a time' -n 8 --temp 0 -q");
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_FALSE(q.out.empty());
+}
+
 TEST(GgufModelErrors, TypesOrdoDoesNotReadAreNamedAtLoad) {
   // The F32 fixture with blk.0.attn_q.weight's type changed to Q5_0 (its bytes then fit the file).
   std::ifstream in(file("f32"), std::ios::binary);

@@ -158,6 +158,9 @@ void convert_weights(ModelSpec& spec, DType to, const WeightDone& on_done, bool 
   std::map<const void*, Linear> done;
   spec.for_each_linear([&](Linear& l) {
     if (!l.present() || l.weight.dtype == to || (keep_blocks && is_block_dtype(l.weight.dtype))) return;
+    // Blocks need whole 32-column rows: a narrower weight keeps its dtype, as llama.cpp's quantizer
+    // leaves such tensors unquantized.
+    if (is_block_dtype(to) && l.weight.ndim() == 2 && l.weight.dim(1) % kQuantBlock != 0) return;
     auto it = done.find(l.weight.data);
     if (it != done.end()) {
       Tensor bias = l.bias;

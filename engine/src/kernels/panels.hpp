@@ -40,7 +40,8 @@ namespace detail {
 
 // The instruction set the panel kernels use on this CPU: "avx512-vnni", "avx512", "avx2" or
 // "scalar". ORDO_MAX_ISA=avx2 keeps them to AVX2 on an AVX-512 machine, ORDO_MAX_ISA=avx512 to
-// AVX-512 without VNNI (to test every path).
+// AVX-512 without VNNI (to test every path); ORDO_MAX_ISA=avx-vnni runs them as AVX2 (and the block
+// kernels on AVX-VNNI).
 const char* panel_isa();
 
 // The panels of W [N, K] (any dtype; I8 scales stay on the Linear).
