@@ -394,16 +394,22 @@ void pack_block_panel(const Tensor& W, int64_t p, uint8_t* dst) {
   }
 }
 
-void quantize_blocks(const float* x, int64_t M, int64_t K, BlockInput& in) {
+void BlockInput::resize(int64_t M, int64_t k) {
+  K = k;
+  q.resize(static_cast<size_t>(M * K));
+  d.resize(static_cast<size_t>(M * (K / kB)));
+  s.resize(static_cast<size_t>(M * (K / kB)));
+}
+
+void BlockInput::quantize_row(const float* x, int64_t m) {
   const int64_t nb = K / kB;
-  in.K = K;
-  in.q.resize(static_cast<size_t>(M * K));
-  in.d.resize(static_cast<size_t>(M * nb));
-  in.s.resize(static_cast<size_t>(M * nb));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t b = 0; b < nb; ++b)
-      quantize_block(x + m * K + b * kB, in.q.data() + m * K + b * kB, in.d.data() + m * nb + b,
-                     in.s.data() + m * nb + b);
+  for (int64_t b = 0; b < nb; ++b)
+    quantize_block(x + m * K + b * kB, q.data() + m * K + b * kB, d.data() + m * nb + b, s.data() + m * nb + b);
+}
+
+void quantize_blocks(const float* x, int64_t M, int64_t K, BlockInput& in) {
+  in.resize(M, K);
+  for (int64_t m = 0; m < M; ++m) in.quantize_row(x, m);
 }
 
 const char* block_isa_name(BlockIsa isa) {

@@ -647,7 +647,11 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
   thread_local FixedInput fixed;
   thread_local BlockInput block_input;
   if (any_i8) fix_input(x, M, K, fixed);
-  if (any_blocks) quantize_blocks(x, M, K, block_input);
+  if (any_blocks) {  // a prompt's rows over the threads (each row's blocks as quantize_blocks would)
+    block_input.resize(M, K);
+    BlockInput* bi = &block_input;
+    parallel_items(M, M > 1 && M * K >= (int64_t(1) << 16), [&](int64_t m) { bi->quantize_row(x, m); });
+  }
   const FixedInput* fx = &fixed;
   const BlockInput* bx = &block_input;
   // Items of a few panels (~256 KB of weights, at least the 4 panels one row reads at once),

@@ -61,6 +61,8 @@ struct BlockInput {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> s;
+  void resize(int64_t M, int64_t K);             // room for M rows of K
+  void quantize_row(const float* x, int64_t m);  // row m of x [M, K] (after resize)
 };
 void quantize_blocks(const float* x, int64_t M, int64_t K, BlockInput& in);
 
