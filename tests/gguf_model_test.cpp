@@ -152,6 +152,9 @@ TEST(GgufModel, QuantizedLinearsLoadAsBlocks) {
     EXPECT_GT(d, 0.0) << "the block kernels did not run";
     EXPECT_LT(d, 0.05 * m);
   }
+  ModelOptions kv;
+  kv.kv_dtype = ordo::DType::Q8_0;  // a weight format, not a KV cache one
+  EXPECT_THROW(load(file("q8_0"), kv), ordo::Error);
 }
 
 // Every override of the position settings gives the GGUF model the logits it gives the

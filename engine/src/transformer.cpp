@@ -73,7 +73,7 @@ Transformer::Transformer(ModelSpec spec, Backend backend)
 }
 
 void Transformer::set_kv_dtype(DType dtype) {
-  if (dtype == DType::BF16)
+  if (dtype == DType::BF16 || is_block_dtype(dtype))
     throw Error(std::string("KV cache dtype must be f32, f16 or int8, not ") + weight_dtype_name(dtype));
   kv_dtype_ = dtype;
 }
