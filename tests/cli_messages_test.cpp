@@ -82,7 +82,7 @@ TEST(CliMessages, MisspellingsSuggestTheNearestCommandOrFlag) {
   expect_error("run -p x --top_k=3", 2, "ordo run: unknown flag --top_k (did you mean --top-k?); see ordo run --help");
   expect_error("embed x --pooling maen", 2,
                "--pooling: 'maen' is not one of mean, cls, last, pooler (did you mean mean?)");
-  expect_error("run -p x --dtype f8", 2, "--dtype: 'f8' is not one of f32, f16, bf16, int8");
+  expect_error("run -p x --dtype f8", 2, "--dtype: 'f8' is not one of f32, f16, bf16, int8, q8_0, q4_0");
   expect_error("ppl --text " + shell_quote(kText) + " --ctx-length 64", 2,
                "ordo ppl: unknown flag --ctx-length (did you mean --ctx-lengths?); see ordo ppl --help");
   expect_error("tokenize hello world", 2,

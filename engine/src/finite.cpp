@@ -47,14 +47,16 @@ int64_t first_nonfinite(const Tensor& t) {
     case DType::F32: return first_of<uint32_t, 0x7f800000u>(t.data, t.numel());
     case DType::F16: return first_of<uint16_t, 0x7c00u>(t.data, t.numel());
     case DType::BF16: return first_of<uint16_t, 0x7f80u>(t.data, t.numel());
-    case DType::I8: return -1;
+    case DType::I8:
+    case DType::Q8_0:
+    case DType::Q4_0: return -1;
   }
   return -1;
 }
 
 int64_t count_nonfinite(const Tensor& t) {
   int64_t n = 0;
-  if (t.empty() || t.dtype == DType::I8) return 0;
+  if (t.empty() || t.dtype == DType::I8 || is_block_dtype(t.dtype)) return 0;
   for (int64_t i = 0, e = t.numel(); i < e; ++i) n += std::isfinite(element_as_f32(t, i)) ? 0 : 1;
   return n;
 }
@@ -69,6 +71,8 @@ float element_as_f32(const Tensor& t, int64_t i) {
       return t.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
     }
     case DType::I8: return static_cast<float>(static_cast<const int8_t*>(t.data)[i]);
+    case DType::Q8_0:
+    case DType::Q4_0: throw Error(std::string("element_as_f32: ") + dtype_name(t.dtype) + " is read a block at a time");
   }
   return 0.0f;
 }

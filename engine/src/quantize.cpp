@@ -1,4 +1,4 @@
-// Weight dtype conversion (F32/F16/BF16/I8 per-row symmetric).
+// Weight dtype conversion (F32/F16/BF16/I8 per-row symmetric/Q8_0/Q4_0 blocks).
 #include "ordo/quantize.hpp"
 
 #include <omp.h>
@@ -15,6 +15,7 @@
 #include "kernels/gemm_backend.hpp"
 #include "kernels/panels.hpp"
 #include "kernels/parallel_errors.hpp"
+#include "ordo/quant_blocks.hpp"
 
 namespace ordo {
 
@@ -25,7 +26,9 @@ DType parse_weight_dtype(const std::string& name) {
   if (s == "f16" || s == "float16" || s == "fp16") return DType::F16;
   if (s == "bf16" || s == "bfloat16") return DType::BF16;
   if (s == "int8" || s == "i8" || s == "q8") return DType::I8;
-  throw Error("unknown weight dtype '" + name + "' (valid: f32, f16, bf16, int8)");
+  if (s == "q8_0") return DType::Q8_0;
+  if (s == "q4_0") return DType::Q4_0;
+  throw Error("unknown weight dtype '" + name + "' (valid: f32, f16, bf16, int8, q8_0, q4_0)");
 }
 
 const char* weight_dtype_name(DType t) {
@@ -34,6 +37,8 @@ const char* weight_dtype_name(DType t) {
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
     case DType::I8: return "int8";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
   }
   return "?";
 }
@@ -59,6 +64,12 @@ void row_f32(const Tensor& w, const float* scales, int64_t r, float* dst) {
       const auto* p = static_cast<const int8_t*>(w.data) + r * K;
       const float s = scales[r];
       for (int64_t k = 0; k < K; ++k) dst[k] = static_cast<float>(p[k]) * s;
+      return;
+    }
+    case DType::Q8_0:
+    case DType::Q4_0: {
+      const auto* p = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * dtype_row_bytes(w.dtype, K);
+      (w.dtype == DType::Q8_0 ? dequantize_q8_0 : dequantize_q4_0)(p, K, dst);
       return;
     }
   }
@@ -89,6 +100,9 @@ Linear convert_linear(const Linear& l, DType to) {
   if (w.dtype == DType::I8 && (l.scales.empty() || l.scales.numel() != w.dim(0)))
     throw Error("convert_linear: I8 weight " + w.shape_str() + " without matching scales");
   const int64_t N = w.dim(0), K = w.dim(1);
+  if (is_block_dtype(to) && K % kQuantBlock != 0)
+    throw Error(std::string("convert_linear: a ") + weight_dtype_name(to) +
+                " weight needs a multiple of 32 columns, got " + w.shape_str());
   const float* in_scales = w.dtype == DType::I8 ? l.scales.f32() : nullptr;
   Linear out;
   out.bias = l.bias;
@@ -116,6 +130,12 @@ Linear convert_linear(const Linear& l, DType to) {
           case DType::I8:
             quantize_row(row.data(), K, static_cast<int8_t*>(out.weight.data) + r * K, out.scales.f32() + r);
             break;
+          case DType::Q8_0:
+          case DType::Q4_0: {
+            auto* d = static_cast<uint8_t*>(out.weight.data) + static_cast<size_t>(r) * dtype_row_bytes(to, K);
+            (to == DType::Q8_0 ? quantize_q8_0 : quantize_q4_0)(row.data(), K, d);
+            break;
+          }
         }
       });
   }
@@ -132,12 +152,15 @@ int64_t linear_bytes(const Linear& l) {
 
 }  // namespace
 
-void convert_weights(ModelSpec& spec, DType to, const WeightDone& on_done) {
+void convert_weights(ModelSpec& spec, DType to, const WeightDone& on_done, bool keep_blocks) {
   // Original weight data → converted layer (shared weights). A source is compared by address only
   // while it is alive: all sources exist before the loop, so a freed one's address is never another's.
   std::map<const void*, Linear> done;
   spec.for_each_linear([&](Linear& l) {
-    if (!l.present() || l.weight.dtype == to) return;
+    if (!l.present() || l.weight.dtype == to || (keep_blocks && is_block_dtype(l.weight.dtype))) return;
+    // Blocks need whole 32-column rows: a narrower weight keeps its dtype, as llama.cpp's quantizer
+    // leaves such tensors unquantized.
+    if (is_block_dtype(to) && l.weight.ndim() == 2 && l.weight.dim(1) % kQuantBlock != 0) return;
     auto it = done.find(l.weight.data);
     if (it != done.end()) {
       Tensor bias = l.bias;

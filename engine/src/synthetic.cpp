@@ -89,12 +89,15 @@ void fill_uniform(Tensor& t, float a, uint64_t seed) {
         case DType::F16: static_cast<uint16_t*>(t.data)[i] = f32_to_f16(u * a); break;
         case DType::BF16: static_cast<uint16_t*>(t.data)[i] = f32_to_bf16(u * a); break;
         case DType::I8: static_cast<int8_t*>(t.data)[i] = static_cast<int8_t>(std::nearbyint(u * 127.0f)); break;
+        case DType::Q8_0:
+        case DType::Q4_0: break;  // not reached: random_linear fills F32 and quantizes
       }
     }
   }
 }
 
 Linear random_linear(int64_t out, int64_t in, DType dt, uint64_t seed) {
+  if (is_block_dtype(dt)) return convert_linear(random_linear(out, in, DType::F32, seed), dt);  // llama.cpp's rounding
   Linear l;
   l.weight = Tensor::zeros({out, in}, dt);
   const float a = 1.0f / std::sqrt(static_cast<float>(in));

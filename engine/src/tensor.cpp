@@ -2,6 +2,7 @@
 #include "ordo/tensor.hpp"
 
 #include "ordo/input.hpp"
+#include "ordo/quant_blocks.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,8 @@ const char* dtype_name(DType t) {
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
     case DType::I8: return "I8";
+    case DType::Q8_0: return "Q8_0";
+    case DType::Q4_0: return "Q4_0";
   }
   return "?";
 }
@@ -25,8 +28,27 @@ size_t dtype_size(DType t) {
     case DType::F16:
     case DType::BF16: return 2;
     case DType::I8: return 1;
+    case DType::Q8_0:
+    case DType::Q4_0:
+      throw Error(std::string("dtype_size: ") + dtype_name(t) +
+                  " is stored in blocks of 32 elements; its size is per row");
   }
   return 0;
+}
+
+bool is_block_dtype(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+
+size_t dtype_row_bytes(DType t, int64_t cols) {
+  if (t == DType::Q8_0) return q8_0_bytes(cols);
+  if (t == DType::Q4_0) return q4_0_bytes(cols);
+  return static_cast<size_t>(cols) * dtype_size(t);
+}
+
+size_t Tensor::nbytes() const {
+  if (!is_block_dtype(dtype)) return static_cast<size_t>(numel()) * dtype_size(dtype);
+  if (shape.empty()) throw Error(std::string("a ") + dtype_name(dtype) + " tensor needs rows of blocks, got a scalar");
+  const int64_t cols = shape.back();
+  return static_cast<size_t>(cols ? numel() / cols : 0) * dtype_row_bytes(dtype, cols);
 }
 
 int64_t Tensor::numel() const {
@@ -75,9 +97,9 @@ Tensor Tensor::rows(int64_t row_begin, int64_t row_end) const {
     throw Error("Tensor::rows: range [" + std::to_string(row_begin) + ", " + std::to_string(row_end) + ") outside " +
                 shape_str());
   Tensor v = *this;
-  int64_t row_elems = shape[0] ? numel() / shape[0] : 0;
+  const size_t row_bytes = shape[0] ? nbytes() / static_cast<size_t>(shape[0]) : 0;
   v.shape[0] = row_end - row_begin;
-  v.data = static_cast<char*>(data) + row_begin * row_elems * dtype_size(dtype);
+  v.data = static_cast<char*>(data) + static_cast<size_t>(row_begin) * row_bytes;
   return v;
 }
 
@@ -99,6 +121,8 @@ Tensor Tensor::to_f32() const {
       break;
     }
     case DType::I8: throw Error("to_f32: I8 tensors need their scales to dequantize");
+    case DType::Q8_0: dequantize_q8_0(static_cast<const uint8_t*>(data), n, dst); break;
+    case DType::Q4_0: dequantize_q4_0(static_cast<const uint8_t*>(data), n, dst); break;
   }
   return out;
 }

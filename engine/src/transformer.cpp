@@ -37,6 +37,8 @@ void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
       return;
     }
     case DType::I8: throw Error("embedding tables cannot be stored as I8");
+    case DType::Q8_0:
+    case DType::Q4_0: throw Error(std::string("embedding tables cannot be stored as ") + dtype_name(table.dtype));
   }
 }
 
@@ -71,7 +73,7 @@ Transformer::Transformer(ModelSpec spec, Backend backend)
 }
 
 void Transformer::set_kv_dtype(DType dtype) {
-  if (dtype == DType::BF16)
+  if (dtype == DType::BF16 || is_block_dtype(dtype))
     throw Error(std::string("KV cache dtype must be f32, f16 or int8, not ") + weight_dtype_name(dtype));
   kv_dtype_ = dtype;
 }

@@ -62,6 +62,7 @@ Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, i
     *scales = get(name + ".scales", {out});
     return t;  // int8: no alignment needed
   }
+  if (is_block_dtype(t.dtype)) return t;  // Q8_0 / Q4_0 (GGUF): packed into panels, read at any address
   if (reinterpret_cast<uintptr_t>(t.data) % 2 == 0) return t;  // F16/BF16 borrowed from the mapping
   Tensor c = Tensor::zeros(t.shape, t.dtype);
   std::memcpy(c.data, t.data, t.nbytes());

@@ -120,7 +120,9 @@ Loaded load_gguf(const std::string& path) {
                         ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0 and Q4_0)";
       continue;
     }
-    Tensor x = g.tensor(ti);
+    // Q8_0 / Q4_0 stay blocks (the family's linear weights run on the block kernels; what it reads
+    // as floats, embeddings for one, it dequantises).
+    Tensor x = g.tensor(ti, true);
     const bool q = hf.find("q_proj.weight") != std::string::npos, k = hf.find("k_proj.weight") != std::string::npos;
     if (arch == "llama" && (q || k) && x.ndim() == 2)
       x = unpermute_rows(x, cfg.at(q ? "num_attention_heads" : "num_key_value_heads").get<int64_t>(), path, ti.name);

@@ -118,7 +118,8 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
     check.check_source(source);
     file_pages.release(source);
   };
-  convert_weights(spec, dtype, release);
+  // Without --dtype, a GGUF file's Q8_0 / Q4_0 layers run as stored (as llama.cpp runs them).
+  convert_weights(spec, dtype, release, !opts.dtype);
   pack_panels(spec, release);
   check.finish();
   impl->load_warnings = std::move(check.warnings);

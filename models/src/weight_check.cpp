@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ordo/finite.hpp"
+#include "ordo/quantize.hpp"
 
 namespace ordo {
 namespace {
@@ -32,6 +33,7 @@ int64_t first_unconvertible(const Linear& lin, DType to, float* value) {
   const int64_t n = w.numel();
   const int64_t K = w.ndim() == 2 ? w.dim(1) : n;
   int64_t from = 0;
+  if (is_block_dtype(w.dtype)) return -1;  // fp16 scales times small integers
   if (w.dtype == DType::F32 && to == DType::F16) {
     // The common case (an F32 checkpoint loaded as f16): branch-free blocks, then the exact element.
     const auto* u = static_cast<const uint32_t*>(w.data);
@@ -43,7 +45,7 @@ int64_t first_unconvertible(const Linear& lin, DType to, float* value) {
       if (bad) break;
     }
     if (from >= n) return -1;
-  } else if (to == DType::I8 && w.dtype != DType::I8) {
+  } else if ((to == DType::I8 || is_block_dtype(to)) && w.dtype != DType::I8) {
     from = first_nonfinite(w);
     if (from < 0) return -1;
   }
@@ -78,8 +80,8 @@ void WeightCheck::check_tensor(const std::string& name) {
   const std::string what = where(w, name) + " holds " + value_str(element_as_f32(t, i)) + " at " +
                            index_str(t.shape, i) + " (" + std::to_string(count_nonfinite(t)) + " of its " +
                            std::to_string(t.numel()) + " values are not finite)";
-  if (target_ == DType::I8 && linear_data_.count(t.data))
-    throw Error(what + ": int8 quantization cannot represent a value that is not finite");
+  if ((target_ == DType::I8 || is_block_dtype(target_)) && linear_data_.count(t.data))
+    throw Error(what + ": " + weight_dtype_name(target_) + " quantization cannot represent a value that is not finite");
   if (!allow_)
     throw Error(what +
                 ": the weights are corrupt (allow_nonfinite, --allow-nonfinite on the command line, "
@@ -96,7 +98,7 @@ void WeightCheck::check_now(bool defer_linears) {
   if (!defer_linears) {
     // Non-finite values in a weight the family split or transposed (its source is checked above,
     // but int8 must refuse them even when allowed).
-    if (target_ == DType::I8 && !warnings.empty()) check_linears();
+    if ((target_ == DType::I8 || is_block_dtype(target_)) && !warnings.empty()) check_linears();
   }
   if (target_ == DType::F16) check_linears();  // conversion would overflow past its range
 }

@@ -31,6 +31,7 @@
 #include "attention_kernels.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "ordo/quantize.hpp"
 #include "team.hpp"
 
 namespace {
@@ -66,6 +67,13 @@ ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
       for (int64_t n = 0; n < N; ++n) l.scales.f32()[n] = 1.0f / 127.0f;
       break;
     }
+    case DType::Q8_0:
+    case DType::Q4_0: {
+      ordo::Linear f;
+      f.weight = Tensor::from({N, K}, src);
+      l.weight = ordo::convert_linear(f, dt).weight;
+      break;
+    }
   }
   l.bias = Tensor::zeros({N});
   fill_random(l.bias.f32(), size_t(N), seed + 1);
@@ -74,7 +82,7 @@ ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
 
 // Copies of one weight: enough to exceed kColdBytes when `cold`, else one.
 std::vector<ordo::Linear> make_ring(int64_t N, int64_t K, DType dt, bool cold) {
-  const size_t bytes = size_t(N * K) * ordo::dtype_size(dt);
+  const size_t bytes = size_t(N) * ordo::dtype_row_bytes(dt, K);
   size_t copies = cold ? (kColdBytes + bytes - 1) / bytes : 1;
   if (copies < 1) copies = 1;
   std::vector<ordo::Linear> ring;
@@ -104,7 +112,7 @@ void run(benchmark::State& state, int64_t M, int64_t N, int64_t K, DType dt, boo
     if (++i == ring.size()) i = 0;
   }
   const double flops = 2.0 * double(M) * double(N) * double(K);
-  const double bytes = double(N * K) * double(ordo::dtype_size(dt)) + 4.0 * double(M * K + M * N + N);
+  const double bytes = double(N) * double(ordo::dtype_row_bytes(dt, K)) + 4.0 * double(M * K + M * N + N);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -125,7 +133,7 @@ std::string shape(int64_t M, int64_t N, int64_t K) {
   return "M=" + std::to_string(M) + "/N=" + std::to_string(N) + "/K=" + std::to_string(K);
 }
 
-const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8};
+const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8, DType::Q8_0, DType::Q4_0};
 const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
 
 // The kernels compared, as Kernel functions.
@@ -166,10 +174,11 @@ void register_batch() {
   for (int64_t M : {2, 4, 6, 8, 12, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
-      for (DType dt : {DType::F32, DType::I8})
+      for (DType dt : {DType::F32, DType::I8, DType::Q8_0, DType::Q4_0})
         reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_onednn);
       reg("batch/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, true, onednn_sgemm);
-      for (DType dt : {DType::F32, DType::I8})  // the same weight every call: the kernels' arithmetic alone
+      for (DType dt : {DType::F32, DType::I8, DType::Q8_0,
+                       DType::Q4_0})  // the same weight every call: the kernels' arithmetic alone
         reg("batch/hot/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, false, linear_onednn);
     }
 }

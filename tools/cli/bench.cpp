@@ -83,7 +83,7 @@ struct BenchCommand : Command {
                   "Random-weight Llama-shaped model: 110m, 1b or DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB (default: 110m)")
         ->excludes(m);
     c->add_option("--backend", backends, "GEMM backends, comma-separated")->capture_default_str();
-    c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8")
+    c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8, q8_0, q4_0")
         ->capture_default_str();
     c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32, f16 or int8")
         ->capture_default_str()

@@ -33,8 +33,8 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("-c,--ctx-size", max_context,
                   "Context size: most positions a sequence may hold (default: 16x the trained length)");
   add_alias(app, "--max-context", max_context, "-c/--ctx-size");
-  app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16 or int8 (converted at load)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}, CLI::ignore_case));
+  app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16, int8, q8_0 or q4_0 (converted at load)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8", "q8_0", "q4_0"}, CLI::ignore_case));
   app->add_option("--kv-dtype", kv_dtype,
                   "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits)")
       ->capture_default_str()

@@ -14,10 +14,12 @@
 
 namespace ordo {
 
-// "f32" / "f16" / "bf16" / "int8" (also "i8", "float32", "float16", "bfloat16"; case-insensitive).
+// "f32" / "f16" / "bf16" / "int8" / "q8_0" / "q4_0" (also "i8", "float32", "float16", "bfloat16";
+// case-insensitive). q8_0 / q4_0 are llama.cpp's 32-element blocks (ordo/quant_blocks.hpp), run by
+// W8A8 / W4A8 kernels (activations quantized to int8 per 32-element block, as llama.cpp does).
 // Throws Error naming the value otherwise.
 DType parse_weight_dtype(const std::string& name);
-// "f32", "f16", "bf16", "int8": the spelling parse_weight_dtype accepts and the CLI prints.
+// "f32", "f16", "bf16", "int8", "q8_0", "q4_0": the spelling parse_weight_dtype accepts and the CLI prints.
 const char* weight_dtype_name(DType t);
 
 // The linear layer with its weight stored as `to` (bias unchanged). I8 → F32/F16/BF16 dequantises
@@ -34,7 +36,10 @@ using WeightDone = std::function<void(const Tensor& source)>;
 // and biases stay as they are; a head tied to tok_embed gets its own converted copy and tok_embed
 // is left alone. A source held by this spec alone is freed as soon as it is converted; `done` sees
 // every source converted. A weight whose values pack_panels released cannot be converted (Error).
-void convert_weights(ModelSpec& spec, DType to, const WeightDone& done = {});
+// keep_blocks: Q8_0 / Q4_0 weights stay as they are (a GGUF file's quantized layers, run as stored).
+// To Q8_0 / Q4_0, a weight whose input width is not a multiple of 32 keeps its dtype (llama.cpp's
+// quantizer leaves such tensors unquantized too); convert_linear refuses it.
+void convert_weights(ModelSpec& spec, DType to, const WeightDone& done = {}, bool keep_blocks = false);
 
 // pack_panels() on every Linear of the spec that has no panels yet, once per distinct weight
 // (shared weights share the copy). Returns the bytes of panel copies made. Transformer does this

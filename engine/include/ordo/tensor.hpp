@@ -11,10 +11,16 @@
 
 namespace ordo {
 
-enum class DType { F32, F16, BF16, I8 };
+// Q8_0 / Q4_0: llama.cpp's blocks of 32 elements (ordo/quant_blocks.hpp), for 2-D linear weights
+// [N, K] with K a multiple of 32, each row K / 32 blocks.
+enum class DType { F32, F16, BF16, I8, Q8_0, Q4_0 };
 
 const char* dtype_name(DType t);
+// Bytes per element; an Error for the block types, whose size is per row (dtype_row_bytes).
 size_t dtype_size(DType t);
+bool is_block_dtype(DType t);
+// Bytes of `cols` consecutive elements of one row (block types: cols % 32 == 0, else Error).
+size_t dtype_row_bytes(DType t, int64_t cols);
 
 // Thrown for every user-facing failure (bad file, bad config, bad token id, ...).
 // The message names the file, field or token at fault.
@@ -31,7 +37,8 @@ struct Tensor {
 
   bool empty() const { return data == nullptr; }
   int64_t numel() const;
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  // Rows of the last dimension times their bytes (dtype_row_bytes).
+  size_t nbytes() const;
   int64_t dim(int i) const { return shape.at(i < 0 ? shape.size() + i : i); }
   int ndim() const { return static_cast<int>(shape.size()); }
   std::string shape_str() const;
@@ -47,7 +54,7 @@ struct Tensor {
   static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);
   // A view that shares `owner` with this tensor: rows [row_begin, row_end) of dim 0.
   Tensor rows(int64_t row_begin, int64_t row_end) const;
-  // An owned F32 copy (converting F16/BF16). Throws for I8.
+  // An owned F32 copy (converting F16/BF16, dequantising Q8_0/Q4_0). Throws for I8.
   Tensor to_f32() const;
 };
 

@@ -17,6 +17,7 @@
 #include "big_alloc.hpp"
 #include "fixed_point.hpp"
 #include "gemm_backend.hpp"
+#include "ordo/quant_blocks.hpp"
 #include "panels.hpp"
 #include "simd.hpp"
 #include "team.hpp"
@@ -51,7 +52,7 @@ constexpr int64_t kI8PairsPerBlock = 256;
 
 #if defined(ORDO_SIMD) && defined(__x86_64__)
 bool cpu_avx512() {
-  static const bool yes = !max_isa_is("avx2") && __builtin_cpu_supports("avx512f") &&
+  static const bool yes = !max_isa_is("avx2") && !max_isa_is("avx-vnni") && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl");
   return yes;
@@ -522,8 +523,8 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
 
 // Panels [p0, p1) of one job for every row: raw sums into a per-thread buffer, then scales, the
 // I8 step, bias, and the columns that exist copied to y.
-void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int64_t M, int64_t K,
-                const FixedInput& fx) {
+void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int64_t M, int64_t K, const FixedInput& fx,
+                const BlockInput& bx) {
   const PanelWeight& w = *jb.w;
   const int64_t cols = (p1 - p0) * kP;
   thread_local std::vector<float> buf;
@@ -550,6 +551,8 @@ void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int6
       }
       break;
     }
+    case DType::Q8_0:
+    case DType::Q4_0: block_panels(block_isa(), bx, M, w, p0, p1, out, cols); break;
   }
   const bool i8 = w.dtype == DType::I8;
   const int64_t n0 = p0 * kP, n1 = std::min(w.N, p1 * kP);
@@ -599,7 +602,13 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
   pw->K = W.dim(1);
   pw->Kp = W.dtype == DType::I8 ? (pw->K + 1) / 2 * 2 : pw->K;
   pw->panels = (pw->N + kP - 1) / kP;
-  const size_t bytes = static_cast<size_t>(pw->panels * pw->panel_elems()) * dtype_size(W.dtype);
+  const bool blocks = is_block_dtype(W.dtype);
+  if (blocks && pw->K % kQuantBlock != 0)
+    throw Error(std::string("panels: a ") + dtype_name(W.dtype) + " weight needs a multiple of 32 columns, got " +
+                W.shape_str());
+  pw->panel_bytes = blocks ? pw->K / kQuantBlock * block_stride(W.dtype)
+                           : pw->panel_elems() * static_cast<int64_t>(dtype_size(W.dtype));
+  const size_t bytes = static_cast<size_t>(pw->panels * pw->panel_bytes);
   pw->data = alloc_streamed(bytes, "a " + W.shape_str() + " weight's panels");
   void* mem = pw->data.get();
   std::memset(mem, 0, bytes);
@@ -618,23 +627,33 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
       case DType::I8:
         pack_rows(static_cast<const int8_t*>(W.data), N, K, Kp, true, static_cast<int8_t*>(mem), p);
         break;
+      case DType::Q8_0:
+      case DType::Q4_0: pack_block_panel(W, p, static_cast<uint8_t*>(mem) + p * pw->panel_bytes); break;
     }
   }
   return pw;
 }
 
 void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, size_t n_jobs) {
-  bool any_i8 = false;
+  bool any_i8 = false, any_blocks = false;
   int64_t elems = 0;
   for (size_t j = 0; j < n_jobs; ++j) {  // shapes checked by linear()'s view_linear
     any_i8 = any_i8 || jobs[j].w->dtype == DType::I8;
+    any_blocks = any_blocks || is_block_dtype(jobs[j].w->dtype);
     elems += jobs[j].w->N * K;
   }
   // The caller's copy, read by every thread through this pointer (a thread_local named inside the
   // lambda would be each thread's own).
   thread_local FixedInput fixed;
+  thread_local BlockInput block_input;
   if (any_i8) fix_input(x, M, K, fixed);
+  if (any_blocks) {  // a prompt's rows over the threads (each row's blocks as quantize_blocks would)
+    block_input.resize(M, K);
+    BlockInput* bi = &block_input;
+    parallel_items(M, M > 1 && M * K >= (int64_t(1) << 16), [&](int64_t m) { bi->quantize_row(x, m); });
+  }
   const FixedInput* fx = &fixed;
+  const BlockInput* bx = &block_input;
   // Items of a few panels (~256 KB of weights, at least the 4 panels one row reads at once),
   // taken dynamically by the threads (one woken late still finds work).
   const int64_t threads = ensure_threads();
@@ -642,8 +661,7 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
   first_item[0] = 0;
   for (size_t j = 0; j < n_jobs; ++j) {
     const PanelWeight& w = *jobs[j].w;
-    const int64_t panel_bytes = w.panel_elems() * static_cast<int64_t>(dtype_size(w.dtype));
-    const int64_t want = std::max<int64_t>(1, (int64_t(256) << 10) / panel_bytes);
+    const int64_t want = std::max<int64_t>(1, (int64_t(256) << 10) / std::max<int64_t>(1, w.panel_bytes));
     // Chunked rows (see float_panels) request the next chunk across panel ends: runs of panels
     // as long as two items per thread allow.
     const bool chunked = chunked_rows(M);
@@ -657,7 +675,7 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
     size_t j = 0;
     while (it >= first_item[j + 1]) ++j;
     const int64_t p0 = (it - first_item[j]) * per_item[j];
-    job_panels(jobs[j], p0, std::min(jobs[j].w->panels, p0 + per_item[j]), x, M, K, *fx);
+    job_panels(jobs[j], p0, std::min(jobs[j].w->panels, p0 + per_item[j]), x, M, K, *fx, *bx);
   });
 }
 

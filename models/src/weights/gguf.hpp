@@ -97,8 +97,10 @@ class GgufFile {
 
   // The tensor's values as a Tensor of shape dims reversed (outermost first, as PyTorch's): F32,
   // F16 and BF16 point into the mapping (copied when misaligned for their type), Q8_0 and Q4_0
-  // dequantised into an owned F32 tensor. Any other type: an Error naming the tensor and its type.
-  Tensor tensor(const GgufTensorInfo& info) const;
+  // dequantised into an owned F32 tensor, or with keep_blocks a 2-D one of rows of whole blocks as
+  // an engine Q8_0 / Q4_0 tensor pointing into the mapping. Any other type: an Error naming the
+  // tensor and its type.
+  Tensor tensor(const GgufTensorInfo& info, bool keep_blocks = false) const;
   const std::shared_ptr<void>& mapping() const { return mapping_; }
   std::pair<const unsigned char*, size_t> mapped_bytes() const { return {base_, size_}; }
 

@@ -1,8 +1,9 @@
 // ggml's tensor types (names, block sizes) and a GGUF tensor's bytes turned into an ordo Tensor:
-// F32/F16/BF16 as stored, Q8_0 and Q4_0 dequantised to F32.
+// F32/F16/BF16 as stored, Q8_0 and Q4_0 as engine block tensors or dequantised to F32.
 #include <cstring>
 
 #include "gguf.hpp"
+#include "ordo/quant_blocks.hpp"
 
 namespace ordo {
 namespace {
@@ -27,32 +28,6 @@ const TypeInfo kTypes[] = {
 };
 constexpr uint32_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
 
-float half(const unsigned char* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
-// Q8_0: blocks of 32, each an fp16 scale d then 32 int8 q; x = d * q.
-void dequant_q8_0(const unsigned char* src, float* dst, uint64_t n) {
-  for (uint64_t b = 0; b < n / 32; ++b, src += 34, dst += 32) {
-    const float d = half(src);
-    for (int j = 0; j < 32; ++j) dst[j] = d * static_cast<float>(static_cast<int8_t>(src[2 + j]));
-  }
-}
-
-// Q4_0: blocks of 32, each an fp16 scale d then 16 bytes; byte j holds element j in its low nibble
-// and element j + 16 in its high nibble, both offset by 8: x = d * (nibble - 8).
-void dequant_q4_0(const unsigned char* src, float* dst, uint64_t n) {
-  for (uint64_t b = 0; b < n / 32; ++b, src += 18, dst += 32) {
-    const float d = half(src);
-    for (int j = 0; j < 16; ++j) {
-      dst[j] = d * static_cast<float>((src[2 + j] & 0x0F) - 8);
-      dst[j + 16] = d * static_cast<float>((src[2 + j] >> 4) - 8);
-    }
-  }
-}
-
 }  // namespace
 
 std::string ggml_type_name(uint32_t type) { return type < kNumTypes ? kTypes[type].name : ""; }
@@ -64,7 +39,7 @@ uint64_t ggml_type_bytes(uint32_t type, uint64_t n) {
   return n / kTypes[type].block * kTypes[type].block_size;
 }
 
-Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
+Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
   Tensor t;
   t.shape.assign(info.dims.rbegin(), info.dims.rend());
   const uint64_t n = static_cast<uint64_t>(t.numel());
@@ -85,8 +60,14 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
     }
     case kGgmlQ8_0:
     case kGgmlQ4_0: {
+      if (keep_blocks && t.ndim() == 2 && t.dim(1) % kQuantBlock == 0) {  // rows of whole blocks, borrowed
+        t.dtype = info.type == kGgmlQ8_0 ? DType::Q8_0 : DType::Q4_0;
+        t.data = const_cast<unsigned char*>(src);  // read-only mapping, as above
+        t.owner = mapping_;
+        return t;
+      }
       Tensor out = Tensor::uninitialized(t.shape, DType::F32);
-      (info.type == kGgmlQ8_0 ? dequant_q8_0 : dequant_q4_0)(src, out.f32(), n);
+      (info.type == kGgmlQ8_0 ? dequantize_q8_0 : dequantize_q4_0)(src, static_cast<int64_t>(n), out.f32());
       return out;
     }
     default:

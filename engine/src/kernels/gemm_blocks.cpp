@@ -1,0 +1,484 @@
+// W8A8 / W4A8 kernels for Q8_0 / Q4_0 panels: activations quantized to int8 per 32-element block,
+// int8 dot products per block (vpdpbusd on AVX-512 VNNI and AVX-VNNI, vpmaddubsw on AVX2, scalar).
+//
+// Panel layout (64 rows, PanelWeight::kPanel), per 32-column block b of the panel, at b · stride:
+//   Q8_0: 8 groups g, each [64 rows][4 bytes]: row j's elements 4g..4g+3 of the block, plus 128 (u8:
+//         vpdpbusd's unsigned operand), then the 64 rows' fp16 scales. 2048 + 128 bytes.
+//   Q4_0: 4 groups h, each [64 rows][4 bytes]: row j's ggml bytes 4h..4h+3, whose low nibbles are
+//         elements 4h+i and high nibbles elements 16+4h+i (both + 8), then the 64 fp16 scales.
+//         1024 + 128 bytes: no larger than ggml's own blocks.
+// One 32-bit lane of a 64-byte load is one row: a broadcast of 4 activation bytes meets 16 rows, and
+// a block's sums land one row per lane, with no horizontal sums; each load serves every row of a tile.
+//
+// Arithmetic, the same on every path: per block the exact int32 sum Σ w·xq (unsigned codes corrected
+// by 128·Σxq or 8·Σxq), then acc = fma(float(sum), d_w · d_x, acc) over blocks in order. Every path,
+// tile and row count gives the same bits (tests/block_kernels_test.cpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ordo/quant_blocks.hpp"
+#include "panels.hpp"
+#include "simd.hpp"
+
+namespace ordo::detail {
+namespace {
+
+constexpr int64_t kP = PanelWeight::kPanel;
+constexpr int64_t kB = kQuantBlock;
+// Blocks of one panel read for every row tile before the next (Q8_0: 17 KB, held in L1).
+constexpr int64_t kChunkBlocks = 8;
+
+constexpr int64_t codes_bytes(bool q4) { return q4 ? 4 * kP * 4 : 8 * kP * 4; }
+constexpr int64_t stride_of(bool q4) { return codes_bytes(q4) + 2 * kP; }
+
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- activations ----------------------------------------------------------------------------------
+
+// One block as the codec's quantize_q8_0 (d = max|x| / 127 rounded to fp16, q = round-half-away(x / d)),
+// with Σq; a block with a non-finite value gets q = 0 and d = NaN, so its outputs are NaN.
+void quantize_block(const float* x, int8_t* q, float* d, int32_t* s) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int j = 0; j < kB; ++j) {
+    amax = std::max(amax, std::fabs(x[j]));
+    finite = finite && std::isfinite(x[j]);
+  }
+  if (!finite) {
+    std::memset(q, 0, kB);
+    *d = std::nanf("");
+    *s = 0;
+    return;
+  }
+  const float dd = amax / 127.0f;
+  float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+  if (!std::isfinite(id)) id = 0.0f;  // d below fp16's range rounds to 0: the block adds nothing
+  *d = f16_to_f32(f32_to_f16(dd));
+  int32_t sum = 0;
+#ifdef ORDO_SIMD
+  const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256i qi[4];
+  for (int c = 0; c < 4; ++c) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * c), vid);
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    // Round half away from zero, exactly: v - t is exact, so |v - t| >= 0.5 says to step away.
+    const __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
+    const __m256 step = _mm256_and_ps(away, _mm256_or_ps(one, _mm256_and_ps(sign, v)));
+    qi[c] = _mm256_cvtps_epi32(_mm256_add_ps(t, step));
+  }
+  const __m256i all = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(all), _mm256_extracti128_si256(all, 1));
+  s4 = _mm_hadd_epi32(s4, s4);
+  s4 = _mm_hadd_epi32(s4, s4);
+  sum = _mm_cvtsi128_si32(s4);
+  // int32 -> int8 keeping the order (packs interleave 128-bit lanes; the permute undoes it).
+  const __m256i p16a = _mm256_packs_epi32(qi[0], qi[1]), p16b = _mm256_packs_epi32(qi[2], qi[3]);
+  const __m256i p8 =
+      _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p8);
+#else
+  for (int j = 0; j < kB; ++j) {
+    q[j] = static_cast<int8_t>(std::round(x[j] * id));
+    sum += q[j];
+  }
+#endif
+  *s = sum;
+}
+
+// ---- scalar -----------------------------------------------------------------------------------------
+
+// Rows [0, MX) of x (row stride K codes, nb blocks) × the panel's 64 rows over blocks [b0, b1).
+void tile_scalar(bool q4, const BlockInput& in, int64_t m0, int64_t MX, const uint8_t* P, int64_t b0, int64_t b1,
+                 float* y, int64_t ldy, bool first) {
+  const int64_t nb = in.K / kB, stride = stride_of(q4);
+  for (int64_t m = m0; m < m0 + MX; ++m)
+    for (int64_t j = 0; j < kP; ++j) {
+      float acc = first ? 0.0f : y[(m - m0) * ldy + j];
+      for (int64_t b = b0; b < b1; ++b) {
+        const uint8_t* B = P + b * stride;
+        const int8_t* xq = in.q.data() + m * in.K + b * kB;
+        int32_t isum = 0;
+        for (int g = 0; g < (q4 ? 4 : 8); ++g)
+          for (int i = 0; i < 4; ++i) {
+            const int c = B[g * 4 * kP + j * 4 + i];
+            if (q4)
+              isum += ((c & 15) - 8) * xq[4 * g + i] + ((c >> 4) - 8) * xq[16 + 4 * g + i];
+            else
+              isum += (c - 128) * xq[4 * g + i];
+          }
+        uint16_t h;
+        std::memcpy(&h, B + codes_bytes(q4) + 2 * j, 2);
+        acc = std::fma(static_cast<float>(isum), f16_to_f32(h) * in.d[m * nb + b], acc);
+      }
+      y[(m - m0) * ldy + j] = acc;
+    }
+}
+
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+#pragma GCC diagnostic push
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+// ---- AVX-512 VNNI -------------------------------------------------------------------------------------
+
+#define ORDO_BLK512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+// MX rows (from m0) × NZ 16-row slices of the panel (from slice z0) over blocks [b0, b1); y points at
+// row m0's output of slice z0.
+template <bool Q4, int MX, int NZ>
+ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1,
+                          float* y, int64_t ldy, bool first) {
+  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
+  constexpr int32_t kCorr = Q4 ? 8 : 128;
+  const int64_t nb = in.K / kB;
+  __m512 acc[MX][NZ];
+  for (int m = 0; m < MX; ++m)
+    for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y + m * ldy + 16 * z);
+  const __m512i lo4 = _mm512_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* B = P + b * kStride;
+    const int8_t* xb = in.q.data() + m0 * in.K + b * kB;
+    __m512i ia[MX][NZ];  // from −c·Σxq: the dot products of the unsigned codes end on the signed sum
+    for (int m = 0; m < MX; ++m)
+      for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);
+    if constexpr (Q4) {
+      for (int h = 0; h < 4; ++h) {
+        __m512i wl[NZ], wh[NZ];
+        for (int z = 0; z < NZ; ++z) {
+          const __m512i v = _mm512_loadu_si512(B + h * 4 * kP + (z0 + z) * 64);
+          wl[z] = _mm512_and_si512(v, lo4);
+          wh[z] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+        }
+        for (int m = 0; m < MX; ++m) {
+          const __m512i xl = _mm512_set1_epi32(load4(xb + m * in.K + 4 * h));
+          const __m512i xh = _mm512_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));
+          for (int z = 0; z < NZ; ++z)
+            ia[m][z] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ia[m][z], wl[z], xl), wh[z], xh);
+        }
+      }
+    } else {
+      for (int g = 0; g < 8; ++g) {
+        __m512i w[NZ];
+        for (int z = 0; z < NZ; ++z) w[z] = _mm512_loadu_si512(B + g * 4 * kP + (z0 + z) * 64);
+        for (int m = 0; m < MX; ++m) {
+          const __m512i xv = _mm512_set1_epi32(load4(xb + m * in.K + 4 * g));
+          for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_dpbusd_epi32(ia[m][z], w[z], xv);
+        }
+      }
+    }
+    for (int z = 0; z < NZ; ++z) {
+      const __m512 dw =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + kCodes + (z0 + z) * 32)));
+      for (int m = 0; m < MX; ++m) {
+        const int64_t mb = (m0 + m) * nb + b;
+        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(in.d[mb]));
+        acc[m][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][z]), s, acc[m][z]);
+      }
+    }
+  }
+  for (int m = 0; m < MX; ++m)
+    for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y + m * ldy + 16 * z, acc[m][z]);
+}
+
+// One row (decode) × NS whole panels P[s] read side by side (outputs y[s]) over blocks [b0, b1):
+// several weight streams in flight keep more of the memory bandwidth busy than one.
+template <bool Q4, int NS>
+ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64_t b0, int64_t b1, float* const* y,
+                            bool first) {
+  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
+  constexpr int32_t kCorr = Q4 ? 8 : 128;
+  constexpr int NZ = 4 * NS;  // slice z: panel z / 4, its 16 rows (z % 4) · 16
+  __m512 acc[NZ];
+  for (int z = 0; z < NZ; ++z) acc[z] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y[z / 4] + 16 * (z % 4));
+  const __m512i lo4 = _mm512_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const int8_t* xb = in.q.data() + b * kB;
+    __m512i ia[NZ];
+    for (auto& v : ia) v = _mm512_set1_epi32(-kCorr * in.s[b]);
+    if constexpr (Q4) {
+      for (int h = 0; h < 4; ++h) {
+        const __m512i xl = _mm512_set1_epi32(load4(xb + 4 * h)), xh = _mm512_set1_epi32(load4(xb + 16 + 4 * h));
+        for (int z = 0; z < NZ; ++z) {
+          const __m512i v = _mm512_loadu_si512(P[z / 4] + b * kStride + h * 4 * kP + (z % 4) * 64);
+          ia[z] = _mm512_dpbusd_epi32(ia[z], _mm512_and_si512(v, lo4), xl);
+          ia[z] = _mm512_dpbusd_epi32(ia[z], _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4), xh);
+        }
+      }
+    } else {
+      for (int g = 0; g < 8; ++g) {
+        const __m512i xv = _mm512_set1_epi32(load4(xb + 4 * g));
+        for (int z = 0; z < NZ; ++z)
+          ia[z] =
+              _mm512_dpbusd_epi32(ia[z], _mm512_loadu_si512(P[z / 4] + b * kStride + g * 4 * kP + (z % 4) * 64), xv);
+      }
+    }
+    const __m512 dx = _mm512_set1_ps(in.d[b]);
+    for (int z = 0; z < NZ; ++z) {
+      const __m512 dw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P[z / 4] + b * kStride + kCodes + (z % 4) * 32)));
+      acc[z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[z]), _mm512_mul_ps(dw, dx), acc[z]);
+    }
+  }
+  for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y[z / 4] + 16 * (z % 4), acc[z]);
+}
+
+// ---- AVX2 and AVX-VNNI (256-bit) ----------------------------------------------------------------------
+
+// Σ over 4-byte groups of u8 codes × s8 activations into int32 lanes: AVX2 has no vpdpbusd, so
+// vpmaddubsw (int16 pairs, no saturation: Q4 codes <= 15; Q8 as |w| × sign-moved x, <= 2·128·127)
+// then vpmaddwd by ones. Q8's AVX2 sum is Σ w·x itself (correction 0), the others Σ code·x.
+#define ORDO_DOT_AVX2_Q4(acc, w, x) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), ones))
+#define ORDO_DOT_AVX2_Q8(acc, w, x)                                                                             \
+  _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(_mm256_xor_si256(w, flip)),      \
+                                                               _mm256_sign_epi8(x, _mm256_xor_si256(w, flip))), \
+                                          ones))
+#define ORDO_DOT_VNNI_Q4(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
+#define ORDO_DOT_VNNI_Q8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
+
+// tile_512's 256-bit twin: NZ 8-row slices from slice z0.
+#define ORDO_TILE_256(NAME, ATTR, DOT_Q4, DOT_Q8, CORR_Q8)                                                          \
+  template <bool Q4, int MX, int NZ>                                                                                \
+  ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,  \
+                 int64_t ldy, bool first) {                                                                         \
+    constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);                                            \
+    constexpr int32_t kCorr = Q4 ? 8 : CORR_Q8;                                                                     \
+    const int64_t nb = in.K / kB;                                                                                   \
+    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);                                                     \
+    [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));                                \
+    const __m256i lo4 = _mm256_set1_epi8(0x0F);                                                                     \
+    __m256 acc[MX][NZ];                                                                                             \
+    for (int m = 0; m < MX; ++m)                                                                                    \
+      for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);  \
+    for (int64_t b = b0; b < b1; ++b) {                                                                             \
+      const uint8_t* B = P + b * kStride;                                                                           \
+      const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                          \
+      __m256i ia[MX][NZ];                                                                                           \
+      for (int m = 0; m < MX; ++m)                                                                                  \
+        for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
+      if constexpr (Q4) {                                                                                           \
+        for (int h = 0; h < 4; ++h) {                                                                               \
+          __m256i wl[NZ], wh[NZ];                                                                                   \
+          for (int z = 0; z < NZ; ++z) {                                                                            \
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + (z0 + z) * 32)); \
+            wl[z] = _mm256_and_si256(v, lo4);                                                                       \
+            wh[z] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);                                                 \
+          }                                                                                                         \
+          for (int m = 0; m < MX; ++m) {                                                                            \
+            const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                     \
+            const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                \
+            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q4(DOT_Q4(ia[m][z], wl[z], xl), wh[z], xh);                 \
+          }                                                                                                         \
+        }                                                                                                           \
+      } else {                                                                                                      \
+        for (int g = 0; g < 8; ++g) {                                                                               \
+          __m256i w[NZ];                                                                                            \
+          for (int z = 0; z < NZ; ++z)                                                                              \
+            w[z] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + (z0 + z) * 32));            \
+          for (int m = 0; m < MX; ++m) {                                                                            \
+            const __m256i xv = _mm256_set1_epi32(load4(xb + m * in.K + 4 * g));                                     \
+            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q8(ia[m][z], w[z], xv);                                     \
+          }                                                                                                         \
+        }                                                                                                           \
+      }                                                                                                             \
+      for (int z = 0; z < NZ; ++z) {                                                                                \
+        const __m256 dw =                                                                                           \
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));         \
+        for (int m = 0; m < MX; ++m) {                                                                              \
+          const int64_t mb = (m0 + m) * nb + b;                                                                     \
+          const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                             \
+          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][z]), s, acc[m][z]);                                  \
+        }                                                                                                           \
+      }                                                                                                             \
+    }                                                                                                               \
+    for (int m = 0; m < MX; ++m)                                                                                    \
+      for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);                                \
+  }
+
+ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_DOT_AVX2_Q4, ORDO_DOT_AVX2_Q8, 0)
+ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), ORDO_DOT_VNNI_Q4, ORDO_DOT_VNNI_Q8, 128)
+
+#pragma GCC diagnostic pop
+
+bool cpu_has(BlockIsa isa) {
+  switch (isa) {
+    case BlockIsa::Scalar: return true;
+    case BlockIsa::Avx2: return true;  // the build's baseline
+    case BlockIsa::AvxVnni: return __builtin_cpu_supports("avxvnni");
+    case BlockIsa::Avx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+// Row tiles of up to R rows: f(m0, rows).
+template <class F>
+void row_tiles(int64_t M, int64_t R, F&& f) {
+  for (int64_t m0 = 0; m0 < M; m0 += R) f(m0, std::min(R, M - m0));
+}
+
+template <bool Q4>
+void panel_512(const BlockInput& in, int64_t M, const uint8_t* P, int64_t b0, int64_t b1, float* y, int64_t ldo,
+               bool first) {
+  if (M == 1) return tile_512<Q4, 1, 4>(in, 0, P, 0, b0, b1, y, ldo, first);
+  row_tiles(M, 4, [&](int64_t m0, int64_t rows) {
+    for (int64_t z0 = 0; z0 < 4; z0 += 2) {
+      float* ym = y + m0 * ldo + z0 * 16;
+      switch (rows) {
+        case 4: tile_512<Q4, 4, 2>(in, m0, P, z0, b0, b1, ym, ldo, first); break;
+        case 3: tile_512<Q4, 3, 2>(in, m0, P, z0, b0, b1, ym, ldo, first); break;
+        case 2: tile_512<Q4, 2, 2>(in, m0, P, z0, b0, b1, ym, ldo, first); break;
+        default: tile_512<Q4, 1, 2>(in, m0, P, z0, b0, b1, ym, ldo, first);
+      }
+    }
+  });
+}
+
+template <bool Q4, bool Vnni>
+void panel_256(const BlockInput& in, int64_t M, const uint8_t* P, int64_t b0, int64_t b1, float* y, int64_t ldo,
+               bool first) {
+  auto tile = [&](auto mx, auto nz, int64_t m0, int64_t z0) {
+    constexpr int MX = decltype(mx)::value, NZ = decltype(nz)::value;
+    float* ym = y + m0 * ldo + z0 * 8;
+    if constexpr (Vnni)
+      tile_avx_vnni<Q4, MX, NZ>(in, m0, P, z0, b0, b1, ym, ldo, first);
+    else
+      tile_avx2<Q4, MX, NZ>(in, m0, P, z0, b0, b1, ym, ldo, first);
+  };
+  using std::integral_constant;
+  if (M == 1) {
+    for (int64_t z0 = 0; z0 < 8; z0 += 4) tile(integral_constant<int, 1>{}, integral_constant<int, 4>{}, 0, z0);
+    return;
+  }
+  row_tiles(M, 2, [&](int64_t m0, int64_t rows) {
+    for (int64_t z0 = 0; z0 < 8; z0 += 2) {
+      if (rows == 2)
+        tile(integral_constant<int, 2>{}, integral_constant<int, 2>{}, m0, z0);
+      else
+        tile(integral_constant<int, 1>{}, integral_constant<int, 2>{}, m0, z0);
+    }
+  });
+}
+#endif  // ORDO_SIMD && __x86_64__
+
+}  // namespace
+
+int64_t block_stride(DType t) { return stride_of(t == DType::Q4_0); }
+
+void pack_block_panel(const Tensor& W, int64_t p, uint8_t* dst) {
+  const bool q4 = W.dtype == DType::Q4_0;
+  const int64_t N = W.dim(0), K = W.dim(1), nb = K / kB;
+  const size_t row_bytes = dtype_row_bytes(W.dtype, K), blk = q4 ? 18 : 34;
+  const int64_t stride = stride_of(q4), codes = codes_bytes(q4);
+  for (int64_t j = 0; j < kP && p * kP + j < N; ++j) {
+    const auto* row = static_cast<const uint8_t*>(W.data) + static_cast<size_t>(p * kP + j) * row_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* src = row + b * blk;
+      uint8_t* B = dst + b * stride;
+      for (int g = 0; g < (q4 ? 4 : 8); ++g)
+        for (int i = 0; i < 4; ++i)
+          B[g * 4 * kP + j * 4 + i] = q4 ? src[2 + 4 * g + i] : static_cast<uint8_t>(src[2 + 4 * g + i] ^ 0x80);
+      std::memcpy(B + codes + 2 * j, src, 2);
+    }
+  }
+}
+
+void BlockInput::resize(int64_t M, int64_t k) {
+  K = k;
+  q.resize(static_cast<size_t>(M * K));
+  d.resize(static_cast<size_t>(M * (K / kB)));
+  s.resize(static_cast<size_t>(M * (K / kB)));
+}
+
+void BlockInput::quantize_row(const float* x, int64_t m) {
+  const int64_t nb = K / kB;
+  for (int64_t b = 0; b < nb; ++b)
+    quantize_block(x + m * K + b * kB, q.data() + m * K + b * kB, d.data() + m * nb + b, s.data() + m * nb + b);
+}
+
+void quantize_blocks(const float* x, int64_t M, int64_t K, BlockInput& in) {
+  in.resize(M, K);
+  for (int64_t m = 0; m < M; ++m) in.quantize_row(x, m);
+}
+
+const char* block_isa_name(BlockIsa isa) {
+  switch (isa) {
+    case BlockIsa::Scalar: return "scalar";
+    case BlockIsa::Avx2: return "avx2";
+    case BlockIsa::AvxVnni: return "avx-vnni";
+    case BlockIsa::Avx512Vnni: return "avx512-vnni";
+  }
+  return "?";
+}
+
+bool block_isa_supported(BlockIsa isa) {
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  return cpu_has(isa);
+#else
+  return isa == BlockIsa::Scalar;
+#endif
+}
+
+BlockIsa block_isa() {
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  static const BlockIsa isa = [] {
+    const char* v = std::getenv("ORDO_MAX_ISA");
+    const std::string cap = v ? v : "";
+    // ORDO_MAX_ISA=avx2 or avx512 (AVX-512 without VNNI): no VNNI, so the AVX2 kernels.
+    if (cap == "avx2" || cap == "avx512") return BlockIsa::Avx2;
+    if (cap != "avx-vnni" && cpu_has(BlockIsa::Avx512Vnni)) return BlockIsa::Avx512Vnni;
+    return cpu_has(BlockIsa::AvxVnni) ? BlockIsa::AvxVnni : BlockIsa::Avx2;
+  }();
+  return isa;
+#else
+  return BlockIsa::Scalar;
+#endif
+}
+
+void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1,
+                  float* out, int64_t ldo) {
+  const bool q4 = w.dtype == DType::Q4_0;
+  const int64_t nb = w.K / kB;
+  int64_t p = p0;
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (isa == BlockIsa::Avx512Vnni && M == 1)  // decode: two panels' streams at once
+    for (; p + 2 <= p1; p += 2) {
+      const uint8_t* P[2] = {static_cast<const uint8_t*>(w.panel(p)), static_cast<const uint8_t*>(w.panel(p + 1))};
+      float* y[2] = {out + (p - p0) * kP, out + (p + 1 - p0) * kP};
+      (q4 ? decode_512<true, 2> : decode_512<false, 2>)(in, P, 0, nb, y, true);
+    }
+#endif
+  for (; p < p1; ++p) {
+    const auto* P = static_cast<const uint8_t*>(w.panel(p));
+    float* y = out + (p - p0) * kP;
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+      const int64_t b1 = std::min(nb, b0 + kChunkBlocks);
+      const bool first = b0 == 0;
+      switch (isa) {
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+        case BlockIsa::Avx512Vnni: (q4 ? panel_512<true> : panel_512<false>)(in, M, P, b0, b1, y, ldo, first); continue;
+        case BlockIsa::AvxVnni:
+          (q4 ? panel_256<true, true> : panel_256<false, true>)(in, M, P, b0, b1, y, ldo, first);
+          continue;
+        case BlockIsa::Avx2:
+          (q4 ? panel_256<true, false> : panel_256<false, false>)(in, M, P, b0, b1, y, ldo, first);
+          continue;
+#endif
+        default: tile_scalar(q4, in, 0, M, P, b0, b1, y, ldo, first);
+      }
+    }
+  }
+}
+
+}  // namespace ordo::detail
