@@ -72,3 +72,22 @@ TEST(Kld, BadBasesAreNamedErrors) {
             }).find("fewer than one chunk"),
             std::string::npos);
 }
+
+TEST(Kld, CliWritesABaseAndScoresADtypeAgainstIt) {
+  const std::string d = ordo::test::make_temp_dir("kld-cli");
+  const std::string text = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
+  ordo::test::CliResult r =
+      ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64 --chunks 2 --kld-base " + d + "/b.kld");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("log-probabilities of 62 tokens (ctx 64)"), std::string::npos) << r.out;
+  r = ordo::test::run_cli("ppl --dtype bf16 --text " + text + " --kld-base " + d + "/b.kld --kld");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("chunks 2 of ctx 64, 62 tokens scored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Mean KLD"), std::string::npos) << r.out;
+  r = ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64,128 --kld-base " + d + "/c.kld");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kld-base takes one context length"), std::string::npos) << r.err;
+  r = ordo::test::run_cli("ppl --text " + text + " --kld-base " + d + "/missing.kld --kld");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("missing.kld: cannot open"), std::string::npos) << r.err;
+}
