@@ -12,6 +12,7 @@
 #include "ordo/finite.hpp"
 #include "ordo/output_file.hpp"
 #include "ordo/perplexity.hpp"
+#include "ppl_kld.hpp"
 #include "progress.hpp"
 #include "svg_chart.hpp"
 #include "sweep_target.hpp"
@@ -91,12 +92,17 @@ struct PplCommand : Command, SweepTarget {
   std::string text_file, ctx_list = "128,256,512,1024", scaling_list = "model", json_out, plot_out, position;
   int64_t stride = 0, original_max = 0, batch = 4;
   double factor = 0;
+  KldArgs kld;
+  CLI::Option* ctx_opt = nullptr;
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("ppl", "Perplexity at several context lengths and scaling settings");
     model.add(c, false);
     c->add_option("--text", text_file, "Text file to score")->required()->check(CLI::ExistingFile);
-    c->add_option("--ctx-lengths", ctx_list, "Context lengths to score at, comma-separated")->capture_default_str();
+    ctx_opt = c->add_option("--ctx-lengths", ctx_list,
+                            "Context lengths to score at, comma-separated (--kld-base: one; "
+                            "default 512)")
+                  ->capture_default_str();
     add_alias(c, "--ctx", ctx_list, "--ctx-lengths");
     c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str();
     c->add_option("--batch-windows", batch,
@@ -115,6 +121,12 @@ struct PplCommand : Command, SweepTarget {
     c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
     c->add_option("--position", position, "Replace the model's position scheme (see ordo run --help)");
     c->add_option("--json", json_out, "Write results as JSON");
+    c->add_option("--kld-base", kld.base,
+                  "KL divergence as llama-perplexity: write the reference model's log-probabilities to FILE (chunks "
+                  "of ctx, second half scored), or with --kld score this model against them");
+    c->add_flag("--kld", kld.compare, "With --kld-base: PPL ratio, mean KL divergence and same-top-token % vs FILE");
+    c->add_option("--chunks", kld.chunks, "With --kld-base: score at most this many chunks (0: all)")
+        ->capture_default_str();
     c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (FILE.svg or FILE.png)")
         ->check(CLI::Validator(
             [](std::string& path) {
@@ -225,6 +237,21 @@ struct PplCommand : Command, SweepTarget {
     check_stdout();
   }
 
+  int run_kld_mode() {
+    if (kld.chunks < 0) throw Error("--chunks must be >= 0, got " + std::to_string(kld.chunks));
+    if (ctx_opt->count() > 0) {
+      const std::vector<int64_t> c = contexts();
+      if (c.size() != 1) throw UsageError("--kld-base takes one context length in --ctx-lengths");
+      kld.ctx = c[0];
+    }
+    if (!kld.compare) check_output_path(kld.base, {model.resolved_dir()});
+    if (!json_out.empty()) check_output_path(json_out, {model.resolved_dir()});
+    kld.json_out = json_out;
+    if (!kld.compare) kld.text = read_input_text(text_file);
+    const Model m = model.load(true);
+    return run_kld(m, kld);
+  }
+
   // The plot names the model and its scheme, marks the trained length, and is written in the format
   // its extension names.
   void write_plot(std::vector<Series> series, int64_t trained, const std::string& scheme) const {
@@ -301,6 +328,7 @@ struct PplCommand : Command, SweepTarget {
 
   int run() override {
     validate();
+    if (!kld.base.empty()) return run_kld_mode();
     const std::vector<int64_t> ctxs = contexts();
     const std::vector<Setting> settings = parse_settings(scaling_list);
     check_outputs();

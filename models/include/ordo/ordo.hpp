@@ -249,6 +249,16 @@ using QuantizeProgress = std::function<void(size_t k, size_t n, const std::strin
 int quantize_model(const std::string& in_dir, const std::string& out_dir, DType dtype, bool replace = false,
                    const QuantizeProgress& progress = {});
 
+// `ordo quantize --format gguf`: writes `out_file`, one GGUF v3 file llama.cpp reads, from `in` (a
+// Hugging Face llama/mistral directory with a SentencePiece tokenizer.model, or a GGUF file, whose
+// metadata is copied): `dtype` f32, f16, bf16, q8_0 or q4_0, each tensor typed as llama.cpp's
+// converter and quantizer would (gguf_encode.hpp). Built in a temporary file beside out_file and
+// renamed over it once synced, so an error or a kill leaves the earlier file or none. Refused when
+// out_file is inside or linked into `in`, and, unless `replace`, when it exists and is not a GGUF
+// file. Returns the number of tensors written; `progress` as above.
+int write_gguf_model(const std::string& in, const std::string& out_file, const std::string& dtype, bool replace = false,
+                     const QuantizeProgress& progress = {});
+
 // The tokenizer of a model: load_tokenizer(path) for a directory; for a GGUF file the one its
 // metadata holds (tokenizer.ggml.*, load_tokenizer_lists).
 std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& path, const TokenizerOptions& opts = {});

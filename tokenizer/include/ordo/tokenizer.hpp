@@ -127,6 +127,10 @@ struct VocabLists {
 // file) and the list at fault.
 std::unique_ptr<Tokenizer> load_tokenizer_lists(const VocabLists& v, const std::string& source,
                                                 const TokenizerOptions& opts = {});
+// The reverse for a SentencePiece tokenizer.model, as llama.cpp's converter writes it: pieces, scores
+// and types (1 normal, 2 unknown, 3 control, 5 unused, 6 byte), cut or padded with unused "[PADi]"
+// pieces to `vocab_size` (<= 0: the model's own size). Special ids are left to the caller.
+VocabLists sentencepiece_vocab_lists(const std::string& model_file, int64_t vocab_size = 0);
 
 // Direct constructors, for tests and for callers who know the kind.
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file, const TokenizerOptions& opts = {});

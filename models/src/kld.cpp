@@ -1,0 +1,167 @@
+// KL divergence against a saved reference run (ordo/kld.hpp). Base file layout, little-endian:
+// "ORDOKLD1", u64 ctx, u64 vocab, u64 chunks, then chunks·ctx i32 token ids, then for each chunk
+// its ctx - ctx/2 - 1 scored rows of vocab F32 log-probabilities.
+#include "ordo/kld.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "ordo/ordo.hpp"
+#include "ordo/output_file.hpp"
+
+namespace ordo {
+namespace {
+
+constexpr char kMagic[8] = {'O', 'R', 'D', 'O', 'K', 'L', 'D', '1'};
+
+// Rows first..ctx-2 of a chunk predict tokens first+1..ctx-1; first = ctx/2 as llama-perplexity.
+int64_t first_scored(int64_t ctx) { return ctx / 2; }
+
+// The chunk's ids with its first replaced by BOS when the model's tokenizer adds one.
+std::vector<int32_t> chunk_ids(const Model& m, const int32_t* ids, int64_t ctx) {
+  std::vector<int32_t> c(ids, ids + ctx);
+  const std::vector<int32_t> bos = m.encode("", true);
+  if (!bos.empty()) c[0] = bos[0];
+  return c;
+}
+
+// log-softmax of one row, in double for the sum.
+void log_softmax(const float* x, int64_t n, std::vector<float>& out) {
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(x[i] - mx));
+  const double lse = static_cast<double>(mx) + std::log(s);
+  out.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(x[i]) - lse);
+}
+
+template <typename T>
+void put(OutputFile& f, T v) {
+  f.write(&v, sizeof v);
+}
+
+int64_t argmax(const float* x, int64_t n) { return std::max_element(x, x + n) - x; }
+
+}  // namespace
+
+double KldStats::ppl_ratio() const { return std::exp(ln_ratio); }
+
+int64_t write_kld_base(const Model& m, const std::vector<int32_t>& ids, int64_t ctx, int64_t max_chunks,
+                       const std::string& path, const KldProgress& progress) {
+  if (ctx < 4) throw Error("KL divergence: ctx " + std::to_string(ctx) + " must be at least 4");
+  int64_t chunks = static_cast<int64_t>(ids.size()) / ctx;
+  if (max_chunks > 0) chunks = std::min(chunks, max_chunks);
+  if (chunks < 1)
+    throw Error("KL divergence: the text has " + std::to_string(ids.size()) + " tokens, fewer than one chunk of " +
+                std::to_string(ctx));
+  OutputFile f(path);
+  f.write(kMagic, sizeof kMagic);
+  int64_t vocab = 0, scored = 0;
+  std::vector<std::vector<int32_t>> all;
+  for (int64_t c = 0; c < chunks; ++c) all.push_back(chunk_ids(m, ids.data() + c * ctx, ctx));
+  std::vector<float> lp;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const Tensor logits = m.forward(all[c]).logits;
+    if (c == 0) {  // the header needs the vocabulary, known from the first forward
+      vocab = logits.dim(1);
+      put<uint64_t>(f, static_cast<uint64_t>(ctx));
+      put<uint64_t>(f, static_cast<uint64_t>(vocab));
+      put<uint64_t>(f, static_cast<uint64_t>(chunks));
+      for (const auto& ch : all) f.write(ch.data(), ch.size() * sizeof(int32_t));
+    }
+    for (int64_t j = first_scored(ctx); j < ctx - 1; ++j, ++scored) {
+      log_softmax(logits.f32() + j * vocab, vocab, lp);
+      f.write(lp.data(), lp.size() * sizeof(float));
+    }
+    if (progress) progress(c + 1, chunks);
+  }
+  f.commit();
+  return scored;
+}
+
+namespace {
+
+struct BaseReader {
+  std::ifstream in;
+  std::string path;
+  uint64_t ctx = 0, vocab = 0, chunks = 0;
+  std::vector<int32_t> ids;
+
+  explicit BaseReader(const std::string& p) : in(p, std::ios::binary), path(p) {
+    if (!in) throw Error(path + ": cannot open the KL divergence base");
+    char magic[8];
+    if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0)
+      throw Error(path + ": not an ordo KL divergence base (write one with `ordo ppl --kld-base FILE`)");
+    read(&ctx, 8, "header");
+    read(&vocab, 8, "header");
+    read(&chunks, 8, "header");
+    if (ctx < 4 || ctx > (1u << 24) || vocab < 1 || vocab > (1u << 24) || chunks < 1 || chunks > (1u << 24))
+      throw Error(path + ": header (ctx " + std::to_string(ctx) + ", vocab " + std::to_string(vocab) + ", chunks " +
+                  std::to_string(chunks) + ") out of range");
+    ids.resize(ctx * chunks);
+    read(ids.data(), ids.size() * 4, "token ids");
+  }
+  void read(void* dst, size_t n, const char* what) {
+    if (!in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n)))
+      throw Error(path + ": truncated (" + what + ")");
+  }
+};
+
+}  // namespace
+
+KldStats compare_kld_base(const Model& m, const std::string& path, const KldProgress& progress) {
+  BaseReader b(path);
+  KldStats s;
+  s.ctx = static_cast<int64_t>(b.ctx);
+  s.chunks = static_cast<int64_t>(b.chunks);
+  const int64_t ctx = s.ctx, vocab = static_cast<int64_t>(b.vocab);
+  std::vector<double> klds, ratios;
+  double nll_base = 0, nll = 0;
+  int64_t same = 0;
+  std::vector<float> base(static_cast<size_t>(vocab)), lq;
+  for (int64_t c = 0; c < s.chunks; ++c) {
+    const std::vector<int32_t> chunk(b.ids.begin() + c * ctx, b.ids.begin() + (c + 1) * ctx);
+    const Tensor logits = m.forward(chunk).logits;
+    if (logits.dim(1) != vocab)
+      throw Error(path + ": the base has a vocabulary of " + std::to_string(vocab) + ", the model " +
+                  std::to_string(logits.dim(1)));
+    for (int64_t j = first_scored(ctx); j < ctx - 1; ++j) {
+      b.read(base.data(), base.size() * 4, "log-probabilities");
+      log_softmax(logits.f32() + j * vocab, vocab, lq);
+      double kl = 0;
+      for (int64_t v = 0; v < vocab; ++v) kl += std::exp(static_cast<double>(base[v])) * (base[v] - lq[v]);
+      const int32_t next = chunk[j + 1];
+      if (next < 0 || next >= vocab) throw Error(path + ": token id " + std::to_string(next) + " out of range");
+      nll_base -= base[next];
+      nll -= lq[next];
+      ratios.push_back(static_cast<double>(base[next]) - lq[next]);
+      klds.push_back(std::max(0.0, kl));
+      same += argmax(base.data(), vocab) == argmax(lq.data(), vocab);
+    }
+    if (progress) progress(c + 1, s.chunks);
+  }
+  const double n = static_cast<double>(klds.size());
+  s.tokens = static_cast<int64_t>(klds.size());
+  auto mean_err = [n](const std::vector<double>& x, double& mean, double& err) {
+    double sum = 0, sq = 0;
+    for (double v : x) sum += v, sq += v * v;
+    mean = sum / n;
+    err = n > 1 ? std::sqrt(std::max(0.0, (sq / n - mean * mean) / (n - 1))) : 0;
+  };
+  mean_err(klds, s.kld, s.kld_err);
+  mean_err(ratios, s.ln_ratio, s.ln_ratio_err);
+  s.ppl_base = std::exp(nll_base / n);
+  s.ppl = std::exp(nll / n);
+  s.same_top = static_cast<double>(same) / n;
+  s.same_top_err = n > 1 ? std::sqrt(s.same_top * (1 - s.same_top) / (n - 1)) : 0;
+  std::vector<double> sorted = klds;
+  std::sort(sorted.begin(), sorted.end());
+  s.kld_median = sorted[sorted.size() / 2];
+  s.kld_max = sorted.back();
+  return s;
+}
+
+}  // namespace ordo

@@ -1,0 +1,93 @@
+// ordo::write_kld_base / compare_kld_base (ordo/kld.hpp): a model against its own base is at zero
+// divergence, and a file that is not a base, a truncated one or another vocabulary is a named error.
+// The figures themselves are held to numpy in python/tests/test_kld.py.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ordo/kld.hpp"
+#include "ordo/ordo.hpp"
+#include "support/cli.hpp"
+
+namespace {
+
+const std::string kStories = std::string(ORDO_SOURCE_DIR) + "/models/stories260K";
+
+std::vector<int32_t> some_ids(const ordo::Model& m) {
+  return m.encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
+      "One day, she saw a big red ball and ran to get it. Her mom smiled and said they could go home.",
+      false);
+}
+
+std::string message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ordo::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(Kld, AModelAgainstItsOwnBaseIsAtZero) {
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string base = ordo::test::make_temp_dir("kld-self") + "/b.kld";
+  const int64_t n = ordo::write_kld_base(m, some_ids(m), 16, 0, base);
+  const ordo::KldStats s = ordo::compare_kld_base(m, base);
+  EXPECT_EQ(s.tokens, n);
+  EXPECT_EQ(s.ctx, 16);
+  EXPECT_EQ(n, s.chunks * 7);  // rows 8..14 of each chunk of 16
+  EXPECT_NEAR(s.kld, 0.0, 1e-6);
+  EXPECT_NEAR(s.ppl_ratio(), 1.0, 1e-6);
+  EXPECT_EQ(s.same_top, 1.0);
+  EXPECT_GT(s.ppl_base, 1.0);
+}
+
+TEST(Kld, BadBasesAreNamedErrors) {
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string d = ordo::test::make_temp_dir("kld-bad");
+  { std::ofstream(d + "/text.kld") << "not a base"; }
+  EXPECT_NE(message([&] { ordo::compare_kld_base(m, d + "/text.kld"); }).find("not an ordo KL divergence base"),
+            std::string::npos);
+  const std::string base = d + "/b.kld";
+  ordo::write_kld_base(m, some_ids(m), 16, 2, base);
+  std::filesystem::resize_file(base, std::filesystem::file_size(base) - 100);
+  EXPECT_NE(message([&] { ordo::compare_kld_base(m, base); }).find("truncated"), std::string::npos);
+  {  // a base of another model's vocabulary (100 entries): ctx 16, one chunk, 7 scored rows
+    std::ofstream f(base, std::ios::binary | std::ios::trunc);
+    const uint64_t head[3] = {16, 100, 1};
+    f.write("ORDOKLD1", 8);
+    f.write(reinterpret_cast<const char*>(head), sizeof head);
+    const std::vector<int32_t> ids(16, 1);
+    const std::vector<float> rows(7 * 100, -4.6f);
+    f.write(reinterpret_cast<const char*>(ids.data()), 64);
+    f.write(reinterpret_cast<const char*>(rows.data()), static_cast<std::streamsize>(rows.size() * 4));
+  }
+  EXPECT_NE(message([&] { ordo::compare_kld_base(m, base); }).find("vocabulary of 100"), std::string::npos);
+  EXPECT_NE(message([&] {
+              ordo::write_kld_base(m, {1, 2, 3}, 16, 0, base);
+            }).find("fewer than one chunk"),
+            std::string::npos);
+}
+
+TEST(Kld, CliWritesABaseAndScoresADtypeAgainstIt) {
+  const std::string d = ordo::test::make_temp_dir("kld-cli");
+  const std::string text = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
+  ordo::test::CliResult r =
+      ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64 --chunks 2 --kld-base " + d + "/b.kld");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("log-probabilities of 62 tokens (ctx 64)"), std::string::npos) << r.out;
+  r = ordo::test::run_cli("ppl --dtype bf16 --text " + text + " --kld-base " + d + "/b.kld --kld");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("chunks 2 of ctx 64, 62 tokens scored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Mean KLD"), std::string::npos) << r.out;
+  r = ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64,128 --kld-base " + d + "/c.kld");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kld-base takes one context length"), std::string::npos) << r.err;
+  r = ordo::test::run_cli("ppl --text " + text + " --kld-base " + d + "/missing.kld --kld");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("missing.kld: cannot open"), std::string::npos) << r.err;
+}
