@@ -50,7 +50,7 @@ pids+=($!)
 
 cat >"$tmp/slurm.conf" <<CONF
 ClusterName=ordotest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=$user
 SlurmdUser=$user
 SlurmctldPort=$port
@@ -75,7 +75,7 @@ SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
 SlurmdTimeout=30
-NodeName=$host CPUs=$cpus State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 NodeHostname=$host CPUs=$cpus State=UNKNOWN
 PartitionName=ordo Nodes=$host Default=YES MaxTime=30 State=UP
 CONF
 export SLURM_CONF=$tmp/slurm.conf
@@ -83,7 +83,11 @@ export SLURM_CONF=$tmp/slurm.conf
 wait_for() {  # wait_for SECONDS WHAT COMMAND...
   local limit=$1 what=$2
   shift 2
-  for _ in $(seq $((limit * 4))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
+  local end=$((SECONDS + limit))
+  while ((SECONDS < end)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.25
+  done
   echo "slurm test: timed out after ${limit}s waiting for $what" >&2
   return 1
 }
@@ -91,10 +95,11 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...
 wait_for 10 munged test -S "$tmp/munge/munge.sock"
 slurmctld -D -i -f "$tmp/slurm.conf" >"$tmp/slurmctld.out" 2>&1 &
 pids+=($!)
-wait_for 30 slurmctld scontrol ping
+# Each Slurm client call is bounded: one that cannot reach its daemon retries for a long time.
+wait_for 30 slurmctld timeout 10 scontrol ping
 slurmd -D -f "$tmp/slurm.conf" -N "$host" >"$tmp/slurmd.out" 2>&1 &
 pids+=($!)
-node_idle() { sinfo -h -N -o '%T' | grep -Eq '^(idle|mixed|allocated)'; }
+node_idle() { timeout 10 sinfo -h -N -o '%T' | grep -Eq '^(idle|mixed|allocated)'; }
 wait_for 60 "node $host to be idle" node_idle
 
 # The grid: ppl of the bundled model, 2 settings x 2 lengths = 4 cells; and a two-model compare.
@@ -104,7 +109,7 @@ cd "$tmp"
 "$ordo" ppl "${ppl_args[@]}" --json one.json >one.txt 2>/dev/null
 "$ordo" sweep plan grid ppl "${ppl_args[@]}"
 "$ordo" sweep slurm grid --max-parallel 2 -- --time=5 --cpus-per-task=1
-ordo_done() { "$ordo" sweep status grid | grep -q '^missing 0$' && ! squeue -h | grep -q .; }
+ordo_done() { "$ordo" sweep status grid | grep -q '^missing 0$' && ! timeout 10 squeue -h | grep -q .; }
 wait_for "$deadline" "the job array" ordo_done
 "$ordo" sweep status grid
 "$ordo" sweep merge grid --json slurm.json >slurm.txt
