@@ -57,16 +57,23 @@ TEST(SweepCli, CompareQuickMergedEqualsOneProcessRun) {
   const std::string dir = make_temp_dir("sweep-compare");
   const std::string one_out = ok("compare --quick --json " + dir + "/one.json --html " + dir + "/one.html");
   const std::string sweep = dir + "/grid";
-  EXPECT_NE(ok("sweep plan " + sweep + " compare --quick").find("planned 36 cells"), std::string::npos);
-  EXPECT_NE(status(sweep).find("missing 36: 0-35"), std::string::npos);
+  EXPECT_NE(ok("sweep plan " + sweep + " compare --quick").find("planned 144 cells"), std::string::npos);
+  EXPECT_NE(status(sweep).find("missing 144: 0-143"), std::string::npos);
   ok("sweep run " + sweep + " --jobs 2");
-  EXPECT_NE(status(sweep).find("done 36: 0-35"), std::string::npos);
+  EXPECT_NE(status(sweep).find("done 144: 0-143"), std::string::npos);
   const std::string out = ok("sweep merge " + sweep + " --json " + dir + "/m.json --html " + dir + "/m.html");
   EXPECT_EQ(out, one_out);
   EXPECT_EQ(read_file(dir + "/m.json"), read_file(dir + "/one.json"));
   EXPECT_EQ(read_file(dir + "/m.html"), read_file(dir + "/one.html"));
   EXPECT_NE(read_file(dir + "/m.json").find("\"permutation_seed\""), std::string::npos);
   EXPECT_NE(read_file(dir + "/m.json").find("\"half_width\""), std::string::npos);  // intervals merged too
+  // --per-cell 3: cells that hold two probes of one model and one of the next, each model loaded once
+  // per cell.
+  const std::string grouped = dir + "/grouped";
+  EXPECT_NE(ok("sweep plan --per-cell 3 " + grouped + " compare --quick").find("planned 48 cells"), std::string::npos);
+  ok("sweep run " + grouped + " --jobs 2");
+  EXPECT_EQ(ok("sweep merge " + grouped + " --json " + dir + "/g.json"), one_out);
+  EXPECT_EQ(read_file(dir + "/g.json"), read_file(dir + "/one.json"));
   fs::remove_all(dir);
 }
 

@@ -194,10 +194,12 @@ struct CompareCommand : Command, SweepTarget {
   }
 
   // One model's numbers: its description, its rows of every probe, its distance buckets.
-  json entry_numbers(const CompareEntry& e, const Progress& pg) const {
+  json entry_numbers(const CompareEntry& e, const Progress& pg) const { return entry_numbers(ps, e, pg); }
+
+  json entry_numbers(const ProbeSettings& probes, const CompareEntry& e, const Progress& pg) const {
     json doc = {{"models", json::array()}};
     ProbeResults r;
-    probe_entry(ps, e, model_options(), grid.text, grid.pairs, grid.multiples, pg, doc, r);
+    probe_entry(probes, e, model_options(), grid.text, grid.pairs, grid.multiples, pg, doc, r);
     json bk = json::array();
     for (const probes::DistanceBucket& b : r.buckets) bk.push_back({b.lo, b.hi});
     return {{"model", doc["models"][0]}, {"word_order", r.word_order}, {"permutation", r.permutation},
@@ -222,34 +224,88 @@ struct CompareCommand : Command, SweepTarget {
     return 0;
   }
 
+  // A unit is one model or ablation x one probe (the synthetic tasks are one more unit): probes of one
+  // model are independent, so each may run in its own cell.
   std::vector<json> sweep_units() override {
     prepare(false);
     std::vector<json> units;
-    for (const CompareEntry& e : grid.entries) units.push_back({{"probe", "models"}, {"label", e.label}});
+    for (size_t k = 0; k < grid.entries.size(); ++k)
+      for (const char* probe : kModelProbes)
+        if (ps.want(probe)) units.push_back({{"probe", probe}, {"label", grid.entries[k].label}, {"entry", k}});
     if (ps.want("synthetic")) units.push_back({{"probe", "synthetic"}, {"label", "synthetic"}});
     return units;
   }
 
-  std::vector<json> sweep_run(size_t first, const std::vector<json>& units) override {
+  // Consecutive units of one model (a cell of several, --per-cell) load it once; each unit keeps
+  // only its own probe's rows.
+  std::vector<json> sweep_run(size_t, const std::vector<json>& units) override {
     prepare(false);
     std::vector<json> numbers;
-    for (size_t i = first; i < first + units.size(); ++i) {
-      const json& unit = units[i - first];
-      if (i == grid.entries.size() && ps.want("synthetic")) {
+    for (size_t u = 0; u < units.size();) {
+      const auto [probe, k] = unit_of(units[u]);
+      if (probe == "synthetic") {
         numbers.push_back(synthetic_numbers());
+        ++u;
         continue;
       }
-      if (i >= grid.entries.size() || unit.value("label", "") != grid.entries[i].label)
-        throw Error("unit " + std::to_string(i) + " (" + unit.value("label", "?") +
-                    ") is not the model compare now finds there: the zoo or the -m list changed since the plan");
-      numbers.push_back(entry_numbers(grid.entries[i], Progress("ordo compare", 1)));
+      ProbeSettings group = ps;
+      group.tasks = probe;
+      size_t end = u + 1;
+      for (; end < units.size() && unit_of(units[end]).second == k && unit_of(units[end]).first != "synthetic"; ++end)
+        group.tasks += "," + unit_of(units[end]).first;
+      const json all = entry_numbers(group, grid.entries[k], Progress("ordo compare", 1));
+      for (; u < end; ++u) {
+        const std::string mine = probe_key(unit_of(units[u]).first);
+        json n = all;
+        for (const char* key : {"word_order", "permutation", "length", "attention"})
+          if (key != mine) n[key] = json::array();
+        if (mine != "attention") n["buckets"] = json::array();
+        n["entry"] = k;
+        numbers.push_back(std::move(n));
+      }
     }
     return numbers;
   }
 
+  // A planned unit's probe and model index, checked against what compare finds now.
+  std::pair<std::string, size_t> unit_of(const json& unit) const {
+    const auto text = [&unit](const char* key) {
+      const auto it = unit.find(key);  // end() for a unit that is not an object
+      return it != unit.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string probe = text("probe");
+    if (probe == "synthetic" && ps.want("synthetic")) return {probe, grid.entries.size()};
+    const auto entry = unit.find("entry");
+    const size_t k = entry != unit.end() && entry->is_number_unsigned() ? entry->get<size_t>() : grid.entries.size();
+    if (k >= grid.entries.size() || text("label") != grid.entries[k].label || probe_key(probe).empty() ||
+        !ps.want(probe))
+      throw Error("unit " + unit.dump() + " is not a model and probe compare now finds: the zoo, the -m list or " +
+                  "--tasks changed since the plan");
+    return {probe, k};
+  }
+
+  static std::string probe_key(const std::string& probe) {
+    for (const char* p : kModelProbes)
+      if (probe == p) return probe == "word-order" ? "word_order" : probe;
+    return {};
+  }
+
+  // Each model's probe units joined back into the one row per model the one-process run has.
   void sweep_render(const std::vector<json>& results) override {
     prepare(true);
-    render(results);
+    std::vector<json> joined;
+    for (const json& c : results) {
+      if (joined.empty() || !c.contains("entry") || !joined.back().contains("entry") ||
+          joined.back()["entry"] != c["entry"]) {
+        joined.push_back(c);
+        continue;
+      }
+      json& last = joined.back();
+      for (const char* key : {"word_order", "permutation", "length", "attention"})
+        for (const json& row : c.at(key)) last[key].push_back(row);
+      if (c.at("buckets").size() > last.at("buckets").size()) last["buckets"] = c["buckets"];
+    }
+    render(joined);
   }
 
   void sweep_outputs(const std::string& json_file, const std::string& html_file) override {

@@ -13,6 +13,9 @@
 
 namespace ordo::cli {
 
+// The probes run on each model, in the order a report lists them.
+inline constexpr const char* kModelProbes[] = {"word-order", "permutation", "length", "attention"};
+
 // The probes' flags (after run() has filled in the defaults).
 struct ProbeSettings {
   std::string tasks = "word-order,permutation,length,attention";
