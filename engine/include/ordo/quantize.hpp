@@ -16,7 +16,7 @@ namespace ordo {
 
 // "f32" / "f16" / "bf16" / "int8" / "q8_0" / "q4_0" (also "i8", "float32", "float16", "bfloat16";
 // case-insensitive). q8_0 / q4_0 are llama.cpp's 32-element blocks (ordo/quant_blocks.hpp), run by
-// W8A8 / W4A8 kernels (activations quantized to int8 per 32-element block, as llama.cpp does).
+// W8A8 / W4A8 kernels (activations quantized to int8 per 32-element block with ggml's reference rounding).
 // Throws Error naming the value otherwise.
 DType parse_weight_dtype(const std::string& name);
 // "f32", "f16", "bf16", "int8", "q8_0", "q4_0": the spelling parse_weight_dtype accepts and the CLI prints.
