@@ -56,6 +56,16 @@ TEST(SweepCli, BadDirectoryManifestAndCellAreNamedErrors) {
   expect_error("sweep status " + sweep, 1, manifest + " lists 5 cells, its header says 6");
   std::ofstream(manifest, std::ios::trunc) << good << "not json\n";
   expect_error("sweep merge " + sweep, 1, manifest + " line 8 is not a JSON object");
+  // A hand-edited cell line: what run and merge read of it is checked when the manifest is read.
+  std::string edited = good;
+  edited.replace(edited.find("\"first\":1"), 9, "\"first\":7");
+  std::ofstream(manifest, std::ios::trunc) << edited;
+  expect_error("sweep run " + sweep + " --cell 1", 1,
+               manifest + " line 3: \"first\" is 7, the cells before it end at unit 1");
+  edited = good;
+  edited.replace(edited.find("\"units\":["), 9, "\"units\":7,\"x\":[");
+  std::ofstream(manifest, std::ios::trunc) << edited;
+  expect_error("sweep merge " + sweep, 1, manifest + " line 2: \"units\" must be a non-empty array");
   std::ofstream(manifest, std::ios::trunc) << "";
   expect_error("sweep run " + sweep, 1, manifest + " is empty");
   fs::remove(manifest);
@@ -74,6 +84,17 @@ TEST(SweepCli, FailedCellIsReportedAndNamedInStatus) {
   EXPECT_NE(read_file(sweep + "/cells/0.failed").find("is longer than"), std::string::npos);
   EXPECT_NE(run_cli("sweep status " + sweep).out.find("failed 1: 0"), std::string::npos);
   fs::remove_all(dir);
+}
+
+// A cell that cannot start (here its log path is a directory) ends the run with the error, but only
+// after the cells already running have finished: none is left behind writing results.
+TEST(SweepCli, ACellThatCannotStartWaitsForTheRunningOnes) {
+  const std::string sweep = planned("sweep-nostart");
+  fs::create_directories(sweep + "/logs/1.log");
+  expect_error("sweep run " + sweep + " --jobs 2", 1, "sweep run: cannot write " + sweep + "/logs/1.log");
+  EXPECT_TRUE(fs::exists(sweep + "/cells/0.result"));   // cell 0 had started: it was waited for
+  EXPECT_FALSE(fs::exists(sweep + "/cells/2.result"));  // and nothing started after the error
+  fs::remove_all(fs::path(sweep).parent_path());
 }
 
 TEST(SweepCli, SlurmScriptsRunMissingCellsThrottledAndSplitByMaxArraySize) {

@@ -18,6 +18,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ordo-slurm-XXXXXX")
 pids=()
 cleanup() {
   local rc=$?
+  # Jobs first, while the controller still runs: a task left behind would outlive its slurmd.
+  if [[ -n ${SLURM_CONF:-} ]]; then timeout 10 scancel --partition ordo 2>/dev/null || true; fi
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -102,13 +104,13 @@ pids+=($!)
 node_idle() { timeout 10 sinfo -h -N -o '%T' | grep -Eq '^(idle|mixed|allocated)'; }
 wait_for 60 "node $host to be idle" node_idle
 
-# The grid: ppl of the bundled model, 2 settings x 2 lengths = 4 cells; and a two-model compare.
+# The grid: ppl of the bundled model, 2 settings x 2 lengths = 4 cells.
 text="$src/tests/data/text/stories-sampled.txt"
 ppl_args=(--text "$text" --ctx-lengths "256,512" --scaling "none,yarn")
 cd "$tmp"
 "$ordo" ppl "${ppl_args[@]}" --json one.json >one.txt 2>/dev/null
 "$ordo" sweep plan grid ppl "${ppl_args[@]}"
-"$ordo" sweep slurm grid --max-parallel 2 -- --time=5 --cpus-per-task=1
+timeout 120 "$ordo" sweep slurm grid --max-parallel 2 -- --time=5 --cpus-per-task=1
 ordo_done() { "$ordo" sweep status grid | grep -q '^missing 0$' && ! timeout 10 squeue -h | grep -q .; }
 wait_for "$deadline" "the job array" ordo_done
 "$ordo" sweep status grid

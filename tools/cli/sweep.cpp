@@ -133,7 +133,13 @@ struct SweepCommand : Command {
     try {
       ParsedTarget p = open_target(m);
       const json& cell = m.cells[c];
-      sweep::write_result(m, c, p.target->sweep_run(cell.at("first").get<size_t>(), cell.at("units")));
+      std::vector<json> numbers;
+      try {
+        numbers = p.target->sweep_run(cell.at("first").get<size_t>(), cell.at("units"));
+      } catch (const json::exception& e) {  // a hand-edited unit of the wrong shape
+        throw Error("sweep run: " + m.dir + "/manifest.jsonl cell " + std::to_string(c) + ": " + e.what());
+      }
+      sweep::write_result(m, c, numbers);
     } catch (const std::exception& e) {
       sweep::write_failure(m, c, e.what());
       throw;

@@ -86,7 +86,7 @@ Manifest read_manifest(const std::string& dir) {
   m.plan = fnv1a64(text);
   std::istringstream in(text);
   std::string line;
-  size_t n = 0, count = 0;
+  size_t n = 0, count = 0, next_unit = 0;
   while (std::getline(in, line)) {
     ++n;
     const std::string where = path + " line " + std::to_string(n);
@@ -101,6 +101,14 @@ Manifest read_manifest(const std::string& dir) {
         count = j.at("cells").get<size_t>();
       } else {
         if (j.at("cell").get<size_t>() != m.cells.size()) throw Error("cell " + j.at("cell").dump() + " out of order");
+        // What run and merge read of a cell, checked here so a hand-edited line is a named error.
+        const json& units = j.at("units");
+        if (!units.is_array() || units.empty()) throw Error("\"units\" must be a non-empty array");
+        if (j.at("first").get<size_t>() != next_unit)
+          throw Error("\"first\" is " + j.at("first").dump() + ", the cells before it end at unit " +
+                      std::to_string(next_unit));
+        if (j.contains("label") && !j.at("label").is_string()) throw Error("\"label\" must be a string");
+        next_unit += units.size();
         m.cells.push_back(j);
       }
     } catch (const json::exception& e) {

@@ -56,22 +56,28 @@ std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cell
   std::map<pid_t, size_t> running;
   std::vector<size_t> failed;
   size_t next = 0, finished = 0;
-  while (next < cells.size() || !running.empty()) {
-    while (next < cells.size() && static_cast<int>(running.size()) < jobs) {
+  // A cell that cannot start (its log unwritable, no process left) stops new starts, but the cells
+  // already running are waited for before the error is thrown: none outlives this call.
+  std::string start_error;
+  while ((next < cells.size() && start_error.empty()) || !running.empty()) {
+    while (next < cells.size() && start_error.empty() && static_cast<int>(running.size()) < jobs) {
       const size_t c = cells[next++];
       const std::string log = log_path(m, c);
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) throw Error("sweep run: cannot write " + log + ": " + std::strerror(errno));
+      if (fd < 0) {
+        start_error = "sweep run: cannot write " + log + ": " + std::strerror(errno);
+        break;
+      }
       try {
         std::vector<std::string> argv = {exe, "sweep", "run", m.dir, "--cell", std::to_string(c)};
         if (force) argv.push_back("--force");
         running[spawn(argv, fd, false)] = c;
-      } catch (...) {
-        ::close(fd);
-        throw;
+      } catch (const std::exception& e) {
+        start_error = e.what();
       }
       ::close(fd);
     }
+    if (running.empty()) break;
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
     if (pid < 0) {
@@ -89,6 +95,7 @@ std::vector<size_t> run_cells(const Manifest& m, const std::vector<size_t>& cell
               << (ok ? "done" : how_it_ended(status) + ", see " + log_path(m, c)) << "\n";
     if (!ok) failed.push_back(c);
   }
+  if (!start_error.empty()) throw Error(start_error);
   return failed;
 }
 
