@@ -10,6 +10,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "../models/src/weights/gguf.hpp"
 #include "ordo/ordo.hpp"
 #include "support/cli.hpp"
 #include "support/golden.hpp"
@@ -253,6 +254,30 @@ TEST(GgufModelErrors, TypesOrdoDoesNotReadAreNamedAtLoad) {
                                                 "not read yet"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Q8_0 / Q4_0 weights stay blocks at load; a block whose fp16 scale is inf (or NaN) holds values
+// that are not finite, and is refused as an F32 weight with an inf is (the scan used to skip blocks).
+TEST(GgufModelErrors, BlockWithAnInfScaleIsRefusedAtLoad) {
+  std::ifstream in(file("q8_0"), std::ios::binary);
+  std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const ordo::GgufFile g = ordo::GgufFile::parse(reinterpret_cast<const unsigned char*>(b.data()), b.size(), "q8_0");
+  uint64_t at = 0;
+  for (const ordo::GgufTensorInfo& t : g.tensors())
+    if (t.name == "blk.0.ffn_gate.weight") at = g.data_offset() + t.offset + 34;  // block 1: row 0, [32, 64)
+  ASSERT_GT(at, 0u);
+  const uint16_t inf = 0x7c00;
+  std::memcpy(&b[at], &inf, 2);
+  const std::string path = ordo::test::make_temp_dir("gguf") + "/inf.gguf";
+  std::ofstream(path, std::ios::binary) << b;
+  try {
+    load(path);
+    ADD_FAILURE() << "no error";
+  } catch (const ordo::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tensor 'model.layers.0.mlp.gate_proj.weight' holds "), std::string::npos) << m;
+    EXPECT_NE(m.find(" at [0, 32] (32 of its "), std::string::npos) << m;
   }
 }
 

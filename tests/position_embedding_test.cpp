@@ -89,6 +89,13 @@ TEST(Learned, MissingTableIsAnError) {
   EXPECT_NE(error_of([&] { make(cfg, ctx_of(3, 1, 3)); }).find("the model has no learned position table"),
             std::string::npos);
   EXPECT_THROW(make(cfg, ctx_of(4, 1, 4), learned_table(8, 3)), Error);  // d_model mismatch
+  // A quantized table is named by its dtype (it used to say int8 for the block dtypes too).
+  PositionWeights q;
+  q.set("table", Tensor::zeros({4, 32}, DType::Q8_0));
+  EXPECT_NE(error_of([&] {
+              make(cfg, ctx_of(32, 1, 32), q);
+            }).find(std::string(dtype_name(DType::Q8_0)) + " position weights are not supported"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- sinusoidal

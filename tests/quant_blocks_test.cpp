@@ -75,6 +75,28 @@ TEST(QuantBlocks, SizesAndRoundTrip) {
   EXPECT_EQ(y4[0], -16.0f);
 }
 
+// A block whose largest magnitude is tiny (1e-38) has d = amax / 127 (or / -8) a nonzero denormal
+// whose 1/d is inf: x * inf cast to an integer was undefined, and q4_0's zeros got code 0 (NaN
+// compares false) instead of 8. Now 1/d is taken as 0: d stores as fp16 0 (-0 for q4_0's negative
+// d), every code is the zero code, and the block decodes to zeros.
+TEST(QuantBlocks, TinyBlockQuantizesToZeros) {
+  std::vector<float> x(32, 0.0f);
+  x[5] = 1e-38f;
+  std::vector<uint8_t> q8(34, 0xff), q4(18, 0xff);
+  ordo::quantize_q8_0(x.data(), 32, q8.data());
+  ordo::quantize_q4_0(x.data(), 32, q4.data());
+  EXPECT_EQ(q8, std::vector<uint8_t>(34, 0));  // d = 0, codes 0
+  std::vector<uint8_t> want4(18, 0x88);        // d = -0 (fp16 0x8000), codes 8 (zero) in both nibbles
+  want4[0] = 0x00;
+  want4[1] = 0x80;
+  EXPECT_EQ(q4, want4);
+  std::vector<float> y8(32, 1.0f), y4(32, 1.0f);
+  ordo::dequantize_q8_0(q8.data(), 32, y8.data());
+  ordo::dequantize_q4_0(q4.data(), 32, y4.data());
+  EXPECT_EQ(y8, std::vector<float>(32, 0.0f));
+  EXPECT_EQ(y4, std::vector<float>(32, 0.0f));
+}
+
 TEST(QuantBlocks, CountNotAMultipleOf32IsAnError) {
   std::vector<float> x(40);
   std::vector<uint8_t> out(64);

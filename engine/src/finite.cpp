@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/gemm_backend.hpp"
+#include "ordo/quant_blocks.hpp"
 
 namespace ordo {
 namespace {
@@ -37,6 +38,20 @@ int64_t first_of(const void* data, int64_t n) {
   return -1;
 }
 
+// Block dtypes: the integers are finite, so a block's 32 values are non-finite exactly when its fp16
+// scale d (its first two bytes) is NaN or inf. The first element of the first such block at or after
+// block `from`, or -1.
+int64_t first_bad_block(const Tensor& t, int64_t from = 0) {
+  const size_t block = t.dtype == DType::Q8_0 ? 34 : 18;
+  const auto* p = static_cast<const unsigned char*>(t.data);
+  for (int64_t b = from, nb = t.numel() / kQuantBlock; b < nb; ++b) {
+    uint16_t d;
+    std::memcpy(&d, p + static_cast<size_t>(b) * block, 2);
+    if ((d & 0x7c00u) == 0x7c00u) return b * kQuantBlock;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int64_t first_nonfinite(const float* x, int64_t n) { return first_of<uint32_t, 0x7f800000u>(x, n); }
@@ -47,16 +62,20 @@ int64_t first_nonfinite(const Tensor& t) {
     case DType::F32: return first_of<uint32_t, 0x7f800000u>(t.data, t.numel());
     case DType::F16: return first_of<uint16_t, 0x7c00u>(t.data, t.numel());
     case DType::BF16: return first_of<uint16_t, 0x7f80u>(t.data, t.numel());
-    case DType::I8:
+    case DType::I8: return -1;
     case DType::Q8_0:
-    case DType::Q4_0: return -1;
+    case DType::Q4_0: return first_bad_block(t);
   }
   return -1;
 }
 
 int64_t count_nonfinite(const Tensor& t) {
   int64_t n = 0;
-  if (t.empty() || t.dtype == DType::I8 || is_block_dtype(t.dtype)) return 0;
+  if (t.empty() || t.dtype == DType::I8) return 0;
+  if (is_block_dtype(t.dtype)) {  // every value of a block with a non-finite scale (inf * 0 is NaN)
+    for (int64_t i = first_bad_block(t); i >= 0; i = first_bad_block(t, i / kQuantBlock + 1)) n += kQuantBlock;
+    return n;
+  }
   for (int64_t i = 0, e = t.numel(); i < e; ++i) n += std::isfinite(element_as_f32(t, i)) ? 0 : 1;
   return n;
 }
@@ -72,7 +91,16 @@ float element_as_f32(const Tensor& t, int64_t i) {
     }
     case DType::I8: return static_cast<float>(static_cast<const int8_t*>(t.data)[i]);
     case DType::Q8_0:
-    case DType::Q4_0: throw Error(std::string("element_as_f32: ") + dtype_name(t.dtype) + " is read a block at a time");
+    case DType::Q4_0: {  // d times the element's code (for messages: one element, not a hot path)
+      const int64_t b = i / kQuantBlock, j = i % kQuantBlock;
+      const auto* p = static_cast<const unsigned char*>(t.data) + b * (t.dtype == DType::Q8_0 ? 34 : 18);
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      const int q = t.dtype == DType::Q8_0
+                        ? static_cast<int8_t>(p[2 + j])
+                        : (j < kQuantBlock / 2 ? p[2 + j] & 0x0F : p[2 + j - kQuantBlock / 2] >> 4) - 8;
+      return f16_to_f32(h) * static_cast<float>(q);
+    }
   }
   return 0.0f;
 }

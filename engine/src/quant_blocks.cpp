@@ -31,6 +31,13 @@ float get_half(const uint8_t* p) {
   return f16_to_f32(h);
 }
 
+// 1/d, or 0 when d is 0 or so small (a denormal, |x| <= ~3.7e-37 over 127 or 8) that 1/d is inf:
+// x * inf cast to an integer is undefined, and that d is stored as fp16 0, so the codes must be too.
+float inverse_scale(float d) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  return std::isfinite(id) ? id : 0.0f;
+}
+
 }  // namespace
 
 size_t q8_0_bytes(int64_t n) { return static_cast<size_t>(blocks(n, "q8_0")) * kQ8Block; }
@@ -42,7 +49,7 @@ void quantize_q8_0(const float* x, int64_t n, uint8_t* out) {
     float amax = 0.0f;
     for (int j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     put_half(out, d);
     for (int j = 0; j < kQuantBlock; ++j) {
       const float v = std::round(x[j] * id);  // half away from zero, as ggml's roundf
@@ -61,7 +68,7 @@ void quantize_q4_0(const float* x, int64_t n, uint8_t* out) {
         max = x[j];
       }
     const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     put_half(out, d);
     auto code = [&](float v) {
       const float t = v * id + 8.5f;  // in [0, 16.5]: truncation is ggml's (int8_t) cast

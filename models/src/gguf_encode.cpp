@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
+#include "ordo/finite.hpp"
 #include "ordo/quant_blocks.hpp"
 #include "weights/gguf.hpp"
 
@@ -63,6 +65,19 @@ uint64_t gguf_tensor_bytes(uint32_t type, uint64_t n) {
     case kGgmlQ4_0: return n / 32 * 18;
     default: throw Error("GGUF writer: type " + ggml_type_name(type) + " is not written");
   }
+}
+
+void check_encodable(const Tensor& values, uint32_t type, const std::string& what) {
+  int64_t i = first_nonfinite(values);
+  constexpr float kF16Inf = 65520.0f;  // the smallest magnitude f16 rounds to inf (65504 is its largest)
+  if (i < 0 && type == kGgmlF16 && values.dtype != DType::F16)
+    for (int64_t j = 0, n = values.numel(); j < n && i < 0; ++j)
+      if (std::fabs(element_as_f32(values, j)) >= kF16Inf) i = j;
+  if (i < 0) return;
+  const float v = element_as_f32(values, i);
+  throw Error(what + " holds " + value_str(v) + " at " + index_str(values.shape, i) + " (element " + std::to_string(i) +
+              "): GGUF " + ggml_type_name(type) + " cannot store " +
+              (std::isfinite(v) ? "a value beyond +-65504" : "a value that is not finite") + "; nothing was written");
 }
 
 std::vector<uint8_t> encode_tensor(const Tensor& values, uint32_t type) {

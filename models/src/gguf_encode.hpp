@@ -28,5 +28,9 @@ uint32_t gguf_tensor_type(GgufOut t, const std::string& name, const std::vector<
 uint64_t gguf_tensor_bytes(uint32_t type, uint64_t n);
 // `values` (any float dtype, converted to F32 first) encoded as ggml type `type`.
 std::vector<uint8_t> encode_tensor(const Tensor& values, uint32_t type);
+// An Error "<what> holds NaN at [r, c] (element i): GGUF Q8_0 cannot store ..." when `values` holds a
+// NaN or inf, or for F16 a magnitude that rounds to inf: the encoders would write it silently wrong
+// (NaN as 0 or a block's extreme code, inf as an inf block scale).
+void check_encodable(const Tensor& values, uint32_t type, const std::string& what);
 
 }  // namespace ordo

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <tuple>
 
@@ -25,6 +26,7 @@ struct Out {
   std::string name;
   Tensor values;
   int64_t permute_heads = 0;
+  std::string source;  // the HF name, for errors
 };
 
 // HF's llama names -> GGUF's; "" for a tensor the converter drops (rotary inv_freq).
@@ -102,15 +104,16 @@ void llama_metadata(GgufWriter& w, const JsonConfig& c, const std::string& dir, 
   w.add_u32("general.file_type", gguf_file_type(t));
   w.add_u32(a + "vocab_size", static_cast<uint32_t>(vocab));
   w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(head_dim));
-  if (c.has("rope_scaling")) {
-    const nlohmann::json& s = c.raw().at("rope_scaling");
-    const std::string type = s.value("rope_type", s.value("type", std::string()));
+  if (c.has("rope_scaling")) {  // JsonConfig's reads: a wrong type is an Error naming the file and field
+    const JsonConfig s = c.child("rope_scaling");
+    const std::string type = s.get_string("rope_type", s.get_string("type", std::string()));
     if (type != "linear" && type != "yarn")
       throw Error(c.origin() + ": rope_scaling type '" + type + "' is not written to GGUF yet (linear and yarn are)");
     w.add_string(a + "rope.scaling.type", type);
-    w.add_f32(a + "rope.scaling.factor", s.value("factor", 1.0f));
-    if (s.contains("original_max_position_embeddings"))
-      w.add_u32(a + "rope.scaling.original_context_length", s.at("original_max_position_embeddings").get<uint32_t>());
+    w.add_f32(a + "rope.scaling.factor", static_cast<float>(s.get_double("factor", 1.0)));
+    if (s.has("original_max_position_embeddings"))
+      w.add_u32(a + "rope.scaling.original_context_length",
+                static_cast<uint32_t>(s.get_count("original_max_position_embeddings")));
   }
   w.add_u32("general.quantization_version", 2);
 }
@@ -127,7 +130,15 @@ void tokenizer_metadata(GgufWriter& w, const std::string& dir, const JsonConfig&
   w.add_i32s("tokenizer.ggml.token_type", v.types);
   for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id"}) {
     if (!c.has(k) || !c.raw().at(k).is_number_integer()) continue;  // a list of eos ids: the converter skips it too
-    w.add_u32(std::string("tokenizer.ggml.") + k, static_cast<uint32_t>(c.get_int(k)));
+    // An id outside the vocabulary ("pad_token_id": -1 in early LLaMA configs) names no token: not
+    // written, as llama.cpp's converter does (a cast would store -1 as 4294967295).
+    const int64_t id = c.get_int(k);
+    if (id < 0 || id >= vocab) {
+      std::cerr << "note: " << c.origin() << ": " << k << " " << id << " is outside the vocabulary [0, " << vocab
+                << "); tokenizer.ggml." << k << " is not written\n";
+      continue;
+    }
+    w.add_u32(std::string("tokenizer.ggml.") + k, static_cast<uint32_t>(id));
   }
   const fs::path tc = fs::path(dir) / "tokenizer_config.json";
   if (fs::is_regular_file(tc)) {
@@ -149,7 +160,7 @@ int write_from_dir(const std::string& dir, OutputFile& out, GgufOut t, const Qua
     const std::string g = gguf_name(hf, weights.origin());
     if (g.empty()) continue;
     const bool q = g.find(".attn_q.") != std::string::npos, k = g.find(".attn_k.") != std::string::npos;
-    outs.push_back({g, tensor, q ? heads : k ? kv : 0});
+    outs.push_back({g, tensor, q ? heads : k ? kv : 0, hf});
   }
   const bool has_output = std::any_of(outs.begin(), outs.end(), [](const Out& o) { return o.name == "output.weight"; });
   if (has_output && c.get_bool("tie_word_embeddings", false))  // the converter drops a tied lm_head
@@ -172,6 +183,7 @@ int write_from_dir(const std::string& dir, OutputFile& out, GgufOut t, const Qua
   w.write(out, [&](size_t i) {
     if (progress) progress(i + 1, outs.size(), outs[i].name);
     const Out& o = outs[i];
+    check_encodable(o.values, types[i], dir + ": tensor '" + o.source + "'");
     return encode_tensor(o.permute_heads ? permute_rows(o.values, o.permute_heads, o.name) : o.values, types[i]);
   });
   return static_cast<int>(outs.size());
@@ -200,7 +212,9 @@ int write_from_gguf(const std::string& path, OutputFile& out, GgufOut t, const Q
   }
   w.write(out, [&](size_t i) {
     if (progress) progress(i + 1, infos.size(), infos[i].name);
-    return encode_tensor(g.tensor(infos[i]), types[i]);
+    const Tensor v = g.tensor(infos[i]);
+    check_encodable(v, types[i], path + ": tensor '" + infos[i].name + "'");
+    return encode_tensor(v, types[i]);
   });
   return static_cast<int>(infos.size());
 }

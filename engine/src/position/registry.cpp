@@ -61,7 +61,7 @@ void require_scaling(const PositionSchemeInfo& scheme, const Scaling& s) {
 Tensor as_f32(const Tensor& t, const char* what) {
   if (t.dtype == DType::F32) return t;
   if (t.dtype == DType::I8 || is_block_dtype(t.dtype))
-    throw Error(std::string(what) + ": int8 position weights are not supported");
+    throw Error(std::string(what) + ": " + dtype_name(t.dtype) + " position weights are not supported");
   return t.to_f32();
 }
 

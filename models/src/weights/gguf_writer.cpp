@@ -22,7 +22,7 @@ void put_str(std::string& s, const std::string& v) {
 
 uint64_t padded(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-void put_scalar(std::string& s, const GgufValue& v) {
+void put_scalar(std::string& s, const GgufValue& v, const std::string& key) {
   switch (v.type) {
     case GgufType::U8: put<uint8_t>(s, static_cast<uint8_t>(v.i)); break;
     case GgufType::I8: put<int8_t>(s, static_cast<int8_t>(v.i)); break;
@@ -36,7 +36,7 @@ void put_scalar(std::string& s, const GgufValue& v) {
     case GgufType::U64: put<uint64_t>(s, v.i < 0 ? v.u : static_cast<uint64_t>(v.i)); break;
     case GgufType::I64: put<int64_t>(s, v.i); break;
     case GgufType::F64: put<double>(s, v.f); break;
-    case GgufType::Array: throw Error("GGUF writer: nested arrays are not written");
+    case GgufType::Array: throw Error("GGUF writer: key '" + key + "' holds an array of arrays, which is not written");
   }
 }
 
@@ -48,9 +48,9 @@ void GgufWriter::add_value(const std::string& key, const GgufValue& v) {
   if (v.type == GgufType::Array) {
     put<uint32_t>(kv_, static_cast<uint32_t>(v.elem));
     put<uint64_t>(kv_, v.items.size());
-    for (const GgufValue& e : v.items) put_scalar(kv_, e);
+    for (const GgufValue& e : v.items) put_scalar(kv_, e, key);
   } else {
-    put_scalar(kv_, v);
+    put_scalar(kv_, v, key);
   }
   ++n_kv_;
 }
