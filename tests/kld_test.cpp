@@ -3,9 +3,12 @@
 // The figures themselves are held to numpy in python/tests/test_kld.py.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
+#include "ordo/finite.hpp"
 #include "ordo/kld.hpp"
 #include "ordo/ordo.hpp"
 #include "support/cli.hpp"
@@ -90,4 +93,47 @@ TEST(Kld, CliWritesABaseAndScoresADtypeAgainstIt) {
   r = ordo::test::run_cli("ppl --text " + text + " --kld-base " + d + "/missing.kld --kld");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("missing.kld: cannot open"), std::string::npos) << r.err;
+}
+
+TEST(Kld, TheBaseSizeMustBeWhatItsHeaderSays) {
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string d = ordo::test::make_temp_dir("kld-size");
+  {  // a header claiming 2^24 chunks of 2^24 tokens over 2^24 entries, in a file of 32 bytes
+    std::ofstream f(d + "/huge.kld", std::ios::binary);
+    const uint64_t head[3] = {1u << 24, 1u << 24, 1u << 24};
+    f.write("ORDOKLD1", 8);
+    f.write(reinterpret_cast<const char*>(head), sizeof head);
+  }
+  const std::string huge = message([&] { ordo::compare_kld_base(m, d + "/huge.kld"); });
+  EXPECT_NE(huge.find(d + "/huge.kld: truncated"), std::string::npos) << huge;
+  const std::string base = d + "/b.kld";
+  ordo::write_kld_base(m, some_ids(m), 16, 2, base);
+  const uintmax_t size = std::filesystem::file_size(base);
+  EXPECT_EQ(size, 32u + 2 * 16 * 4 + 2 * 7 * static_cast<uintmax_t>(m.spec().vocab_size) * 4);
+  std::filesystem::resize_file(base, size + 4);
+  const std::string longer = message([&] { ordo::compare_kld_base(m, base); });
+  EXPECT_NE(longer.find(base + ": trailing bytes"), std::string::npos) << longer;
+  std::filesystem::resize_file(base, 40);  // inside the token ids
+  const std::string shorter = message([&] { ordo::compare_kld_base(m, base); });
+  EXPECT_NE(shorter.find(base + ": truncated (token ids)"), std::string::npos) << shorter;
+}
+
+TEST(Kld, ANonFiniteDivergenceIsAnErrorNotZero) {
+  const float half = std::log(0.5f), nan = std::numeric_limits<float>::quiet_NaN();
+  const float p[2] = {half, half}, q[2] = {std::log(0.25f), std::log(0.75f)}, bad[2] = {nan, nan};
+  EXPECT_NEAR(ordo::kl_divergence(p, q, 2, 0), 0.5 * std::log(2.0) + 0.5 * std::log(0.5 / 0.75), 1e-6);
+  EXPECT_EQ(ordo::kl_divergence(p, p, 2, 0), 0.0);
+  EXPECT_THROW(ordo::kl_divergence(p, bad, 2, 5), ordo::NonFiniteError);
+  EXPECT_NE(message([&] { ordo::kl_divergence(p, bad, 2, 5); }).find("token position 5 is NaN"), std::string::npos);
+  // Through a base file: a NaN log-probability in the first scored row (position 8 of chunk 0).
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string base = ordo::test::make_temp_dir("kld-nan") + "/b.kld";
+  ordo::write_kld_base(m, some_ids(m), 16, 1, base);
+  {
+    std::fstream f(base, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(32 + 16 * 4);
+    f.write(reinterpret_cast<const char*>(&nan), 4);
+  }
+  EXPECT_THROW(ordo::compare_kld_base(m, base), ordo::NonFiniteError);
+  EXPECT_NE(message([&] { ordo::compare_kld_base(m, base); }).find("token position 8 is NaN"), std::string::npos);
 }
