@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "ordo/finite.hpp"
 #include "ordo/kld.hpp"
@@ -32,6 +33,22 @@ std::string message(const std::function<void()>& f) {
   }
   return "(no error)";
 }
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A CLI run that must fail with `code` and a message holding `needle`.
+void expect_refused(const std::string& args, int code, const std::string& needle) {
+  const ordo::test::CliResult r = ordo::test::run_cli(args);
+  EXPECT_EQ(r.exit_code, code) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+}
+
+const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
 
 }  // namespace
 
@@ -136,4 +153,22 @@ TEST(Kld, ANonFiniteDivergenceIsAnErrorNotZero) {
   }
   EXPECT_THROW(ordo::compare_kld_base(m, base), ordo::NonFiniteError);
   EXPECT_NE(message([&] { ordo::compare_kld_base(m, base); }).find("token position 8 is NaN"), std::string::npos);
+}
+
+TEST(Kld, CliRefusesOutputsThatNameAnInput) {
+  const std::string d = ordo::test::make_temp_dir("kld-inputs");
+  const std::string text = d + "/t.txt", svg = d + "/t.svg", base = d + "/b.kld";
+  std::filesystem::copy_file(kText, text);
+  std::filesystem::copy_file(kText, svg);
+  const std::string original = bytes_of(text);
+  expect_refused("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + text, 1, text + ": is");
+  EXPECT_EQ(bytes_of(text), original);
+  expect_refused("ppl --text " + text + " --ctx-lengths 64 --json " + text, 1, text + ": is");
+  EXPECT_EQ(bytes_of(text), original);
+  expect_refused("ppl --text " + svg + " --ctx-lengths 64 --plot " + svg, 1, svg + ": is");
+  EXPECT_EQ(bytes_of(svg), original);
+  ASSERT_EQ(ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + base).exit_code, 0);
+  const std::string reference = bytes_of(base);
+  expect_refused("ppl --text " + text + " --kld-base " + base + " --kld --json " + base, 1, base + ": is");
+  EXPECT_EQ(bytes_of(base), reference);
 }

@@ -244,8 +244,9 @@ struct PplCommand : Command, SweepTarget {
       if (c.size() != 1) throw UsageError("--kld-base takes one context length in --ctx-lengths");
       kld.ctx = c[0];
     }
-    if (!kld.compare) check_output_path(kld.base, {model.resolved_dir()});
-    if (!json_out.empty()) check_output_path(json_out, {model.resolved_dir()});
+    // The text (and in --kld mode the base) are inputs: an output naming one would replace it.
+    if (!kld.compare) check_output_path(kld.base, {model.resolved_dir(), text_file});
+    if (!json_out.empty()) check_output_path(json_out, {model.resolved_dir(), text_file, kld.base});
     kld.json_out = json_out;
     if (!kld.compare) kld.text = read_input_text(text_file);
     const Model m = model.load(true);
@@ -290,7 +291,7 @@ struct PplCommand : Command, SweepTarget {
 
   void check_outputs() const {
     for (const std::string* o : {&json_out, &plot_out})  // before the run: written at its end
-      if (!o->empty()) check_output_path(*o, {model.resolved_dir()});
+      if (!o->empty()) check_output_path(*o, {model.resolved_dir(), text_file});
   }
 
   static void print_header() {
