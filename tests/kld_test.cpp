@@ -172,3 +172,26 @@ TEST(Kld, CliRefusesOutputsThatNameAnInput) {
   expect_refused("ppl --text " + text + " --kld-base " + base + " --kld --json " + base, 1, base + ": is");
   EXPECT_EQ(bytes_of(base), reference);
 }
+
+TEST(Kld, CliRefusesFlagsTheKldRunWouldIgnore) {
+  const std::string d = ordo::test::make_temp_dir("kld-flags");
+  const std::string run = "ppl --text " + kText + " --kld-base " + d + "/b.kld ";
+  for (const std::string flag :
+       {"--position", "--scaling", "--factor", "--stride", "--original-max", "--batch-windows", "--batch", "--plot"}) {
+    const std::string value = flag == "--position"  ? "rope"
+                              : flag == "--scaling" ? "none"
+                              : flag == "--plot"    ? d + "/p.svg"
+                                                    : "2";
+    expect_refused(run + flag + " " + value, 2, flag + " is not used with --kld-base");
+    expect_refused(run + "--kld " + flag + " " + value, 2, flag + " is not used with --kld-base");
+  }
+  for (const std::string flag : {"--ctx-lengths", "--ctx", "--chunks"})
+    expect_refused(run + "--kld " + flag + " 64", 2, flag + " is not used with --kld-base FILE --kld");
+  expect_refused(run + "--json " + d + "/x.json", 2, "--json is not used with --kld-base FILE without --kld");
+  expect_refused("ppl --text " + kText + " --kld", 2, "--kld needs --kld-base");
+  expect_refused("ppl --text " + kText + " --chunks 2", 2, "--chunks needs --kld-base");
+  expect_refused("sweep plan " + d + "/sweep ppl --text " + kText + " --kld-base " + d + "/b.kld", 2,
+                 "--kld-base cannot run as a sweep");
+  EXPECT_FALSE(std::filesystem::exists(d + "/b.kld"));
+  EXPECT_FALSE(std::filesystem::exists(d + "/sweep"));
+}
