@@ -161,15 +161,18 @@ TEST(Kld, CliRefusesOutputsThatNameAnInput) {
   std::filesystem::copy_file(kText, text);
   std::filesystem::copy_file(kText, svg);
   const std::string original = bytes_of(text);
-  expect_refused("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + text, 1, text + ": is");
+  expect_refused("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + text, 1,
+                 text + ": is (a link to) the input file");
   EXPECT_EQ(bytes_of(text), original);
-  expect_refused("ppl --text " + text + " --ctx-lengths 64 --json " + text, 1, text + ": is");
+  expect_refused("ppl --text " + text + " --ctx-lengths 64 --json " + text, 1,
+                 text + ": is (a link to) the input file");
   EXPECT_EQ(bytes_of(text), original);
-  expect_refused("ppl --text " + svg + " --ctx-lengths 64 --plot " + svg, 1, svg + ": is");
+  expect_refused("ppl --text " + svg + " --ctx-lengths 64 --plot " + svg, 1, svg + ": is (a link to) the input file");
   EXPECT_EQ(bytes_of(svg), original);
   ASSERT_EQ(ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + base).exit_code, 0);
   const std::string reference = bytes_of(base);
-  expect_refused("ppl --text " + text + " --kld-base " + base + " --kld --json " + base, 1, base + ": is");
+  expect_refused("ppl --text " + text + " --kld-base " + base + " --kld --json " + base, 1,
+                 base + ": is (a link to) the input file");
   EXPECT_EQ(bytes_of(base), reference);
 }
 
