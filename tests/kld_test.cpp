@@ -3,9 +3,13 @@
 // The figures themselves are held to numpy in python/tests/test_kld.py.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <sstream>
 
+#include "ordo/finite.hpp"
 #include "ordo/kld.hpp"
 #include "ordo/ordo.hpp"
 #include "support/cli.hpp"
@@ -29,6 +33,22 @@ std::string message(const std::function<void()>& f) {
   }
   return "(no error)";
 }
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A CLI run that must fail with `code` and a message holding `needle`.
+void expect_refused(const std::string& args, int code, const std::string& needle) {
+  const ordo::test::CliResult r = ordo::test::run_cli(args);
+  EXPECT_EQ(r.exit_code, code) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+}
+
+const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
 
 }  // namespace
 
@@ -90,4 +110,91 @@ TEST(Kld, CliWritesABaseAndScoresADtypeAgainstIt) {
   r = ordo::test::run_cli("ppl --text " + text + " --kld-base " + d + "/missing.kld --kld");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("missing.kld: cannot open"), std::string::npos) << r.err;
+}
+
+TEST(Kld, TheBaseSizeMustBeWhatItsHeaderSays) {
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string d = ordo::test::make_temp_dir("kld-size");
+  {  // a header claiming 2^24 chunks of 2^24 tokens over 2^24 entries, in a file of 32 bytes
+    std::ofstream f(d + "/huge.kld", std::ios::binary);
+    const uint64_t head[3] = {1u << 24, 1u << 24, 1u << 24};
+    f.write("ORDOKLD1", 8);
+    f.write(reinterpret_cast<const char*>(head), sizeof head);
+  }
+  const std::string huge = message([&] { ordo::compare_kld_base(m, d + "/huge.kld"); });
+  EXPECT_NE(huge.find(d + "/huge.kld: truncated"), std::string::npos) << huge;
+  const std::string base = d + "/b.kld";
+  ordo::write_kld_base(m, some_ids(m), 16, 2, base);
+  const uintmax_t size = std::filesystem::file_size(base);
+  EXPECT_EQ(size, 32u + 2 * 16 * 4 + 2 * 7 * static_cast<uintmax_t>(m.spec().vocab_size) * 4);
+  std::filesystem::resize_file(base, size + 4);
+  const std::string longer = message([&] { ordo::compare_kld_base(m, base); });
+  EXPECT_NE(longer.find(base + ": trailing bytes"), std::string::npos) << longer;
+  std::filesystem::resize_file(base, 40);  // inside the token ids
+  const std::string shorter = message([&] { ordo::compare_kld_base(m, base); });
+  EXPECT_NE(shorter.find(base + ": truncated (token ids)"), std::string::npos) << shorter;
+}
+
+TEST(Kld, ANonFiniteDivergenceIsAnErrorNotZero) {
+  const float half = std::log(0.5f), nan = std::numeric_limits<float>::quiet_NaN();
+  const float p[2] = {half, half}, q[2] = {std::log(0.25f), std::log(0.75f)}, bad[2] = {nan, nan};
+  EXPECT_NEAR(ordo::kl_divergence(p, q, 2, 0), 0.5 * std::log(2.0) + 0.5 * std::log(0.5 / 0.75), 1e-6);
+  EXPECT_EQ(ordo::kl_divergence(p, p, 2, 0), 0.0);
+  EXPECT_THROW(ordo::kl_divergence(p, bad, 2, 5), ordo::NonFiniteError);
+  EXPECT_NE(message([&] { ordo::kl_divergence(p, bad, 2, 5); }).find("token position 5 is NaN"), std::string::npos);
+  // Through a base file: a NaN log-probability in the first scored row (position 8 of chunk 0).
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string base = ordo::test::make_temp_dir("kld-nan") + "/b.kld";
+  ordo::write_kld_base(m, some_ids(m), 16, 1, base);
+  {
+    std::fstream f(base, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(32 + 16 * 4);
+    f.write(reinterpret_cast<const char*>(&nan), 4);
+  }
+  EXPECT_THROW(ordo::compare_kld_base(m, base), ordo::NonFiniteError);
+  EXPECT_NE(message([&] { ordo::compare_kld_base(m, base); }).find("token position 8 is NaN"), std::string::npos);
+}
+
+TEST(Kld, CliRefusesOutputsThatNameAnInput) {
+  const std::string d = ordo::test::make_temp_dir("kld-inputs");
+  const std::string text = d + "/t.txt", svg = d + "/t.svg", base = d + "/b.kld";
+  std::filesystem::copy_file(kText, text);
+  std::filesystem::copy_file(kText, svg);
+  const std::string original = bytes_of(text);
+  expect_refused("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + text, 1,
+                 text + ": is (a link to) the input file");
+  EXPECT_EQ(bytes_of(text), original);
+  expect_refused("ppl --text " + text + " --ctx-lengths 64 --json " + text, 1,
+                 text + ": is (a link to) the input file");
+  EXPECT_EQ(bytes_of(text), original);
+  expect_refused("ppl --text " + svg + " --ctx-lengths 64 --plot " + svg, 1, svg + ": is (a link to) the input file");
+  EXPECT_EQ(bytes_of(svg), original);
+  ASSERT_EQ(ordo::test::run_cli("ppl --text " + text + " --ctx-lengths 64 --chunks 1 --kld-base " + base).exit_code, 0);
+  const std::string reference = bytes_of(base);
+  expect_refused("ppl --text " + text + " --kld-base " + base + " --kld --json " + base, 1,
+                 base + ": is (a link to) the input file");
+  EXPECT_EQ(bytes_of(base), reference);
+}
+
+TEST(Kld, CliRefusesFlagsTheKldRunWouldIgnore) {
+  const std::string d = ordo::test::make_temp_dir("kld-flags");
+  const std::string run = "ppl --text " + kText + " --kld-base " + d + "/b.kld ";
+  for (const std::string flag :
+       {"--position", "--scaling", "--factor", "--stride", "--original-max", "--batch-windows", "--batch", "--plot"}) {
+    const std::string value = flag == "--position"  ? "rope"
+                              : flag == "--scaling" ? "none"
+                              : flag == "--plot"    ? d + "/p.svg"
+                                                    : "2";
+    expect_refused(run + flag + " " + value, 2, flag + " is not used with --kld-base");
+    expect_refused(run + "--kld " + flag + " " + value, 2, flag + " is not used with --kld-base");
+  }
+  for (const std::string flag : {"--ctx-lengths", "--ctx", "--chunks"})
+    expect_refused(run + "--kld " + flag + " 64", 2, flag + " is not used with --kld-base FILE --kld");
+  expect_refused(run + "--json " + d + "/x.json", 2, "--json is not used with --kld-base FILE without --kld");
+  expect_refused("ppl --text " + kText + " --kld", 2, "--kld needs --kld-base");
+  expect_refused("ppl --text " + kText + " --chunks 2", 2, "--chunks needs --kld-base");
+  expect_refused("sweep plan " + d + "/sweep ppl --text " + kText + " --kld-base " + d + "/b.kld", 2,
+                 "--kld-base cannot run as a sweep");
+  EXPECT_FALSE(std::filesystem::exists(d + "/b.kld"));
+  EXPECT_FALSE(std::filesystem::exists(d + "/sweep"));
 }

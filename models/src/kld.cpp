@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 
+#include "ordo/finite.hpp"
 #include "ordo/ordo.hpp"
 #include "ordo/output_file.hpp"
 
@@ -47,6 +50,23 @@ int64_t argmax(const float* x, int64_t n) { return std::max_element(x, x + n) - 
 
 }  // namespace
 
+double kl_divergence(const float* base, const float* model, int64_t n, int64_t position) {
+  double kl = 0;
+  for (int64_t v = 0; v < n; ++v)
+    if (base[v] != -std::numeric_limits<float>::infinity())  // p = 0: 0 · log 0 = 0
+      kl += std::exp(static_cast<double>(base[v])) * (static_cast<double>(base[v]) - model[v]);
+  if (!std::isfinite(kl))
+    throw NonFiniteError("KL divergence at token position " + std::to_string(position) + " is " +
+                         value_str(static_cast<float>(kl)) +
+                         ": the base's or the model's log-probabilities are not finite");
+  // Rounding can leave a divergence near zero slightly negative; anything more is not a divergence.
+  if (kl < 0 && kl > -1e-4) return 0;
+  if (kl < 0)
+    throw Error("KL divergence at token position " + std::to_string(position) + " is " + std::to_string(kl) +
+                ": the base's log-probabilities do not sum to one");
+  return kl;
+}
+
 double KldStats::ppl_ratio() const { return std::exp(ln_ratio); }
 
 int64_t write_kld_base(const Model& m, const std::vector<int32_t>& ids, int64_t ctx, int64_t max_chunks,
@@ -73,6 +93,7 @@ int64_t write_kld_base(const Model& m, const std::vector<int32_t>& ids, int64_t 
       for (const auto& ch : all) f.write(ch.data(), ch.size() * sizeof(int32_t));
     }
     for (int64_t j = first_scored(ctx); j < ctx - 1; ++j, ++scored) {
+      check_finite_row(logits.f32() + j * vocab, vocab, c * ctx + j);  // a NaN base would score as KLD 0
       log_softmax(logits.f32() + j * vocab, vocab, lp);
       f.write(lp.data(), lp.size() * sizeof(float));
     }
@@ -101,8 +122,26 @@ struct BaseReader {
     if (ctx < 4 || ctx > (1u << 24) || vocab < 1 || vocab > (1u << 24) || chunks < 1 || chunks > (1u << 24))
       throw Error(path + ": header (ctx " + std::to_string(ctx) + ", vocab " + std::to_string(vocab) + ", chunks " +
                   std::to_string(chunks) + ") out of range");
+    check_size();
     ids.resize(ctx * chunks);
     read(ids.data(), ids.size() * 4, "token ids");
+  }
+  // The file holds exactly what the header says (write_kld_base's layout), checked before anything
+  // is allocated: a corrupt header would otherwise ask for up to 2^48 ids. Computed by division, as
+  // chunks·rows·vocab·4 can pass 2^64.
+  void check_size() {
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec) throw Error(path + ": cannot read its size (" + ec.message() + ")");
+    const uint64_t id_bytes = ctx * chunks * 4, row_bytes = vocab * 4;
+    const uint64_t rows = chunks * static_cast<uint64_t>(ctx - first_scored(static_cast<int64_t>(ctx)) - 1);
+    const std::string head = " (header: ctx " + std::to_string(ctx) + ", vocab " + std::to_string(vocab) + ", chunks " +
+                             std::to_string(chunks) + "; file " + std::to_string(size) + " bytes)";
+    if (size < 32 + id_bytes) throw Error(path + ": truncated (token ids)" + head);
+    const uint64_t rest = size - 32 - id_bytes;
+    if (rest / row_bytes < rows) throw Error(path + ": truncated (log-probabilities)" + head);
+    if (rest / row_bytes > rows || rest % row_bytes != 0)
+      throw Error(path + ": trailing bytes after the log-probabilities" + head);
   }
   void read(void* dst, size_t n, const char* what) {
     if (!in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n)))
@@ -131,14 +170,14 @@ KldStats compare_kld_base(const Model& m, const std::string& path, const KldProg
     for (int64_t j = first_scored(ctx); j < ctx - 1; ++j) {
       b.read(base.data(), base.size() * 4, "log-probabilities");
       log_softmax(logits.f32() + j * vocab, vocab, lq);
-      double kl = 0;
-      for (int64_t v = 0; v < vocab; ++v) kl += std::exp(static_cast<double>(base[v])) * (base[v] - lq[v]);
+      check_finite_row(logits.f32() + j * vocab, vocab, c * ctx + j);
+      const double kl = kl_divergence(base.data(), lq.data(), vocab, c * ctx + j);
       const int32_t next = chunk[j + 1];
       if (next < 0 || next >= vocab) throw Error(path + ": token id " + std::to_string(next) + " out of range");
       nll_base -= base[next];
       nll -= lq[next];
       ratios.push_back(static_cast<double>(base[next]) - lq[next]);
-      klds.push_back(std::max(0.0, kl));
+      klds.push_back(kl);
       same += argmax(base.data(), vocab) == argmax(lq.data(), vocab);
     }
     if (progress) progress(c + 1, s.chunks);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "ordo/tensor.hpp"
@@ -178,13 +179,15 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 
 void check_output_outside_inputs(const std::string& path, const std::vector<std::string>& inputs) {
   if (inputs.empty()) return;
-  std::map<Key, std::string> dirs;   // input directory → the input as named by the user
-  std::map<Key, std::string> files;  // every file of an input (links followed) → the input
+  std::map<Key, std::string> dirs;    // input directory → the input as named by the user
+  std::map<Key, std::string> files;   // every file of an input (links followed) → the input
+  std::set<std::string> file_inputs;  // inputs that are files themselves (a text, a base): no "model"
   for (const std::string& in : inputs) {
     struct stat st;
     if (in.empty() || ::stat(in.c_str(), &st) != 0) continue;
     if (!S_ISDIR(st.st_mode)) {
       files.emplace(Key{st.st_dev, st.st_ino}, in);
+      file_inputs.insert(in);
       continue;
     }
     dirs.emplace(Key{st.st_dev, st.st_ino}, in);
@@ -200,9 +203,10 @@ void check_output_outside_inputs(const std::string& path, const std::vector<std:
         files.emplace(k, in);
     }
   }
-  auto refuse = [&](const std::string& model, const std::string& how) {
-    throw Error(path + ": " + how + " the input model '" + model +
-                "'; refusing to overwrite it (choose another output path)");
+  auto refuse = [&](const std::string& in, const std::string& how) {
+    const bool file = file_inputs.count(in) > 0;  // "a file of" the file itself would read oddly
+    throw Error(path + ": " + (file ? std::string("is (a link to) the input file '") : how + " the input model '") +
+                in + "'; refusing to overwrite it (choose another output path)");
   };
   Key k;
   if (key_of(path, &k)) {  // the output exists: is it (a link to) an input file or directory?

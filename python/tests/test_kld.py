@@ -37,8 +37,7 @@ def test_kld_equals_numpy_on_dumped_logits(cli, tmp_path):
     run(cli, "ppl", "-m", str(STORIES), "--text", str(TEXT), "--ctx-lengths", str(CTX), "--chunks", "4",
         "--kld-base", str(base))
     out = tmp_path / "kld.json"
-    run(cli, "ppl", "-m", str(Q4), "--text", str(TEXT), "--ctx-lengths", str(CTX), "--kld-base", str(base), "--kld",
-        "--json", str(out))
+    run(cli, "ppl", "-m", str(Q4), "--text", str(TEXT), "--kld-base", str(base), "--kld", "--json", str(out))
     got = json.loads(out.read_text())
     ctx, vocab, chunks = base_ids(base)
     assert ctx == CTX and chunks.shape[0] == 4 and chunks[0, 0] == 1  # BOS first, as llama-perplexity

@@ -93,7 +93,8 @@ struct PplCommand : Command, SweepTarget {
   int64_t stride = 0, original_max = 0, batch = 4;
   double factor = 0;
   KldArgs kld;
-  CLI::Option* ctx_opt = nullptr;
+  CLI::Option *ctx_opt = nullptr, *ctx_alias = nullptr, *kld_flag = nullptr, *chunks_opt = nullptr;
+  std::vector<CLI::Option*> table_only;  // flags of the ppl table, which --kld-base's scoring does not use
 
   CLI::App* add(CLI::App& app) override {
     CLI::App* c = app.add_subcommand("ppl", "Perplexity at several context lengths and scaling settings");
@@ -103,38 +104,44 @@ struct PplCommand : Command, SweepTarget {
                             "Context lengths to score at, comma-separated (--kld-base: one; "
                             "default 512)")
                   ->capture_default_str();
-    add_alias(c, "--ctx", ctx_list, "--ctx-lengths");
-    c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str();
-    c->add_option("--batch-windows", batch,
-                  "Windows scored together in one forward step (their KV caches are held at once)")
-        ->capture_default_str();
-    add_alias(c, "--batch", batch, "--batch-windows");
-    c->add_option(
-         "--scaling", scaling_list,
-         "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
-         "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length "
-         "(dynamic: 1). Also self-extend[:G[:W]] (default W = trained/4, G just reaching ctx) and "
-         "sinks[:K[:N]] (default K = 4, N = trained - K), which keep the model's own scaling unless it is dynamic "
-         "or longrope")
-        ->capture_default_str();
-    c->add_option("--factor", factor, "Factor for settings that give none");
-    c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)");
-    c->add_option("--position", position, "Replace the model's position scheme (see ordo run --help)");
+    ctx_alias = add_alias(c, "--ctx", ctx_list, "--ctx-lengths");
+    table_only.push_back(
+        c->add_option("--stride", stride, "Sliding-window stride (0: non-overlapping windows)")->capture_default_str());
+    table_only.push_back(c->add_option("--batch-windows", batch,
+                                       "Windows scored together in one forward step (their KV caches are held at once)")
+                             ->capture_default_str());
+    table_only.push_back(add_alias(c, "--batch", batch, "--batch-windows"));
+    table_only.push_back(
+        c->add_option(
+             "--scaling", scaling_list,
+             "Settings to compare, comma-separated TYPE[:FACTOR]; TYPE is model (config.json's), none, linear, "
+             "ntk, dynamic, yarn, llama3, longrope. Without FACTOR: --factor, else ctx / trained length "
+             "(dynamic: 1). Also self-extend[:G[:W]] (default W = trained/4, G just reaching ctx) and "
+             "sinks[:K[:N]] (default K = 4, N = trained - K), which keep the model's own scaling unless it is dynamic "
+             "or longrope")
+            ->capture_default_str());
+    table_only.push_back(c->add_option("--factor", factor, "Factor for settings that give none"));
+    table_only.push_back(
+        c->add_option("--original-max", original_max, "Trained length the scaling starts from (default: the model's)"));
+    table_only.push_back(
+        c->add_option("--position", position, "Replace the model's position scheme (see ordo run --help)"));
     c->add_option("--json", json_out, "Write results as JSON");
     c->add_option("--kld-base", kld.base,
                   "KL divergence as llama-perplexity: write the reference model's log-probabilities to FILE (chunks "
                   "of ctx, second half scored), or with --kld score this model against them");
-    c->add_flag("--kld", kld.compare, "With --kld-base: PPL ratio, mean KL divergence and same-top-token % vs FILE");
-    c->add_option("--chunks", kld.chunks, "With --kld-base: score at most this many chunks (0: all)")
-        ->capture_default_str();
-    c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (FILE.svg or FILE.png)")
-        ->check(CLI::Validator(
-            [](std::string& path) {
-              return plot_format(path).empty()
-                         ? "'" + path + "' names no plot format: --plot takes a file ending in .svg or .png"
-                         : std::string();
-            },
-            "FILE.svg|FILE.png"));
+    kld_flag = c->add_flag("--kld", kld.compare,
+                           "With --kld-base: PPL ratio, mean KL divergence and same-top-token % vs FILE");
+    chunks_opt = c->add_option("--chunks", kld.chunks, "With --kld-base: score at most this many chunks (0: all)")
+                     ->capture_default_str();
+    table_only.push_back(
+        c->add_option("--plot", plot_out, "Write a plot of perplexity against context length (FILE.svg or FILE.png)")
+            ->check(CLI::Validator(
+                [](std::string& path) {
+                  return plot_format(path).empty()
+                             ? "'" + path + "' names no plot format: --plot takes a file ending in .svg or .png"
+                             : std::string();
+                },
+                "FILE.svg|FILE.png")));
     return c;
   }
 
@@ -152,6 +159,7 @@ struct PplCommand : Command, SweepTarget {
 
   void validate() const override {
     model.validate();
+    check_kld_flags();  // first: a refused flag is named before its value is checked
     if (batch < 1) throw Error("--batch-windows must be at least 1, got " + std::to_string(batch));
     if (!position.empty()) check_position_name("--position", position);
     if (stride < 0) throw Error("--stride must be >= 0 (0: non-overlapping windows), got " + std::to_string(stride));
@@ -161,6 +169,30 @@ struct PplCommand : Command, SweepTarget {
     parse_settings(scaling_list);
     if (!plot_out.empty() && plot_format(plot_out).empty())
       throw Error("--plot: '" + plot_out + "' names no plot format: --plot takes a file ending in .svg or .png");
+  }
+
+  // "--stride": CLI11 names a hidden option (an alias) "".
+  static std::string flag_name(const CLI::Option* o) { return "--" + o->get_lnames().at(0); }
+
+  // --kld-base scores as llama-perplexity does (ppl_kld.cpp): a flag it would ignore is refused
+  // rather than giving figures the user did not ask for.
+  void check_kld_flags() const {
+    if (kld.base.empty()) {
+      for (const CLI::Option* o : {kld_flag, chunks_opt})
+        if (o->count() > 0) throw UsageError(flag_name(o) + " needs --kld-base FILE");
+      return;
+    }
+    for (const CLI::Option* o : table_only)
+      if (o->count() > 0)
+        throw UsageError(flag_name(o) +
+                         " is not used with --kld-base (chunks of one context length, the model's own positions)");
+    if (kld.compare) {
+      for (const CLI::Option* o : {ctx_opt, ctx_alias, chunks_opt})
+        if (o->count() > 0)
+          throw UsageError(flag_name(o) + " is not used with --kld-base FILE --kld: the chunks are the base's");
+    } else if (!json_out.empty()) {
+      throw UsageError("--json is not used with --kld-base FILE without --kld: FILE is the output");
+    }
   }
 
   // The position settings one row runs with: the model's, with `s`'s scaling at context ctx.
@@ -239,13 +271,14 @@ struct PplCommand : Command, SweepTarget {
 
   int run_kld_mode() {
     if (kld.chunks < 0) throw Error("--chunks must be >= 0, got " + std::to_string(kld.chunks));
-    if (ctx_opt->count() > 0) {
+    if (ctx_opt->count() + ctx_alias->count() > 0) {
       const std::vector<int64_t> c = contexts();
       if (c.size() != 1) throw UsageError("--kld-base takes one context length in --ctx-lengths");
       kld.ctx = c[0];
     }
-    if (!kld.compare) check_output_path(kld.base, {model.resolved_dir()});
-    if (!json_out.empty()) check_output_path(json_out, {model.resolved_dir()});
+    // The text (and in --kld mode the base) are inputs: an output naming one would replace it.
+    if (!kld.compare) check_output_path(kld.base, {model.resolved_dir(), text_file});
+    if (!json_out.empty()) check_output_path(json_out, {model.resolved_dir(), text_file, kld.base});
     kld.json_out = json_out;
     if (!kld.compare) kld.text = read_input_text(text_file);
     const Model m = model.load(true);
@@ -290,7 +323,7 @@ struct PplCommand : Command, SweepTarget {
 
   void check_outputs() const {
     for (const std::string* o : {&json_out, &plot_out})  // before the run: written at its end
-      if (!o->empty()) check_output_path(*o, {model.resolved_dir()});
+      if (!o->empty()) check_output_path(*o, {model.resolved_dir(), text_file});
   }
 
   static void print_header() {
@@ -351,8 +384,15 @@ struct PplCommand : Command, SweepTarget {
     return 0;
   }
 
+  // The sweep's cells are rows of the ppl table; --kld-base is a run of its own.
+  void refuse_kld_sweep() const {
+    if (!kld.base.empty()) throw UsageError("sweep: ordo ppl --kld-base cannot run as a sweep (run it directly)");
+  }
+
   // Sweep units: one per (setting, context length); a cell of several loads the model once.
+
   std::vector<nlohmann::json> sweep_units() override {
+    refuse_kld_sweep();
     validate();
     std::vector<nlohmann::json> units;
     for (const Setting& s : parse_settings(scaling_list))
@@ -362,6 +402,7 @@ struct PplCommand : Command, SweepTarget {
   }
 
   std::vector<nlohmann::json> sweep_run(size_t first, const std::vector<nlohmann::json>& units) override {
+    refuse_kld_sweep();
     validate();
     const std::vector<int64_t> ctxs = contexts();
     const std::vector<Setting> settings = parse_settings(scaling_list);
@@ -383,6 +424,7 @@ struct PplCommand : Command, SweepTarget {
   }
 
   void sweep_render(const std::vector<nlohmann::json>& cells) override {
+    refuse_kld_sweep();
     validate();
     check_outputs();
     if (cells.empty()) throw Error("ppl sweep: no cells");

@@ -35,8 +35,15 @@ struct KldStats {
   double ppl_ratio() const;               // exp(ln_ratio)
 };
 
+// KL(base || model) in nats of one token's log-probability rows over n entries (entries the base
+// gives probability 0 add nothing). Rounding's small negatives are 0; NonFiniteError naming
+// `position` when the sum is NaN or infinite, Error when it is clearly negative (a base whose
+// probabilities do not sum to one).
+double kl_divergence(const float* base, const float* model, int64_t n, int64_t position);
+
 // Reads the base file at `path` and scores its tokens with `m`. The ids stored there are used, so
-// the model must share the base's vocabulary (an Error naming the file otherwise).
+// the model must share the base's vocabulary (an Error naming the file otherwise). The file's size
+// must be exactly what its header describes (an Error naming the file, before anything is read).
 KldStats compare_kld_base(const Model& m, const std::string& path, const KldProgress& progress = {});
 
 }  // namespace ordo
