@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -33,6 +34,9 @@ std::string read_text(const std::string& path) {
 const std::string kDir = std::string(ORDO_TEST_DATA) + "/chat_templates/";
 
 TEST(ChatTemplateGolden, RealTemplatesMatchJinja2) {
+  // The goldens were rendered by jinja2 on 2026-11-26: templates that print today's date (SmolLM3's
+  // strftime_now) render that day.
+  setenv("SOURCE_DATE_EPOCH", "1795694400", 1);  // 2026-11-26 12:00 UTC
   const ordered g = ordered::parse(read_text(kDir + "goldens.json"));
   std::map<std::string, std::unique_ptr<ordo::ChatTemplate>> templates;
   size_t outputs = 0, raises = 0, errors = 0;
@@ -79,6 +83,23 @@ TEST(ChatTemplateGolden, RealTemplatesMatchJinja2) {
   EXPECT_GE(outputs, 800u);
   EXPECT_GE(raises, 100u);
   EXPECT_GT(errors, 0u);
+  unsetenv("SOURCE_DATE_EPOCH");
+}
+
+// strftime_now renders SOURCE_DATE_EPOCH's day when it is set (UTC), else today's local date.
+TEST(ChatTemplate, StrftimeNowHonoursSourceDateEpoch) {
+  const ordo::ChatTemplate t("{{ strftime_now('%Y-%m-%d %H:%M') }}", {});
+  setenv("SOURCE_DATE_EPOCH", "1795694400", 1);
+  EXPECT_EQ(t.apply_json("[]", false, "{}"), "2026-11-26 12:00");
+  setenv("SOURCE_DATE_EPOCH", "0", 1);
+  EXPECT_EQ(t.apply_json("[]", false, "{}"), "1970-01-01 00:00");
+  unsetenv("SOURCE_DATE_EPOCH");
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char today[16];
+  std::strftime(today, sizeof today, "%Y-%m-%d", &tm);
+  EXPECT_EQ(t.apply_json("[]", false, "{}").substr(0, 10), today);
 }
 
 TEST(ChatTemplateGolden, ConstructsMatchJinja2) {

@@ -2,6 +2,7 @@
 // (range, namespace, raise_exception, strftime_now, ...), as jinja2 and transformers define them.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <set>
 
@@ -140,9 +141,19 @@ void add_globals(std::unordered_map<std::string, Value>& g) {
   });
   g["strftime_now"] = Value::function("strftime_now", [](Args& a) -> Value {
     if (a.positional.empty() || !a.positional[0].is_string()) fail("strftime_now() needs a format string");
-    const std::time_t now = std::time(nullptr);
+    // SOURCE_DATE_EPOCH (the reproducible-builds convention, seconds since 1970 UTC) pins "now",
+    // so a template that prints today's date renders the same on every day.
+    std::time_t now = std::time(nullptr);
     std::tm tm{};
-    localtime_r(&now, &tm);
+    const char* pinned = std::getenv("SOURCE_DATE_EPOCH");
+    char* end = nullptr;
+    const long long epoch = pinned ? std::strtoll(pinned, &end, 10) : 0;
+    if (pinned && *pinned && end && *end == '\0' && epoch >= 0) {
+      now = static_cast<std::time_t>(epoch);
+      gmtime_r(&now, &tm);
+    } else {
+      localtime_r(&now, &tm);
+    }
     char buf[256];
     const size_t n = std::strftime(buf, sizeof buf, a.positional[0].s.c_str(), &tm);
     return Value::string(std::string(buf, n));
