@@ -284,8 +284,10 @@ TEST(Bench, QuickJsonSchema) {
     EXPECT_GT(row.at("tokens_per_s").get<double>(), 0);
     const double fr = row.at("roofline_fraction").get<double>();
     EXPECT_GT(fr, 0);
-    // A tiny model's weights fit in cache, so decode may beat the DRAM roofline; only sanity here.
-    EXPECT_LT(fr, phase == "decode" ? 50.0 : 1.5) << row.dump();
+    // A tiny model's weights fit in cache, so decode may beat the DRAM roofline; and on a loaded
+    // machine a --quick prefill and its peak probe get different shares of the cores (1.5 was
+    // exceeded under a load of 6 on 2 cores). Only sanity here: a unit error would be 1000x.
+    EXPECT_LT(fr, phase == "decode" ? 50.0 : 5.0) << row.dump();
     // Decode rows say where their steps went; the parts add up to the step.
     const auto& parts = row.at("step_parts_ms");
     if (phase == "prefill") {
