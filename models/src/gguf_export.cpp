@@ -14,6 +14,7 @@
 #include "ordo/output_file.hpp"
 #include "ordo/tokenizer.hpp"
 #include "ordo/weights.hpp"
+#include "weights/gguf.hpp"
 #include "weights/gguf_writer.hpp"
 
 namespace fs = std::filesystem;
@@ -54,25 +55,6 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
     }
   }
   throw Error(where + ": tensor '" + hf + "' has no GGUF name ordo knows for a llama model");
-}
-
-// ggml's RoPE order, as llama.cpp's converter writes llama's Q and K: within each head, HF row
-// j·hd/2 + i goes to row 2i + j (the reader's unpermute_rows undoes it).
-Tensor permute_rows(const Tensor& t, int64_t heads, const std::string& name) {
-  const int64_t rows = t.dim(0);
-  if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
-    throw Error("tensor '" + name + "': " + std::to_string(rows) + " rows are not " + std::to_string(heads) +
-                " heads of even size");
-  const int64_t hd = rows / heads, half = hd / 2;
-  const size_t row_bytes = t.nbytes() / static_cast<size_t>(rows);
-  Tensor out = Tensor::uninitialized(t.shape, t.dtype);
-  const auto* src = static_cast<const unsigned char*>(t.data);
-  auto* dst = static_cast<unsigned char*>(out.data);
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < half; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(dst + (h * hd + 2 * i + j) * row_bytes, src + (h * hd + j * half + i) * row_bytes, row_bytes);
-  return out;
 }
 
 // Sorted as the converter writes them: token_embd, the blocks in order, then the rest.
@@ -184,7 +166,9 @@ int write_from_dir(const std::string& dir, OutputFile& out, GgufOut t, const Qua
     if (progress) progress(i + 1, outs.size(), outs[i].name);
     const Out& o = outs[i];
     check_encodable(o.values, types[i], dir + ": tensor '" + o.source + "'");
-    return encode_tensor(o.permute_heads ? permute_rows(o.values, o.permute_heads, o.name) : o.values, types[i]);
+    return encode_tensor(
+        o.permute_heads ? gguf_rope_rows(o.values, o.permute_heads, true, "tensor '" + o.name + "'") : o.values,
+        types[i]);
   });
   return static_cast<int>(outs.size());
 }

@@ -69,26 +69,6 @@ std::string hf_name(const ArchNames& n, const std::string& g) {
   return "";
 }
 
-// llama.cpp's converter reorders each head's Q/K rows from HF's half-split RoPE layout
-// (x_i, x_{i+hd/2}) to ggml's interleaved pairs (x_2i, x_2i+1): row h·hd + 2i + j of the file is
-// HF's row h·hd + j·hd/2 + i. Undone here so the engine's llama family reads HF's layout.
-Tensor unpermute_rows(const Tensor& t, int64_t heads, const std::string& file, const std::string& name) {
-  const int64_t rows = t.dim(0);
-  if (heads <= 0 || rows <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
-    throw Error(file + ": tensor '" + name + "' has " + std::to_string(rows) + " rows, not a whole number of " +
-                std::to_string(heads) + " heads of even size");
-  const int64_t hd = rows / heads, half = hd / 2;
-  const size_t row_bytes = t.nbytes() / static_cast<size_t>(rows);
-  Tensor out = Tensor::uninitialized(t.shape, t.dtype);
-  const auto* src = static_cast<const unsigned char*>(t.data);
-  auto* dst = static_cast<unsigned char*>(out.data);
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < half; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(dst + (h * hd + j * half + i) * row_bytes, src + (h * hd + 2 * i + j) * row_bytes, row_bytes);
-  return out;
-}
-
 // GPT-2's converter stores the Conv1D weights transposed to [out, in]; the family reads HF's [in, out].
 Tensor transposed(const Tensor& t) {
   const Tensor f = t.dtype == DType::F32 ? t : t.to_f32();
@@ -125,7 +105,8 @@ Loaded load_gguf(const std::string& path) {
     Tensor x = g.tensor(ti, true);
     const bool q = hf.find("q_proj.weight") != std::string::npos, k = hf.find("k_proj.weight") != std::string::npos;
     if (arch == "llama" && (q || k) && x.ndim() == 2)
-      x = unpermute_rows(x, cfg.at(q ? "num_attention_heads" : "num_key_value_heads").get<int64_t>(), path, ti.name);
+      x = gguf_rope_rows(x, cfg.at(q ? "num_attention_heads" : "num_key_value_heads").get<int64_t>(), false,
+                         path + ": tensor '" + ti.name + "'");
     if (gpt2 && x.ndim() == 2 && hf.find(".h.") != std::string::npos) x = transposed(x);
     tensors.emplace(hf, std::move(x));
   }

@@ -118,6 +118,12 @@ class GgufFile {
   [[noreturn]] void wrong_type(const std::string& key, const GgufValue& v, const char* want) const;
 };
 
+// llama.cpp's converter reorders each head's Q/K rows from HF's half-split RoPE layout
+// (x_i, x_{i+hd/2}) to ggml's interleaved pairs (x_2i, x_2i+1): row h·hd + 2i + j of the file is
+// HF's row h·hd + j·hd/2 + i. to_gguf: HF order to the file's; otherwise back. `what` names the
+// tensor in the Error for rows that are not `heads` heads of even size.
+Tensor gguf_rope_rows(const Tensor& t, int64_t heads, bool to_gguf, const std::string& what);
+
 // Whether `path` is a regular file that starts with the GGUF magic. Never blocks on a FIFO.
 bool is_gguf_file(const std::string& path);
 

@@ -76,4 +76,24 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
   }
 }
 
+Tensor gguf_rope_rows(const Tensor& t, int64_t heads, bool to_gguf, const std::string& what) {
+  const int64_t rows = t.dim(0);
+  if (heads <= 0 || rows <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+    throw Error(what + " has " + std::to_string(rows) + " rows, not a whole number of " + std::to_string(heads) +
+                " heads of even size");
+  const int64_t hd = rows / heads, half = hd / 2;
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(rows);
+  Tensor out = Tensor::uninitialized(t.shape, t.dtype);
+  const auto* src = static_cast<const unsigned char*>(t.data);
+  auto* dst = static_cast<unsigned char*>(out.data);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t file_row = h * hd + 2 * i + j, hf_row = h * hd + j * half + i;
+        std::memcpy(dst + (to_gguf ? file_row : hf_row) * row_bytes, src + (to_gguf ? hf_row : file_row) * row_bytes,
+                    row_bytes);
+      }
+  return out;
+}
+
 }  // namespace ordo
