@@ -71,37 +71,51 @@ TEST(Scheduler, ConcurrentRequestsGetTheIdsTheyGetAlone) {
   EXPECT_GT(st.batched_sequences, st.steps);  // some steps ran several sequences
 }
 
+// A 100-token request whose decode loop holds after its first token until release(): the state of a
+// scheduler with one sequence mid-generation, for cancel() and stop().
+namespace {
+struct HeldRequest {
+  std::promise<void> release_, first_token_;
+  std::shared_future<void> go_ = release_.get_future().share();
+  std::promise<ScheduledResult> done_;
+  int tokens_ = 0;
+
+  ScheduledRequest request(const Model& m) {
+    ScheduledRequest r;
+    r.prompt = m.encode("Once upon a time");
+    r.params = params_for(0);
+    r.params.max_new_tokens = 100;
+    r.params.stop_ids.clear();
+    r.on_token = [this](int32_t, const float*) {
+      if (++tokens_ == 1) {
+        first_token_.set_value();
+        go_.wait();
+      }
+      return true;
+    };
+    r.on_done = [this](ScheduledResult&& res) { done_.set_value(std::move(res)); };
+    return r;
+  }
+  void wait_first_token() { first_token_.get_future().wait(); }
+  void release() { release_.set_value(); }
+  ScheduledResult result() { return done_.get_future().get(); }
+};
+}  // namespace
+
 TEST(Scheduler, FullQueueRefusesAndCancelEndsWithinOneStep) {
   const Model& m = stories();
   Scheduler s(m.engine(), 1, 0);
-  std::promise<void> release;
-  std::shared_future<void> go = release.get_future().share();
-  std::promise<ScheduledResult> done;
-  std::promise<void> first_token;
-  int tokens = 0;
-  ScheduledRequest r;
-  r.prompt = m.encode("Once upon a time");
-  r.params = params_for(0);
-  r.params.max_new_tokens = 100;
-  r.params.stop_ids.clear();
-  r.on_token = [&](int32_t, const float*) {
-    if (++tokens == 1) {
-      first_token.set_value();
-      go.wait();  // holds the decode loop after the first token
-    }
-    return true;
-  };
-  r.on_done = [&](ScheduledResult&& res) { done.set_value(std::move(res)); };
-  const uint64_t id = s.submit(std::move(r));
+  HeldRequest held;
+  const uint64_t id = s.submit(held.request(m));
   ASSERT_NE(id, 0u);
-  first_token.get_future().wait();
+  held.wait_first_token();
   EXPECT_EQ(s.stats().running, 1u);
   ScheduledRequest extra;
   extra.prompt = {1};
   EXPECT_EQ(s.submit(std::move(extra)), 0u);  // one slot, taken, and no queue
   s.cancel(id);
-  release.set_value();
-  const ScheduledResult res = done.get_future().get();
+  held.release();
+  const ScheduledResult res = held.result();
   EXPECT_EQ(res.reason, FinishReason::Cancelled);
   EXPECT_LE(res.generation.ids.size(), 2u);  // at most the step already under way
   // The freed slot takes the next request.
@@ -113,25 +127,10 @@ TEST(Scheduler, FullQueueRefusesAndCancelEndsWithinOneStep) {
 TEST(Scheduler, StopCancelsRunningAndQueuedAndRefusesNew) {
   const Model& m = stories();
   Scheduler s(m.engine(), 1, 4);
-  std::promise<void> release, first_token;
-  std::shared_future<void> go = release.get_future().share();
-  std::promise<ScheduledResult> done_running, done_queued;
-  int tokens = 0;
-  ScheduledRequest r;
-  r.prompt = m.encode("Once upon a time");
-  r.params = params_for(0);
-  r.params.max_new_tokens = 100;
-  r.params.stop_ids.clear();
-  r.on_token = [&](int32_t, const float*) {
-    if (++tokens == 1) {
-      first_token.set_value();
-      go.wait();
-    }
-    return true;
-  };
-  r.on_done = [&](ScheduledResult&& res) { done_running.set_value(std::move(res)); };
-  ASSERT_NE(s.submit(std::move(r)), 0u);
-  first_token.get_future().wait();
+  HeldRequest held;
+  ASSERT_NE(s.submit(held.request(m)), 0u);
+  held.wait_first_token();
+  std::promise<ScheduledResult> done_queued;
   ScheduledRequest queued;
   queued.prompt = m.encode("The cat");
   queued.params = params_for(0);
@@ -141,8 +140,8 @@ TEST(Scheduler, StopCancelsRunningAndQueuedAndRefusesNew) {
   ScheduledRequest late;
   late.prompt = {1};
   EXPECT_EQ(s.submit(std::move(late)), 0u);
-  release.set_value();
-  const ScheduledResult a = done_running.get_future().get(), b = done_queued.get_future().get();
+  held.release();
+  const ScheduledResult a = held.result(), b = done_queued.get_future().get();
   EXPECT_EQ(a.reason, FinishReason::Cancelled);
   EXPECT_LE(a.generation.ids.size(), 2u);
   EXPECT_EQ(b.reason, FinishReason::Cancelled);
