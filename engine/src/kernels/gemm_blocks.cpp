@@ -13,6 +13,7 @@
 // Arithmetic, the same on every path: per block the exact int32 sum Σ w·xq (unsigned codes corrected
 // by 128·Σxq or 8·Σxq), then acc = fma(float(sum), d_w · d_x, acc) over blocks in order. Every path,
 // tile and row count gives the same bits (tests/block_kernels_test.cpp).
+#include <cpuid.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -309,11 +310,18 @@ ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), O
 
 #pragma GCC diagnostic pop
 
+// AVX-VNNI is CPUID leaf 7, subleaf 1, EAX bit 4; clang 14's __builtin_cpu_supports does not
+// know the name, so it is read directly.
+bool cpu_avx_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+}
+
 bool cpu_has(BlockIsa isa) {
   switch (isa) {
     case BlockIsa::Scalar: return true;
     case BlockIsa::Avx2: return true;  // the build's baseline
-    case BlockIsa::AvxVnni: return __builtin_cpu_supports("avxvnni");
+    case BlockIsa::AvxVnni: return cpu_avx_vnni();
     case BlockIsa::Avx512Vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
