@@ -55,60 +55,62 @@ void GgufWriter::add_value(const std::string& key, const GgufValue& v) {
   ++n_kv_;
 }
 
-void GgufWriter::add_string(const std::string& key, const std::string& v) {
+namespace {
+
+GgufValue scalar(GgufType type) {
   GgufValue g;
-  g.type = GgufType::String;
+  g.type = type;
+  return g;
+}
+
+}  // namespace
+
+void GgufWriter::add_string(const std::string& key, const std::string& v) {
+  GgufValue g = scalar(GgufType::String);
   g.s = v;
   add_value(key, g);
 }
 
 void GgufWriter::add_u32(const std::string& key, uint32_t v) {
-  GgufValue g;
-  g.type = GgufType::U32;
+  GgufValue g = scalar(GgufType::U32);
   g.i = v;
   add_value(key, g);
 }
 
 void GgufWriter::add_f32(const std::string& key, float v) {
-  GgufValue g;
-  g.type = GgufType::F32;
+  GgufValue g = scalar(GgufType::F32);
   g.f = v;
   add_value(key, g);
 }
 
 void GgufWriter::add_bool(const std::string& key, bool v) {
-  GgufValue g;
-  g.type = GgufType::Bool;
+  GgufValue g = scalar(GgufType::Bool);
   g.i = v;
   add_value(key, g);
 }
 
 // Arrays are serialized directly: a vocabulary of 150k strings is not worth a GgufValue each.
-void GgufWriter::add_strings(const std::string& key, const std::vector<std::string>& v) {
+void GgufWriter::begin_array(const std::string& key, GgufType elem, uint64_t n) {
   put_str(kv_, key);
   put<uint32_t>(kv_, static_cast<uint32_t>(GgufType::Array));
-  put<uint32_t>(kv_, static_cast<uint32_t>(GgufType::String));
-  put<uint64_t>(kv_, v.size());
-  for (const std::string& s : v) put_str(kv_, s);
+  put<uint32_t>(kv_, static_cast<uint32_t>(elem));
+  put<uint64_t>(kv_, n);
   ++n_kv_;
+}
+
+void GgufWriter::add_strings(const std::string& key, const std::vector<std::string>& v) {
+  begin_array(key, GgufType::String, v.size());
+  for (const std::string& s : v) put_str(kv_, s);
 }
 
 void GgufWriter::add_f32s(const std::string& key, const std::vector<float>& v) {
-  put_str(kv_, key);
-  put<uint32_t>(kv_, static_cast<uint32_t>(GgufType::Array));
-  put<uint32_t>(kv_, static_cast<uint32_t>(GgufType::F32));
-  put<uint64_t>(kv_, v.size());
+  begin_array(key, GgufType::F32, v.size());
   for (float f : v) put<float>(kv_, f);
-  ++n_kv_;
 }
 
 void GgufWriter::add_i32s(const std::string& key, const std::vector<int32_t>& v) {
-  put_str(kv_, key);
-  put<uint32_t>(kv_, static_cast<uint32_t>(GgufType::Array));
-  put<uint32_t>(kv_, static_cast<uint32_t>(GgufType::I32));
-  put<uint64_t>(kv_, v.size());
+  begin_array(key, GgufType::I32, v.size());
   for (int32_t x : v) put<int32_t>(kv_, x);
-  ++n_kv_;
 }
 
 void GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>& dims, uint32_t type, uint64_t bytes) {

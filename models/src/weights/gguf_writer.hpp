@@ -43,6 +43,8 @@ class GgufWriter {
   std::string kv_;  // serialized metadata entries
   uint64_t n_kv_ = 0, data_size_ = 0;
   std::vector<Info> tensors_;
+  // An array entry's key, type and length; the caller appends the n elements.
+  void begin_array(const std::string& key, GgufType elem, uint64_t n);
 };
 
 }  // namespace ordo
