@@ -198,3 +198,38 @@ TEST(Kld, CliRefusesFlagsTheKldRunWouldIgnore) {
   EXPECT_FALSE(std::filesystem::exists(d + "/b.kld"));
   EXPECT_FALSE(std::filesystem::exists(d + "/sweep"));
 }
+
+TEST(Kld, ABaseOfAnotherTextOrTokenizerIsRefusedNamingTheToken) {
+  const ordo::Model m = ordo::Model::load(kStories);
+  const std::string base = ordo::test::make_temp_dir("kld-text") + "/b.kld";
+  const std::vector<int32_t> ids = some_ids(m);
+  ordo::write_kld_base(m, ids, 16, 2, base);
+  std::vector<int32_t> longer = ids;
+  longer.push_back(ids[3]);  // a text that goes on past the base's chunks is the same text
+  EXPECT_EQ(ordo::compare_kld_base(m, base, {}, &longer).tokens, 14);
+  std::vector<int32_t> other = ids;
+  other[21] = other[21] == 5 ? 6 : 5;  // another tokenizer's id for one token of chunk 1
+  const std::string msg = message([&] { ordo::compare_kld_base(m, base, {}, &other); });
+  EXPECT_NE(msg.find(base + ": token 21 of the text is id " + std::to_string(ids[21])), std::string::npos) << msg;
+  EXPECT_NE(msg.find("another text or with another tokenizer"), std::string::npos) << msg;
+  const std::vector<int32_t> shorter(ids.begin(), ids.begin() + 20);
+  EXPECT_NE(message([&] { ordo::compare_kld_base(m, base, {}, &shorter); }).find("the text only 20"),
+            std::string::npos);
+  std::vector<int32_t> new_bos = ids;
+  new_bos[16] = 7;  // a chunk's first id is BOS in the base: it is not compared
+  EXPECT_EQ(ordo::compare_kld_base(m, base, {}, &new_bos).tokens, 14);
+}
+
+TEST(Kld, CliRefusesABaseMadeFromAnotherText) {
+  const std::string d = ordo::test::make_temp_dir("kld-cli-text");
+  {
+    std::ofstream f(d + "/other.txt");
+    f << "The cat sat on the mat and the dog sat on the log, and then they both went to sleep in the sun. "
+         "The next morning the cat woke up first and ran to the garden to see the birds and the flowers.";
+  }
+  ordo::test::CliResult r =
+      ordo::test::run_cli("ppl --text " + kText + " --ctx-lengths 32 --chunks 1 --kld-base " + d + "/b.kld");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_refused("ppl --text " + d + "/other.txt --kld-base " + d + "/b.kld --kld", 1,
+                 d + "/b.kld: token 1 of the text is id");
+}

@@ -151,8 +151,38 @@ struct BaseReader {
 
 }  // namespace
 
-KldStats compare_kld_base(const Model& m, const std::string& path, const KldProgress& progress) {
+namespace {
+
+// The base's ids against the scored model's encoding of the text (compare_kld_base's text_ids).
+void check_same_tokens(const Model& m, const std::string& path, const std::vector<int32_t>& base_ids, int64_t ctx,
+                       const std::vector<int32_t>& text_ids) {
+  const auto piece = [&m](int32_t id) {
+    std::string p;
+    try {
+      p = m.decode({id});
+    } catch (const Error&) {
+      p = "?";
+    }
+    return " ('" + p + "')";
+  };
+  for (size_t i = 0; i < base_ids.size(); ++i) {
+    if (i % static_cast<size_t>(ctx) == 0) continue;  // the chunk's BOS
+    if (i >= text_ids.size())
+      throw Error(path + ": the base holds " + std::to_string(base_ids.size()) + " tokens, the text only " +
+                  std::to_string(text_ids.size()) + " for this model: it was made from another text");
+    if (base_ids[i] != text_ids[i])
+      throw Error(path + ": token " + std::to_string(i) + " of the text is id " + std::to_string(base_ids[i]) +
+                  piece(base_ids[i]) + " in the base but id " + std::to_string(text_ids[i]) + piece(text_ids[i]) +
+                  " for this model: the base was made from another text or with another tokenizer");
+  }
+}
+
+}  // namespace
+
+KldStats compare_kld_base(const Model& m, const std::string& path, const KldProgress& progress,
+                          const std::vector<int32_t>* text_ids) {
   BaseReader b(path);
+  if (text_ids) check_same_tokens(m, path, b.ids, static_cast<int64_t>(b.ctx), *text_ids);
   KldStats s;
   s.ctx = static_cast<int64_t>(b.ctx);
   s.chunks = static_cast<int64_t>(b.chunks);

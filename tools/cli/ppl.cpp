@@ -280,7 +280,7 @@ struct PplCommand : Command, SweepTarget {
     if (!kld.compare) check_output_path(kld.base, {model.resolved_dir(), text_file});
     if (!json_out.empty()) check_output_path(json_out, {model.resolved_dir(), text_file, kld.base});
     kld.json_out = json_out;
-    if (!kld.compare) kld.text = read_input_text(text_file);
+    kld.text = read_input_text(text_file);  // --kld: its ids must be the base's
     const Model m = model.load(true);
     return run_kld(m, kld);
   }

@@ -38,9 +38,10 @@ int run_kld(const Model& m, const KldArgs& a) {
     std::cout << "wrote " << a.base << ": log-probabilities of " << n << " tokens (ctx " << a.ctx << ")\n";
     return 0;
   }
+  const std::vector<int32_t> ids = m.encode(a.text, false);
   Progress pg("ordo ppl", 1);
-  const KldStats s =
-      compare_kld_base(m, a.base, [&](int64_t done, int64_t total) { pg.show("chunk ", done, " of ", total); });
+  const KldStats s = compare_kld_base(
+      m, a.base, [&](int64_t done, int64_t total) { pg.show("chunk ", done, " of ", total); }, &ids);
   pg.finish();
   const double ratio_err = s.ppl_ratio() * s.ln_ratio_err;
   std::cout << "chunks " << s.chunks << " of ctx " << s.ctx << ", " << s.tokens << " tokens scored\n"

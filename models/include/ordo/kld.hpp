@@ -44,6 +44,11 @@ double kl_divergence(const float* base, const float* model, int64_t n, int64_t p
 // Reads the base file at `path` and scores its tokens with `m`. The ids stored there are used, so
 // the model must share the base's vocabulary (an Error naming the file otherwise). The file's size
 // must be exactly what its header describes (an Error naming the file, before anything is read).
-KldStats compare_kld_base(const Model& m, const std::string& path, const KldProgress& progress = {});
+// `text_ids`, when given, is `m`'s encoding of the text the base should have been made from: the
+// base's ids must be its first chunks (the first id of each chunk may be BOS), else an Error naming
+// the first token that differs. That refuses a base of another text or another tokenizer with the
+// same vocabulary size, whose scores would be meaningless rather than wrong-looking.
+KldStats compare_kld_base(const Model& m, const std::string& path, const KldProgress& progress = {},
+                          const std::vector<int32_t>* text_ids = nullptr);
 
 }  // namespace ordo
