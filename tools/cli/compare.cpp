@@ -271,9 +271,9 @@ struct CompareCommand : Command, SweepTarget {
       const auto [probe, k] = unit_of(units[u]);
       if (probe == "synthetic") {
         const size_t t = units[u].at("task_model").get<size_t>();
+        if (t >= synthetic_labels().size() || units[u].value("label", "") != "synthetic " + synthetic_labels()[t])
+          throw Error("unit " + units[u].dump() + " is not a task model compare finds now: the zoo or -m changed");
         json n = synthetic_model(synthetic, grid.zdir, dirs, model_options(), t, Progress());
-        if (n.at("model").at("label") != synthetic_labels().at(t))
-          throw Error("unit " + units[u].dump() + " is not the task model compare finds now");
         numbers.push_back({{"synthetic_model", std::move(n)}});
         ++u;
         continue;
