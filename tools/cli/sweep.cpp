@@ -214,17 +214,18 @@ struct SweepCommand : Command {
         continue;
       }
       const json unit = planned[i].at("unit");
-      const size_t n = planned[i].value("shards", size_t(1));
-      std::vector<json> parts;
-      for (size_t k = 0; k < n; ++k, ++i)
-        if (i >= planned.size() || planned[i].at("unit") != unit || planned[i].value("shard", size_t(0)) != k)
+      try {
+        const size_t n = planned[i].value("shards", size_t(1));
+        std::vector<json> parts;
+        for (size_t k = 0;
+             k < n && i < planned.size() && planned[i].at("unit") == unit && planned[i].value("shard", size_t(0)) == k;
+             ++k)
+          parts.push_back(std::move(results[i++]));
+        if (n < 1 || parts.size() != n)
           throw Error("sweep merge: " + m.dir + "/manifest.jsonl: unit " + unit.dump() + " does not list its " +
                       std::to_string(n) + " shards in order");
-        else
-          parts.push_back(std::move(results[i]));
-      try {
         joined.push_back(t.sweep_join(planned[i - 1], parts));
-      } catch (const json::exception& e) {  // a result of the wrong shape
+      } catch (const json::exception& e) {  // a hand-edited unit, a result of the wrong shape
         throw Error("sweep merge: " + m.dir + ": unit " + unit.dump() + ": " + e.what());
       }
     }
