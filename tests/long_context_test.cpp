@@ -179,3 +179,32 @@ TEST(Perplexity, BatchedWindowsEqualOneByOne) {
   }
   EXPECT_THROW(perplexity(m.engine(), ids, 64, 0, nullptr, 0), Error);
 }
+
+// Parts of a run (ordo sweep's shards): windows [first, last) at multiples of the batch score as the
+// whole run does, and their NLLs summed in order give its nll_sum exactly.
+TEST(Perplexity, PartsAtBatchBoundariesSumToTheWholeRunExactly) {
+  const Model m = Model::load(ordo::test::model_dir("stories260K"));
+  const std::vector<int32_t> ids =
+      m.encode(ordo::test::read_file(ordo::test::data_path("text/stories-sampled.txt")), false);
+  for (int64_t stride : {int64_t{0}, int64_t{48}}) {
+    const PerplexityResult whole = perplexity(m.engine(), ids, 64, stride, nullptr, 4);
+    const int64_t W = perplexity_windows(static_cast<int64_t>(ids.size()), 64, stride);
+    ASSERT_EQ(W, whole.windows);
+    std::vector<double> nlls;
+    int64_t windows = 0;
+    for (int64_t first = 0; first < W; first += 8) {  // parts of two groups of 4 windows
+      PerplexityPart part;
+      part.first = first, part.last = std::min(W, first + 8), part.nlls = &nlls;
+      windows += perplexity(m.engine(), ids, 64, stride, nullptr, 4, part).windows;
+    }
+    PerplexityResult joined;
+    for (double x : nlls) joined.nll_sum += x, ++joined.tokens;
+    EXPECT_EQ(windows, whole.windows);
+    EXPECT_EQ(joined.tokens, whole.tokens);
+    EXPECT_EQ(joined.nll_sum, whole.nll_sum) << "stride " << stride;  // bit for bit
+  }
+  PerplexityPart past;
+  past.first = 0, past.last = 1 << 20;
+  EXPECT_THROW(perplexity(m.engine(), ids, 64, 0, nullptr, 4, past), Error);
+  EXPECT_EQ(perplexity_windows(10, 64, 0), 0);
+}

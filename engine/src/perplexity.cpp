@@ -40,8 +40,19 @@ std::vector<Window> plan_windows(int64_t n, int64_t ctx, int64_t stride) {
 
 }  // namespace
 
+int64_t perplexity_windows(int64_t n, int64_t ctx, int64_t stride) {
+  return n < ctx || ctx < 2 || stride < 0 || stride > ctx ? 0
+                                                          : static_cast<int64_t>(plan_windows(n, ctx, stride).size());
+}
+
 PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride,
                             const std::function<void(int64_t, int64_t)>& progress, int64_t batch) {
+  return perplexity(model, ids, ctx, stride, progress, batch, PerplexityPart{});
+}
+
+PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride,
+                            const std::function<void(int64_t, int64_t)>& progress, int64_t batch,
+                            const PerplexityPart& part) {
   if (batch < 1) throw Error("perplexity: batch must be at least 1, got " + std::to_string(batch));
   const int64_t n = static_cast<int64_t>(ids.size());
   if (ctx < 2) throw Error("perplexity: context length must be at least 2, got " + std::to_string(ctx));
@@ -51,7 +62,13 @@ PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>
   if (n < ctx)
     throw Error("perplexity: the text has " + std::to_string(n) + " tokens, fewer than the context length " +
                 std::to_string(ctx) + "; give a longer text or a shorter --ctx");
-  const std::vector<Window> windows = plan_windows(n, ctx, stride);
+  std::vector<Window> windows = plan_windows(n, ctx, stride);
+  const int64_t W = static_cast<int64_t>(windows.size());
+  const int64_t last = part.last < 0 ? W : part.last;
+  if (part.first < 0 || part.first > last || last > W)
+    throw Error("perplexity: windows [" + std::to_string(part.first) + ", " + std::to_string(last) + ") of " +
+                std::to_string(W));
+  windows = std::vector<Window>(windows.begin() + part.first, windows.begin() + last);
   const int64_t V = model.spec().vocab_size, d = model.spec().d_model;
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(256, (int64_t{1} << 24) / V));
 
@@ -80,7 +97,9 @@ PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>
         for (int64_t k = 0; k < rows; ++k) {
           // A NaN or Inf would make the perplexity NaN (or 0): an error naming the token instead.
           check_finite_row(lg.f32() + k * V, V, w.begin + t0 + k);
-          r.nll_sum += token_nll(lg.f32() + k * V, V, ids[w.begin + t0 + k + 1]);
+          const double nll = token_nll(lg.f32() + k * V, V, ids[w.begin + t0 + k + 1]);
+          r.nll_sum += nll;
+          if (part.nlls) part.nlls->push_back(nll);
         }
         r.tokens += rows;
       }

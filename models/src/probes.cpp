@@ -272,25 +272,30 @@ WordOrderResult word_order(const Model& m, const std::vector<WordPair>& pairs,
   if (pairs.empty()) throw Error("word order: no pairs");
   WordOrderResult r;
   r.method = is_masked_lm(m) ? "pll" : "logprob";
-  constexpr size_t kPairsPerStep = 8;  // 16 sentences per forward step
   for (size_t i0 = 0; i0 < pairs.size(); i0 += kPairsPerStep) {
     const size_t n = std::min(kPairsPerStep, pairs.size() - i0);
     std::vector<const std::string*> texts;
     for (size_t i = i0; i < i0 + n; ++i) texts.insert(texts.end(), {&pairs[i].original, &pairs[i].swapped});
     const std::vector<TextScore> sc = text_scores(m, texts);
-    for (size_t i = 0; i < n; ++i) {
-      const PairScore p = pair_score(sc[2 * i], sc[2 * i + 1], pairs[i0 + i]);
-      r.mean_margin += p.margin;
-      r.wins += p.margin > 0;
-      r.ties += p.tie;
-      r.pairs.push_back(p);
-    }
+    for (size_t i = 0; i < n; ++i) r.pairs.push_back(pair_score(sc[2 * i], sc[2 * i + 1], pairs[i0 + i]));
     if (progress) progress(i0 + n, pairs.size());
   }
-  const double n = static_cast<double>(pairs.size());
+  summarize_word_order(r);
+  return r;
+}
+
+void summarize_word_order(WordOrderResult& r) {
+  if (r.pairs.empty()) throw Error("word order: no pairs");
+  r.wins = r.ties = 0;
+  r.mean_margin = 0;
+  for (const PairScore& p : r.pairs) {
+    r.mean_margin += p.margin;
+    r.wins += p.margin > 0;
+    r.ties += p.tie;
+  }
+  const double n = static_cast<double>(r.pairs.size());
   r.accuracy = (static_cast<double>(r.wins) + 0.5 * static_cast<double>(r.ties)) / n;
   r.mean_margin /= n;
-  return r;
 }
 
 std::vector<int32_t> probe_ids(const std::vector<int32_t>& heldout, int64_t n, int64_t vocab, uint64_t salt) {

@@ -104,17 +104,19 @@ pids+=($!)
 node_idle() { timeout 10 sinfo -h -N -o '%T' | grep -Eq '^(idle|mixed|allocated)'; }
 wait_for 60 "node $host to be idle" node_idle
 
-# The grid: ppl of the bundled model, 2 settings x 2 lengths = 4 cells.
+# The grid: ppl of the bundled model, 2 settings x 2 lengths = 4 rows.
 text="$src/tests/data/text/stories-sampled.txt"
 ppl_args=(--text "$text" --ctx-lengths "256,512" --scaling "none,yarn")
 cd "$tmp"
 "$ordo" ppl "${ppl_args[@]}" --json one.json >one.txt 2>/dev/null
-"$ordo" sweep plan grid ppl "${ppl_args[@]}"
-timeout 120 "$ordo" sweep slurm grid --max-parallel 2 -- --time=5 --cpus-per-task=1
-ordo_done() { "$ordo" sweep status grid | grep -q '^missing 0$' && ! timeout 10 squeue -h | grep -q .; }
+# Each row in 2 shards (8 cells), in a directory with a space: sbatch must read the quoted --output.
+"$ordo" sweep plan --shards 2 "a grid" ppl "${ppl_args[@]}"
+timeout 120 "$ordo" sweep slurm "a grid" --max-parallel 2 -- --time=5 --cpus-per-task=1
+ordo_done() { "$ordo" sweep status "a grid" | grep -q '^missing 0$' && ! timeout 10 squeue -h | grep -q .; }
 wait_for "$deadline" "the job array" ordo_done
-"$ordo" sweep status grid
-"$ordo" sweep merge grid --json slurm.json >slurm.txt
+"$ordo" sweep status "a grid"
+"$ordo" sweep merge "a grid" --json slurm.json >slurm.txt
+compgen -G "a grid/logs/slurm-*_7.out" >/dev/null || { echo "slurm test: no task log in 'a grid/logs'" >&2; exit 1; }
 
 "$ordo" sweep plan local ppl "${ppl_args[@]}"
 "$ordo" sweep run local --jobs 1 2>/dev/null
@@ -122,4 +124,4 @@ wait_for "$deadline" "the job array" ordo_done
 
 cmp one.json slurm.json && cmp one.txt slurm.txt && cmp local.json slurm.json && cmp local.txt slurm.txt
 grep -q '"ppl"' slurm.json
-echo "slurm test: ok (4 cells as a job array on $host; merged report equals --jobs 1 and one process)"
+echo "slurm test: ok (8 shard cells as a job array on $host; merged report equals --jobs 1 and one process)"

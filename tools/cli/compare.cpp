@@ -210,6 +210,13 @@ struct CompareCommand : Command, SweepTarget {
     return {{"synthetic", synthetic_section(synthetic, grid.zdir, dirs, model_options())}};
   }
 
+  // The zoo's task models, for the synthetic units (one per model).
+  std::vector<std::string> task_labels;
+  const std::vector<std::string>& synthetic_labels() {
+    if (task_labels.empty()) task_labels = synthetic_model_labels(synthetic, grid.zdir, dirs);
+    return task_labels;
+  }
+
   int run() override {
     prepare(true);
     std::vector<json> results;
@@ -224,35 +231,62 @@ struct CompareCommand : Command, SweepTarget {
     return 0;
   }
 
-  // A unit is one model or ablation x one probe (the synthetic tasks are one more unit): probes of one
-  // model are independent, so each may run in its own cell.
+  // A unit is one model or ablation x one probe, or one task model of the synthetic tasks: probes of
+  // one model are independent, so each may run in its own cell.
   std::vector<json> sweep_units() override {
     prepare(false);
     std::vector<json> units;
     for (size_t k = 0; k < grid.entries.size(); ++k)
       for (const char* probe : kModelProbes)
         if (ps.want(probe)) units.push_back({{"probe", probe}, {"label", grid.entries[k].label}, {"entry", k}});
-    if (ps.want("synthetic")) units.push_back({{"probe", "synthetic"}, {"label", "synthetic"}});
+    if (ps.want("synthetic"))
+      for (size_t t = 0; t < synthetic_labels().size(); ++t)
+        units.push_back({{"probe", "synthetic"}, {"label", "synthetic " + synthetic_labels()[t]}, {"task_model", t}});
     return units;
   }
 
+  size_t sweep_items(const json& unit) override {
+    prepare(false);
+    return compare_items(unit_of(unit).first, grid.pairs.size(), grid.multiples.size());
+  }
+
+  // A shard's items of its probe, checked against what the flags give now.
+  void set_items(ProbeSettings& group, const std::string& probe, const json& unit) {
+    const auto it = unit.find("items");
+    if (it == unit.end()) return;
+    const size_t n = sweep_items(unit);
+    const ProbeSettings::Items items{true, it->at(0).get<size_t>(), it->at(1).get<size_t>()};
+    if (items.lo >= items.hi || items.hi > n)
+      throw Error("unit " + unit.dump() + ": items are not a part of the " + std::to_string(n) + " compare finds now");
+    if (probe == "word-order") group.word_order_items = items;
+    if (probe == "length") group.length_items = items;
+  }
+
   // Consecutive units of one model (a cell of several, --per-cell) load it once; each unit keeps
-  // only its own probe's rows.
+  // only its own probe's rows (a second shard of a probe starts another load).
   std::vector<json> sweep_run(size_t, const std::vector<json>& units) override {
     prepare(false);
     std::vector<json> numbers;
     for (size_t u = 0; u < units.size();) {
       const auto [probe, k] = unit_of(units[u]);
       if (probe == "synthetic") {
-        numbers.push_back(synthetic_numbers());
+        const size_t t = units[u].at("task_model").get<size_t>();
+        if (t >= synthetic_labels().size() || units[u].value("label", "") != "synthetic " + synthetic_labels()[t])
+          throw Error("unit " + units[u].dump() + " is not a task model compare finds now: the zoo or -m changed");
+        json n = synthetic_model(synthetic, grid.zdir, dirs, model_options(), t, Progress());
+        numbers.push_back({{"synthetic_model", std::move(n)}});
         ++u;
         continue;
       }
       ProbeSettings group = ps;
-      group.tasks = probe;
-      size_t end = u + 1;
-      for (; end < units.size() && unit_of(units[end]).second == k && unit_of(units[end]).first != "synthetic"; ++end)
-        group.tasks += "," + unit_of(units[end]).first;
+      group.tasks.clear();
+      size_t end = u;
+      for (; end < units.size(); ++end) {
+        const auto [p, kk] = unit_of(units[end]);
+        if (p == "synthetic" || kk != k || group.want(p)) break;
+        group.tasks += (group.tasks.empty() ? "" : ",") + p;
+        set_items(group, p, units[end]);
+      }
       const json all = entry_numbers(group, grid.entries[k], Progress("ordo compare", 1));
       for (; u < end; ++u) {
         const std::string mine = probe_key(unit_of(units[u]).first);
@@ -267,6 +301,16 @@ struct CompareCommand : Command, SweepTarget {
     return numbers;
   }
 
+  json sweep_join(const json& unit, const std::vector<json>& shards) override {
+    const std::string probe = unit.value("probe", ""), key = probe_key(probe);  // checked when it ran
+    json n = shards.at(0);
+    if (key.empty()) return n;
+    std::vector<json> rows;
+    for (const json& s : shards) rows.push_back(s.at(key));
+    n[key] = join_probe_rows(probe, rows);
+    return n;
+  }
+
   // A planned unit's probe and model index, checked against what compare finds now.
   std::pair<std::string, size_t> unit_of(const json& unit) const {
     const auto text = [&unit](const char* key) {
@@ -274,7 +318,9 @@ struct CompareCommand : Command, SweepTarget {
       return it != unit.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
     const std::string probe = text("probe");
-    if (probe == "synthetic" && ps.want("synthetic")) return {probe, grid.entries.size()};
+    if (probe == "synthetic" && ps.want("synthetic") && unit.contains("task_model") &&
+        unit.at("task_model").is_number_unsigned())
+      return {probe, grid.entries.size()};
     const auto entry = unit.find("entry");
     const size_t k = entry != unit.end() && entry->is_number_unsigned() ? entry->get<size_t>() : grid.entries.size();
     if (k >= grid.entries.size() || text("label") != grid.entries[k].label || probe_key(probe).empty() ||
@@ -293,8 +339,12 @@ struct CompareCommand : Command, SweepTarget {
   // Each model's probe units joined back into the one row per model the one-process run has.
   void sweep_render(const std::vector<json>& results) override {
     prepare(true);
-    std::vector<json> joined;
+    std::vector<json> joined, task_models;
     for (const json& c : results) {
+      if (c.contains("synthetic_model")) {
+        task_models.push_back(c["synthetic_model"]);
+        continue;
+      }
       if (joined.empty() || !c.contains("entry") || !joined.back().contains("entry") ||
           joined.back()["entry"] != c["entry"]) {
         joined.push_back(c);
@@ -305,6 +355,7 @@ struct CompareCommand : Command, SweepTarget {
         for (const json& row : c.at(key)) last[key].push_back(row);
       if (c.at("buckets").size() > last.at("buckets").size()) last["buckets"] = c["buckets"];
     }
+    if (!task_models.empty()) joined.push_back({{"synthetic", synthetic_join(synthetic, grid.zdir, task_models)}});
     render(joined);
   }
 

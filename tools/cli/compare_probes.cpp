@@ -26,7 +26,24 @@ struct Subject {
   }
 };
 
-json word_order_result(const Subject& s, const std::vector<probes::WordPair>& pairs, const Progress& pg) {
+void fill_word_order(json& r, const probes::WordOrderResult& w) {
+  r["method"] = w.method;
+  r["pairs"] = w.pairs.size();
+  r["wins"] = w.wins;
+  r["ties"] = w.ties;
+  r["accuracy"] = r6(w.accuracy);
+  r["mean_margin"] = r6(w.mean_margin);
+  r["scores"] = json::array();
+  for (const probes::PairScore& p : w.pairs)
+    r["scores"].push_back({{"original", r6(p.original)},
+                           {"swapped", r6(p.swapped)},
+                           {"margin", r6(p.margin)},
+                           {"tie", p.tie},
+                           {"same_tokens", p.same_tokens}});
+}
+
+json word_order_result(const Subject& s, const std::vector<probes::WordPair>& pairs, const ProbeSettings::Items& items,
+                       const Progress& pg) {
   json r = s.row();
   if (!s.model.has_tokenizer()) {
     r["error"] = "no tokenizer: " + s.tokenizer_error;
@@ -38,23 +55,24 @@ json word_order_result(const Subject& s, const std::vector<probes::WordPair>& pa
   }
   pg.note("[" + s.entry.label + "] word order: " + std::to_string(pairs.size()) + " pairs");
   try {
+    if (items.on) {  // a shard: its steps' pairs, raw, for join_word_order
+      const size_t lo = items.lo * probes::kPairsPerStep, hi = std::min(pairs.size(), items.hi * probes::kPairsPerStep);
+      if (lo >= hi)
+        throw Error("word order: shard items [" + std::to_string(items.lo) + ", " + std::to_string(items.hi) +
+                    ") are past the " + std::to_string(pairs.size()) + " pairs");
+      const probes::WordOrderResult w =
+          probes::word_order(s.model, std::vector<probes::WordPair>(pairs.begin() + lo, pairs.begin() + hi));
+      r["method"] = w.method;
+      r["raw"] = json::array();
+      for (const probes::PairScore& p : w.pairs)
+        r["raw"].push_back({p.original, p.swapped, p.margin, p.tie, p.same_tokens});
+      return r;
+    }
     const probes::WordOrderResult w = probes::word_order(s.model, pairs, [&](size_t done, size_t total) {
       pg.show("[", s.entry.label, "] word order ", done, "/", total);
     });
     pg.clear();
-    r["method"] = w.method;
-    r["pairs"] = pairs.size();
-    r["wins"] = w.wins;
-    r["ties"] = w.ties;
-    r["accuracy"] = r6(w.accuracy);
-    r["mean_margin"] = r6(w.mean_margin);
-    r["scores"] = json::array();
-    for (const probes::PairScore& p : w.pairs)
-      r["scores"].push_back({{"original", r6(p.original)},
-                             {"swapped", r6(p.swapped)},
-                             {"margin", r6(p.margin)},
-                             {"tie", p.tie},
-                             {"same_tokens", p.same_tokens}});
+    fill_word_order(r, w);
   } catch (const Error& err) {  // e.g. a sentence longer than a learned table
     r["error"] = err.what();
     pg.note("[" + s.entry.label + "] word order: " + err.what());
@@ -79,15 +97,20 @@ json permutation_result(const ProbeSettings& ps, const Subject& s) {
   return r;
 }
 
-void length_results(const ProbeSettings& ps, const Subject& s, const std::vector<int64_t>& multiples,
+void length_results(const ProbeSettings& ps, const Subject& s, const std::vector<int64_t>& all_multiples,
                     const Progress& pg, json& out) {
   int64_t max_ctx = 0;
-  for (int64_t k : multiples)
+  for (int64_t k : all_multiples)
     if (s.base * k <= static_cast<int64_t>(s.heldout.size())) max_ctx = std::max(max_ctx, s.base * k);
   std::vector<int32_t> ids = s.heldout;
   const int64_t cap = ps.length_tokens < 0 ? -ps.length_tokens * max_ctx : ps.length_tokens;
   if (cap > 0 && static_cast<int64_t>(ids.size()) > cap) ids.resize(cap);
   if (max_ctx > 0) ids.resize(ids.size() / max_ctx * max_ctx);  // the same tokens at every length
+  // A shard scores its multiples only, on the tokens every multiple scores (max_ctx is the whole run's).
+  std::vector<int64_t> multiples = all_multiples;
+  if (ps.length_items.on)
+    multiples.assign(all_multiples.begin() + std::min(ps.length_items.lo, all_multiples.size()),
+                     all_multiples.begin() + std::min(ps.length_items.hi, all_multiples.size()));
   for (const probes::LengthMethod& meth : probes::length_methods(s.scheme)) {
     const std::string label = meth.name == "none" ? s.entry.label : s.entry.label + "+" + meth.name;
     json row = s.row({{"method", meth.name}, {"label", label}, {"points", json::array()}});
@@ -151,6 +174,39 @@ json attention_result(const ProbeSettings& ps, const Subject& s, const std::vect
 
 }  // namespace
 
+size_t compare_items(const std::string& probe, size_t pairs, size_t multiples) {
+  if (probe == "word-order") return std::max<size_t>(1, (pairs + probes::kPairsPerStep - 1) / probes::kPairsPerStep);
+  if (probe == "length") return std::max<size_t>(1, multiples);
+  return 1;
+}
+
+json join_probe_rows(const std::string& probe, const std::vector<json>& shard_rows) {
+  if (shard_rows.size() == 1 || (probe != "word-order" && probe != "length")) return shard_rows.at(0);
+  json rows = shard_rows.at(0);
+  if (probe == "length") {  // the same rows (one per method) in each shard, each with its multiples' points
+    for (size_t k = 1; k < shard_rows.size(); ++k) {
+      if (shard_rows[k].size() != rows.size()) throw Error("length shards hold different methods");
+      for (size_t i = 0; i < rows.size(); ++i)
+        for (const json& pt : shard_rows[k][i].at("points")) rows[i]["points"].push_back(pt);
+    }
+    return rows;
+  }
+  for (json& row : rows) {  // one word-order row: the first shard's error, or every shard's pairs
+    for (const json& sr : shard_rows)
+      if (sr.at(0).contains("error")) return sr;
+    probes::WordOrderResult w;
+    w.method = row.at("method").get<std::string>();
+    for (const json& sr : shard_rows)
+      for (const json& p : sr.at(0).at("raw"))
+        w.pairs.push_back({p.at(0).get<double>(), p.at(1).get<double>(), p.at(2).get<double>(), p.at(3).get<bool>(),
+                           p.at(4).get<bool>()});
+    probes::summarize_word_order(w);
+    row.erase("raw");
+    fill_word_order(row, w);
+  }
+  return rows;
+}
+
 bool ProbeSettings::want(const std::string& task) const {
   return ("," + tasks + ",").find("," + task + ",") != std::string::npos;
 }
@@ -177,7 +233,7 @@ void probe_entry(const ProbeSettings& ps, const CompareEntry& e, const ModelOpti
                            {"ctx_base", s.base},
                            {"heldout_tokens", s.heldout.size()},
                            {"tokenizer", m.has_tokenizer()}});
-  if (ps.want("word-order")) r.word_order.push_back(word_order_result(s, pairs, pg));
+  if (ps.want("word-order")) r.word_order.push_back(word_order_result(s, pairs, ps.word_order_items, pg));
   if (ps.want("permutation")) r.permutation.push_back(permutation_result(ps, s));
   if (ps.want("length")) {
     if (m.spec().graph == GraphKind::Encoder)  // perplexity needs next-token probabilities

@@ -233,40 +233,92 @@ void SyntheticTaskOptions::add(CLI::App* c) {
 
 void SyntheticTaskOptions::validate() const { check_flag_range("--task-batch", batch, 1, 4096); }
 
-json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir, const std::vector<std::string>& dirs,
-                       const ModelOptions& opts) {
+namespace {
+
+std::string suite_path(const SyntheticTaskOptions& o, const std::string& zoo_dir) {
+  if (!o.suite.empty()) return o.suite;
+  if (zoo_dir.empty()) throw Error("--tasks synthetic: give --suite FILE (with --no-zoo there is no zoo suite)");
+  return (fs::path(zoo_dir) / "tasks" / "suite.jsonl").string();
+}
+
+std::vector<probes::TaskItem> read_suite(const std::string& suite_file) {
+  return probes::parse_task_suite(read_input_text(suite_file), suite_file);
+}
+
+Error no_task_models(const std::string& zoo_dir) {
+  return Error("--tasks synthetic: no task models (" + (zoo_dir.empty() ? std::string() : zoo_dir + "/tasks/*, ") +
+               "or -m DIR whose config.json has \"zoo\": {\"kind\": \"tasks\"})");
+}
+
+}  // namespace
+
+std::vector<std::string> synthetic_model_labels(const SyntheticTaskOptions& o, const std::string& zoo_dir,
+                                                const std::vector<std::string>& dirs) {
   o.validate();
-  std::string suite_file = o.suite;
-  if (suite_file.empty()) {
-    if (zoo_dir.empty()) throw Error("--tasks synthetic: give --suite FILE (with --no-zoo there is no zoo suite)");
-    suite_file = (fs::path(zoo_dir) / "tasks" / "suite.jsonl").string();
-  }
-  const std::vector<probes::TaskItem> suite = probes::parse_task_suite(read_input_text(suite_file), suite_file);
+  read_suite(suite_path(o, zoo_dir));  // its errors before any model runs
+  std::vector<std::string> labels;
+  for (const ZooModel& t : task_models(zoo_dir, dirs)) labels.push_back(t.label);
+  if (labels.empty()) throw no_task_models(zoo_dir);
+  return labels;
+}
+
+namespace {
+
+json model_part(const ZooModel& t, const std::vector<probes::TaskItem>& suite, int batch, const ModelOptions& opts,
+                const Progress& pg) {
+  pg.note("[" + t.label + "] loading " + t.dir);
+  Model m = Model::load(t.dir, opts);
+  json results = json::array();
+  run_model(t, m, suite, batch, pg, results);
+  return {{"model",
+           {{"label", t.label},
+            {"dir", t.dir},
+            {"scheme", t.scheme},
+            {"seed", t.seed},
+            {"family", m.family()},
+            {"trained_length", m.spec().position.max_positions}}},
+          {"results", results}};
+}
+
+}  // namespace
+
+json synthetic_model(const SyntheticTaskOptions& o, const std::string& zoo_dir, const std::vector<std::string>& dirs,
+                     const ModelOptions& opts, size_t k, const Progress& pg) {
+  const std::vector<probes::TaskItem> suite = read_suite(suite_path(o, zoo_dir));
   const std::vector<ZooModel> models = task_models(zoo_dir, dirs);
-  if (models.empty())
-    throw Error("--tasks synthetic: no task models (" + (zoo_dir.empty() ? std::string() : zoo_dir + "/tasks/*, ") +
-                "or -m DIR whose config.json has \"zoo\": {\"kind\": \"tasks\"})");
-  Progress pg("ordo compare: synthetic tasks", models.size());
+  if (k >= models.size()) throw Error("--tasks synthetic: no task model " + std::to_string(k));
+  return model_part(models[k], suite, o.batch, opts, pg);
+}
+
+json synthetic_join(const SyntheticTaskOptions& o, const std::string& zoo_dir, const std::vector<json>& per_model) {
+  const std::string suite_file = suite_path(o, zoo_dir);
+  const std::vector<probes::TaskItem> suite = read_suite(suite_file);
   json mlist = json::array(), results = json::array();
-  for (size_t k = 0; k < models.size(); ++k) {
-    const ZooModel& t = models[k];
-    pg.step(k + 1, "task models: " + t.label);
-    pg.note("[" + t.label + "] loading " + t.dir);
-    Model m = Model::load(t.dir, opts);
-    mlist.push_back({{"label", t.label},
-                     {"dir", t.dir},
-                     {"scheme", t.scheme},
-                     {"seed", t.seed},
-                     {"family", m.family()},
-                     {"trained_length", m.spec().position.max_positions}});
-    run_model(t, m, suite, o.batch, pg, results);
+  for (const json& pm : per_model) {
+    mlist.push_back(pm.at("model"));
+    for (const json& row : pm.at("results")) results.push_back(row);
   }
-  pg.finish();
   const json points = suite_points(suite), groups = group_results(results);
   return {{"suite", suite_file}, {"items", suite.size()},
           {"batch", o.batch},    {"points", points},
           {"models", mlist},     {"results", results},
           {"groups", groups},    {"tests", paired_tests(results, groups, points)}};
+}
+
+json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir, const std::vector<std::string>& dirs,
+                       const ModelOptions& opts) {
+  o.validate();
+  const std::vector<probes::TaskItem> suite = read_suite(suite_path(o, zoo_dir));
+  const std::vector<ZooModel> models = task_models(zoo_dir, dirs);
+  if (models.empty()) throw no_task_models(zoo_dir);
+  Progress pg("ordo compare: synthetic tasks", models.size());
+  std::vector<json> per_model;
+  for (size_t k = 0; k < models.size(); ++k) {
+    pg.step(k + 1, "task models: " + models[k].label);
+    per_model.push_back(model_part(models[k], suite, o.batch, opts, pg));
+  }
+  pg.finish();
+  return synthetic_join(o, zoo_dir, per_model);
 }
 
 void print_synthetic(const json& doc, std::ostream& o) {

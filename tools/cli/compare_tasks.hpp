@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ordo/ordo.hpp"
+#include "progress.hpp"
 
 namespace ordo::cli {
 
@@ -29,6 +30,16 @@ struct SyntheticTaskOptions {
 // The "synthetic" section. zoo_dir: "" with --no-zoo. Error when there is no suite or no task model.
 nlohmann::json synthetic_section(const SyntheticTaskOptions& o, const std::string& zoo_dir,
                                  const std::vector<std::string>& dirs, const ModelOptions& opts);
+
+// The same in parts, for sweep cells (one per task model): the task models' labels (no model is
+// loaded), one model's description and rows, and the section from every model's part in order.
+std::vector<std::string> synthetic_model_labels(const SyntheticTaskOptions& o, const std::string& zoo_dir,
+                                                const std::vector<std::string>& dirs);
+nlohmann::json synthetic_model(const SyntheticTaskOptions& o, const std::string& zoo_dir,
+                               const std::vector<std::string>& dirs, const ModelOptions& opts, size_t k,
+                               const Progress& pg);
+nlohmann::json synthetic_join(const SyntheticTaskOptions& o, const std::string& zoo_dir,
+                              const std::vector<nlohmann::json>& per_model);
 
 // The section as terminal tables and as HTML (tables, a chart per task), from the document.
 void print_synthetic(const nlohmann::json& doc, std::ostream& o);

@@ -13,6 +13,7 @@
 #include "ordo/output_file.hpp"
 #include "ordo/perplexity.hpp"
 #include "ppl_kld.hpp"
+#include "ppl_settings.hpp"
 #include "progress.hpp"
 #include "svg_chart.hpp"
 #include "sweep_target.hpp"
@@ -21,71 +22,6 @@
 
 namespace ordo::cli {
 namespace {
-
-struct Setting {
-  std::string label;  // as given: "model", "none", "linear", "yarn:8", "self-extend:8:64", "sinks"
-  bool from_model = false;
-  ScalingType type = ScalingType::None;
-  double factor = 0;  // 0: automatic (ctx / trained length, at least 1)
-  // Context extension rows (no scaling): 0 = automatic. Self-Extend: G = ⌈(ctx − W) / (L − W)⌉
-  // (just reaching ctx), W = L / 4. Sinks: K = 4, N = L − K (a cache of the trained length).
-  bool self_extend = false, sinks = false;
-  int64_t a = 0, b = 0;  // G, W or K, N
-};
-
-// "self-extend[:G[:W]]" / "sinks[:K[:N]]" → s; false for any other type.
-bool parse_extension_setting(const std::string& item, Setting& s) {
-  std::vector<std::string> parts;
-  std::stringstream ps(item);
-  for (std::string p; std::getline(ps, p, ':');) parts.push_back(p);
-  if (parts.empty() || (parts[0] != "self-extend" && parts[0] != "sinks")) return false;
-  (parts[0] == "sinks" ? s.sinks : s.self_extend) = true;
-  if (parts.size() > 3) throw Error("--scaling: '" + item + "' has more than two parameters");
-  for (size_t i = 1; i < parts.size(); ++i) {
-    char* end = nullptr;
-    const long long v = std::strtoll(parts[i].c_str(), &end, 10);
-    const long long lo = s.sinks && i == 1 ? 0 : 1;
-    if (parts[i].empty() || *end || v < lo || v > kMaxExtensionValue)
-      throw Error("--scaling: '" + parts[i] + "' in '" + item + "' is not an integer in [" + std::to_string(lo) + ", " +
-                  std::to_string(kMaxExtensionValue) + "]");
-    (i == 1 ? s.a : s.b) = v;
-  }
-  return true;
-}
-
-std::vector<Setting> parse_settings(const std::string& list) {
-  std::vector<Setting> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    Setting s;
-    s.label = item;
-    if (parse_extension_setting(item, s)) {
-      out.push_back(s);
-      continue;
-    }
-    const size_t colon = item.find(':');
-    const std::string type = item.substr(0, colon);
-    if (type == "model") {
-      s.from_model = true;
-    } else {
-      check_scaling_name("--scaling", type);
-      s.type = parse_scaling(type);
-    }
-    if (colon != std::string::npos) {
-      const std::string f = item.substr(colon + 1);
-      char* end = nullptr;
-      s.factor = std::strtod(f.c_str(), &end);
-      if (*end || !(s.factor > 0 && s.factor <= kMaxScalingFactor))
-        throw Error("--scaling: factor '" + f + "' in '" + item + "' is not a number in (0, " +
-                    std::to_string(static_cast<int>(kMaxScalingFactor)) + "]");
-    }
-    out.push_back(s);
-  }
-  if (out.empty()) throw Error("--scaling: empty list");
-  return out;
-}
 
 struct PplCommand : Command, SweepTarget {
   ModelArgs model;
@@ -232,8 +168,10 @@ struct PplCommand : Command, SweepTarget {
   }
 
   // One (setting, ctx) row, scored; a setting the model refuses is a row with its error.
+  // With `part` (a sweep shard): its windows only, the row holding every scored token's NLL
+  // ("nll") for join_rows instead of tokens and ppl.
   nlohmann::json score_row(Model& m, const std::vector<int32_t>& ids, const Setting& s, int64_t ctx,
-                           const PositionConfig& pc, const Progress& pg) const {
+                           const PositionConfig& pc, const Progress& pg, const PerplexityPart* part = nullptr) const {
     nlohmann::json row = {{"scaling", s.label},
                           {"type", scaling_name(pc.scaling.type)},
                           {"factor", pc.scaling.type == ScalingType::None ? 1.0 : pc.scaling.factor},
@@ -241,9 +179,17 @@ struct PplCommand : Command, SweepTarget {
                           {"ctx", ctx}};
     try {
       m.engine().set_position(pc);
+      std::vector<double> nlls;
+      PerplexityPart p = part ? *part : PerplexityPart{};
+      p.nlls = part ? &nlls : nullptr;
       PerplexityResult r = perplexity(
           m.engine(), ids, ctx, stride, [&](int64_t done, int64_t total) { pg.show("window ", done, " of ", total); },
-          batch);
+          batch, p);
+      if (part) {
+        row["nll"] = nlls;
+        row["windows"] = r.windows;
+        return row;
+      }
       row["tokens"] = r.tokens;
       row["windows"] = r.windows;
       row["ppl"] = r.ppl();
@@ -401,26 +347,68 @@ struct PplCommand : Command, SweepTarget {
     return units;
   }
 
+  // A row's items are its groups of --batch-windows windows (a shard of whole groups scores as the
+  // one-process run does); counting them reads the text and the tokenizer, not the weights.
+  size_t text_tokens = 0;
+  size_t sweep_items(const nlohmann::json& unit) override {
+    if (text_tokens == 0) {
+      std::unique_ptr<Tokenizer> tok = load_model_tokenizer(model.resolved_dir());
+      text_tokens = tok->encode(read_input_text(text_file), false).size();
+    }
+    const int64_t w = perplexity_windows(static_cast<int64_t>(text_tokens), unit.value("ctx", int64_t(0)), stride);
+    return static_cast<size_t>((w + batch - 1) / batch);
+  }
+
   std::vector<nlohmann::json> sweep_run(size_t first, const std::vector<nlohmann::json>& units) override {
     refuse_kld_sweep();
     validate();
     const std::vector<int64_t> ctxs = contexts();
     const std::vector<Setting> settings = parse_settings(scaling_list);
-    for (size_t i = first; i < first + units.size(); ++i)
-      if (i >= settings.size() * ctxs.size() || units[i - first].value("ctx", int64_t(0)) != ctxs[i % ctxs.size()] ||
-          units[i - first].value("scaling", "") != settings[i / ctxs.size()].label)
-        throw Error("unit " + std::to_string(i) + " is not the row ppl's flags give there");
+    const auto index = [&](size_t j) { return units[j].value("unit", first + j); };
+    for (size_t j = 0; j < units.size(); ++j)
+      if (index(j) >= settings.size() * ctxs.size() ||
+          units[j].value("ctx", int64_t(0)) != ctxs[index(j) % ctxs.size()] ||
+          units[j].value("scaling", "") != settings[index(j) / ctxs.size()].label)
+        throw Error("unit " + std::to_string(index(j)) + " is not the row ppl's flags give there");
     Loaded l = load_checked(ctxs);
     std::vector<nlohmann::json> numbers;
-    for (size_t i = first; i < first + units.size(); ++i) {
-      const Setting& s = settings[i / ctxs.size()];
-      const int64_t ctx = ctxs[i % ctxs.size()];
-      numbers.push_back({{"row", score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), Progress())},
+    for (size_t j = 0; j < units.size(); ++j) {
+      const Setting& s = settings[index(j) / ctxs.size()];
+      const int64_t ctx = ctxs[index(j) % ctxs.size()];
+      PerplexityPart part;
+      if (units[j].contains("items")) {
+        const int64_t w = perplexity_windows(static_cast<int64_t>(l.ids.size()), ctx, stride);
+        part.first = units[j]["items"].at(0).get<int64_t>() * batch;
+        part.last = std::min(w, units[j]["items"].at(1).get<int64_t>() * batch);
+        if (part.first >= part.last)
+          throw Error("unit " + units[j].dump() + ": its items are past the text's " + std::to_string(w) + " windows");
+      }
+      numbers.push_back({{"row", score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), Progress(),
+                                           units[j].contains("items") ? &part : nullptr)},
                          {"text_tokens", l.ids.size()},
                          {"trained_length", l.trained},
                          {"scheme", position.empty() ? l.base.scheme : position}});
     }
     return numbers;
+  }
+
+  // The row from its shards' NLLs, summed in order as perplexity() sums them (or the first error).
+  nlohmann::json sweep_join(const nlohmann::json&, const std::vector<nlohmann::json>& shards) override {
+    nlohmann::json n = shards.at(0);
+    nlohmann::json& row = n["row"];
+    if (shards.size() == 1 && !row.contains("nll")) return n;
+    for (const nlohmann::json& sh : shards)
+      if (sh.at("row").contains("error")) return sh;
+    PerplexityResult r;
+    for (const nlohmann::json& sh : shards) {
+      for (const nlohmann::json& x : sh.at("row").at("nll")) r.nll_sum += x.get<double>(), ++r.tokens;
+      r.windows += sh.at("row").at("windows").get<int64_t>();
+    }
+    row.erase("nll");
+    row["tokens"] = r.tokens;
+    row["windows"] = r.windows;
+    row["ppl"] = r.ppl();
+    return n;
   }
 
   void sweep_render(const std::vector<nlohmann::json>& cells) override {

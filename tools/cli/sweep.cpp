@@ -12,6 +12,7 @@
 #include "sweep_jobs.hpp"
 #include "sweep_slurm.hpp"
 #include "sweep_target.hpp"
+#include "sweep_temp.hpp"
 #include "usage.hpp"
 
 namespace fs = std::filesystem;
@@ -56,7 +57,7 @@ struct SweepCommand : Command {
   bool replace = false, force = false;
   long long cell = -1;
   int jobs = 1;
-  long long per_cell = 1;
+  long long per_cell = 1, shards = 1;
   std::string json_out, report_out;
   sweep::SlurmOptions so;
   bool dry_run = false;
@@ -70,8 +71,11 @@ struct SweepCommand : Command {
     plan->add_option("dir", dir, "Sweep directory")->required();
     plan->add_option("command", target, "compare or ppl")->required();
     plan->add_option("--per-cell", per_cell,
-                     "Units of work per cell (compare: models, ppl: setting x length rows), run in one process "
-                     "(default 1)");
+                     "Units of work (or shards of them) per cell (compare: a model's probe, ppl: setting x length "
+                     "rows), run in one process (default 1)");
+    plan->add_option("--shards", shards,
+                     "Split each unit's items (a probe's pairs, a ppl row's windows) into up to S cells of "
+                     "contiguous items, merged before any statistic (default 1)");
     plan->add_flag("--replace", replace, "Replace DIR's plan of other arguments (its results are removed)");
     plan->prefix_command();
     run_ = c->add_subcommand("run", "Run one cell (--cell I) or every missing cell, --jobs N at a time");
@@ -98,8 +102,38 @@ struct SweepCommand : Command {
   void validate() const override {
     if (plan && plan->parsed() && (per_cell < 1 || per_cell > 1000000))
       throw UsageError("--per-cell must be in [1, 1000000], got " + std::to_string(per_cell));
+    if (plan && plan->parsed() && (shards < 1 || shards > 1000000))
+      throw UsageError("--shards must be in [1, 1000000], got " + std::to_string(shards));
     if (run_ && run_->parsed() && (jobs < 1 || jobs > 4096))
       throw UsageError("--jobs must be in [1, 4096], got " + std::to_string(jobs));
+  }
+
+  // --shards S: unit u becomes min(S, its items) shards, each {"unit": u, "shard": k, "shards": n,
+  // "items": [lo, hi)} over contiguous items (a unit of one item stays whole, with "unit": u).
+  std::vector<json> shard_units(SweepTarget& t, const std::vector<json>& units) const {
+    if (shards == 1) return units;
+    std::vector<json> out;
+    for (size_t u = 0; u < units.size(); ++u) {
+      const size_t items = std::max<size_t>(1, t.sweep_items(units[u]));
+      const size_t n = std::min(items, static_cast<size_t>(shards));
+      for (size_t k = 0; k < n; ++k) {
+        json s = units[u];
+        s["unit"] = u;
+        if (n > 1) {
+          s["shard"] = k, s["shards"] = n, s["items"] = {k * items / n, (k + 1) * items / n};
+        }
+        out.push_back(std::move(s));
+      }
+    }
+    return out;
+  }
+
+  // A unit's label, with its shard ("lm/rope-s1 [2/3]") when it has one.
+  static std::string unit_label(const json& unit) {
+    std::string l = unit.value("label", "");
+    if (unit.contains("shards"))
+      l += " [" + std::to_string(unit.at("shard").get<size_t>() + 1) + "/" + unit.at("shards").dump() + "]";
+    return l;
   }
 
   int do_plan() {
@@ -109,12 +143,12 @@ struct SweepCommand : Command {
     m.command = target;
     m.args = plan->remaining();
     m.cwd = fs::current_path().string();
-    const std::vector<json> units = p.target->sweep_units();
+    const std::vector<json> units = shard_units(*p.target, p.target->sweep_units());
     if (units.empty()) throw Error("sweep plan: ordo " + target + " has no cells with these arguments");
     for (size_t u = 0; u < units.size(); u += static_cast<size_t>(per_cell)) {
       const size_t end = std::min(units.size(), u + static_cast<size_t>(per_cell));
       json cell = {{"first", u}, {"units", json(std::vector<json>(units.begin() + u, units.begin() + end))}};
-      cell["label"] = units[u].value("label", "") + (end - u > 1 ? " .. " + units[end - 1].value("label", "") : "");
+      cell["label"] = unit_label(units[u]) + (end - u > 1 ? " .. " + unit_label(units[end - 1]) : "");
       m.cells.push_back(cell);
     }
     sweep::write_manifest(m, replace);
@@ -122,7 +156,13 @@ struct SweepCommand : Command {
     return 0;
   }
 
+  // The cell's temporaries that killed runs left (sweep_temp.hpp: never a live writer's).
+  static void clean_temps(const sweep::Manifest& m, size_t c) {
+    sweep::remove_stale_temps(m.dir + "/cells", std::to_string(c) + ".");
+  }
+
   int run_one(const sweep::Manifest& m, size_t c) {
+    clean_temps(m, c);
     std::string why;
     const sweep::CellState st = sweep::cell_state(m, c, &why);
     if (st == sweep::CellState::Done && !force) {
@@ -151,6 +191,7 @@ struct SweepCommand : Command {
     const sweep::Manifest m = sweep::read_manifest(dir);
     if (cell >= 0 || run_->count("--cell")) return run_one(m, sweep::cell_index(m, cell));
     std::vector<size_t> todo;
+    sweep::remove_stale_temps(m.dir + "/cells");
     for (size_t c = 0; c < m.cells.size(); ++c)
       if (force || sweep::cell_state(m, c) != sweep::CellState::Done) todo.push_back(c);
     std::cerr << "ordo sweep: " << todo.size() << " of " << m.cells.size() << " cells to run, " << jobs
@@ -160,6 +201,35 @@ struct SweepCommand : Command {
       throw Error("sweep run: " + std::to_string(failed.size()) + " cells failed: " + sweep::id_ranges(failed) +
                   " (logs in " + m.dir + "/logs)");
     return 0;
+  }
+
+  // Each unit's shards (consecutive in the manifest) joined into the unit's numbers, in unit order.
+  static std::vector<json> join_shards(const sweep::Manifest& m, SweepTarget& t, std::vector<json> results) {
+    std::vector<json> planned, joined;
+    for (const json& c : m.cells)
+      for (const json& u : c.at("units")) planned.push_back(u);
+    for (size_t i = 0; i < planned.size();) {
+      if (!planned[i].contains("unit")) {
+        joined.push_back(std::move(results[i++]));
+        continue;
+      }
+      const json unit = planned[i].at("unit");
+      try {
+        const size_t n = planned[i].value("shards", size_t(1));
+        std::vector<json> parts;
+        for (size_t k = 0;
+             k < n && i < planned.size() && planned[i].at("unit") == unit && planned[i].value("shard", size_t(0)) == k;
+             ++k)
+          parts.push_back(std::move(results[i++]));
+        if (n < 1 || parts.size() != n)
+          throw Error("sweep merge: " + m.dir + "/manifest.jsonl: unit " + unit.dump() + " does not list its " +
+                      std::to_string(n) + " shards in order");
+        joined.push_back(t.sweep_join(planned[i - 1], parts));
+      } catch (const json::exception& e) {  // a hand-edited unit, a result of the wrong shape
+        throw Error("sweep merge: " + m.dir + ": unit " + unit.dump() + ": " + e.what());
+      }
+    }
+    return joined;
   }
 
   int do_merge() {
@@ -184,7 +254,7 @@ struct SweepCommand : Command {
     const std::string j = absolute_or_empty(json_out), r = absolute_or_empty(report_out);
     ParsedTarget p = open_target(m);
     p.target->sweep_outputs(j, r);
-    p.target->sweep_render(results);
+    p.target->sweep_render(join_shards(m, *p.target, std::move(results)));
     return 0;
   }
 

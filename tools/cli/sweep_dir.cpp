@@ -8,6 +8,7 @@
 
 #include "common.hpp"
 #include "ordo/output_file.hpp"
+#include "sweep_temp.hpp"
 
 namespace fs = std::filesystem;
 
@@ -145,13 +146,13 @@ void write_result(const Manifest& m, size_t cell, const std::vector<json>& numbe
   const std::string body = json(numbers).dump() + "\n";
   const std::string head = "ordo-sweep-cell 1 cell=" + std::to_string(cell) + " plan=" + hex64(m.plan) +
                            " bytes=" + std::to_string(body.size()) + " fnv1a64=" + hex64(fnv1a64(body)) + "\n";
-  write_file_atomic(result_path(m, cell), head + body);  // temporary file, fsync, rename
+  write_cell_file(result_path(m, cell), head + body);  // temporary file, fsync, rename
   std::error_code ec;
   fs::remove(failed_path(m, cell), ec);
 }
 
 void write_failure(const Manifest& m, size_t cell, const std::string& message) {
-  write_file_atomic(failed_path(m, cell), message + "\n");
+  write_cell_file(failed_path(m, cell), message + "\n");
 }
 
 CellState cell_state(const Manifest& m, size_t cell, std::string* why, json* numbers) {

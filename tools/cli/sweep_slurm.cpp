@@ -21,6 +21,14 @@ std::string sh_quote(const std::string& s) {
   return q + "'";
 }
 
+// An #SBATCH argument as sbatch's script parser reads it: in double quotes, '"' and '\\' escaped by a
+// backslash (unquoted, a space ends the argument and a '#' starts a comment).
+std::string sbatch_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return q + "\"";
+}
+
 // One array: task T runs cell OFFSET + T. Array indices stay below MaxArraySize.
 std::string array_script(const Manifest& m, const std::string& exe, size_t offset, const std::string& spec) {
   std::string s = "#!/bin/bash\n";
@@ -28,7 +36,7 @@ std::string array_script(const Manifest& m, const std::string& exe, size_t offse
        "), one per array task\n";
   s += "#SBATCH --job-name=ordo-sweep\n";
   s += "#SBATCH --array=" + spec + "\n";
-  s += "#SBATCH --output=" + (fs::path(m.dir) / "logs" / "slurm-%A_%a.out").string() + "\n";
+  s += "#SBATCH --output=" + sbatch_quote((fs::path(m.dir) / "logs" / "slurm-%A_%a.out").string()) + "\n";
   s += "set -eu\n";
   s += "exec " + sh_quote(exe) + " sweep run " + sh_quote(m.dir) + " --cell $((" + std::to_string(offset) +
        " + SLURM_ARRAY_TASK_ID))\n";

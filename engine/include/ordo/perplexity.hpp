@@ -30,6 +30,21 @@ struct PerplexityResult {
 PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride = 0,
                             const std::function<void(int64_t, int64_t)>& progress = nullptr, int64_t batch = 1);
 
+// How many windows perplexity() scores over n tokens (0 when n < ctx).
+int64_t perplexity_windows(int64_t n, int64_t ctx, int64_t stride = 0);
+
+// Part of a run, for splitting one over processes (ordo sweep's shards): only the windows
+// [first, last) of the plan, in groups of `batch` counted from `first` (a multiple of batch keeps
+// the whole run's groups, so the same numbers). Every scored token's NLL is appended to *nlls in
+// order: summing them in that order over the parts gives the whole run's nll_sum exactly.
+struct PerplexityPart {
+  int64_t first = 0, last = -1;  // last -1: to the end
+  std::vector<double>* nlls = nullptr;
+};
+PerplexityResult perplexity(const Transformer& model, const std::vector<int32_t>& ids, int64_t ctx, int64_t stride,
+                            const std::function<void(int64_t, int64_t)>& progress, int64_t batch,
+                            const PerplexityPart& part);
+
 // −log softmax(logits)[target] for one row, computed stably in double.
 double token_nll(const float* logits, int64_t vocab, int32_t target);
 

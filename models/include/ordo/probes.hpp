@@ -89,9 +89,14 @@ struct WordOrderResult {
   double mean_margin = 0;      // mean of the pairs' margins (ties 0), nats
   std::vector<PairScore> pairs;
 };
-// progress(done, total) after every batch of pairs.
+// progress(done, total) after every batch of pairs: kPairsPerStep pairs (their 2 texts each)
+// score in one forward step, so pairs split at multiples of it score exactly as in one run.
+constexpr size_t kPairsPerStep = 8;
 WordOrderResult word_order(const Model& m, const std::vector<WordPair>& pairs,
                            const std::function<void(size_t, size_t)>& progress = {});
+// wins, ties, accuracy and mean_margin from r.pairs, as word_order computes them (parts of a run
+// joined in pair order give the whole run's figures exactly). Error for no pairs.
+void summarize_word_order(WordOrderResult& r);
 
 // ---- Permutation equivariance -------------------------------------------------------------------
 
