@@ -261,6 +261,36 @@ ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64
   for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y[z / 4] + 16 * (z % 4), acc[z]);
 }
 
+// quantize_block in 16 lanes: the same operations on each element, so the same codes, scale and sum
+// (a prompt's activations: ~10% of its linear time in 8 lanes).
+ORDO_BLK512 void quantize_block_512(const float* x, int8_t* q, float* d, int32_t* s) {
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  const __m512 a0 = _mm512_abs_ps(_mm512_loadu_ps(x)), a1 = _mm512_abs_ps(_mm512_loadu_ps(x + 16));
+  if ((_mm512_cmp_ps_mask(a0, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(a1, inf, _CMP_LT_OQ)) != 0xFFFF) {
+    std::memset(q, 0, kB);
+    *d = std::nanf("");
+    *s = 0;
+    return;
+  }
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+  const float dd = amax / 127.0f;
+  float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+  if (!std::isfinite(id)) id = 0.0f;
+  *d = f16_to_f32(f32_to_f16(dd));
+  const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  __m512i qi[2];
+  for (int c = 0; c < 2; ++c) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * c), vid);
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 away = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+    const __m512 step = _mm512_maskz_mov_ps(away, _mm512_or_ps(one, _mm512_and_ps(sign, v)));
+    qi[c] = _mm512_cvtps_epi32(_mm512_add_ps(t, step));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * c), _mm512_cvtsepi32_epi8(qi[c]));
+  }
+  *s = _mm512_reduce_add_epi32(_mm512_add_epi32(qi[0], qi[1]));
+}
+
 // ---- AVX2 and AVX-VNNI (256-bit) ----------------------------------------------------------------------
 
 // Σ over 4-byte groups of u8 codes × s8 activations into int32 lanes: AVX2 has no vpdpbusd, so
@@ -449,8 +479,12 @@ void BlockInput::resize(int64_t M, int64_t k) {
 
 void BlockInput::quantize_row(const float* x, int64_t m) {
   const int64_t nb = K / kB;
+  auto* quantize = quantize_block;
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (block_isa() == BlockIsa::Avx512Vnni) quantize = quantize_block_512;
+#endif
   for (int64_t b = 0; b < nb; ++b)
-    quantize_block(x + m * K + b * kB, q.data() + m * K + b * kB, d.data() + m * nb + b, s.data() + m * nb + b);
+    quantize(x + m * K + b * kB, q.data() + m * K + b * kB, d.data() + m * nb + b, s.data() + m * nb + b);
 }
 
 void quantize_blocks(const float* x, int64_t M, int64_t K, BlockInput& in) {
