@@ -173,8 +173,8 @@ void attend_single(const AttentionParams& a, const std::vector<const Segment*>& 
   int64_t work = 0;
   for (const Segment* s : segs) work += H * (cross ? s->cross->length : s->self->length + 1) * hd;
   // Each (segment, head) reads its K and V rows once; they are handed out to the threads (the
-  // decode step's team) unless the layer's keys have under 4096 elements in all, kItemsPerTake at
-  // a time: while one item is computed the next one's rows are requested (a head's rows are a
+  // decode step's team) unless the layer's keys have under 4096 elements in all, a few at a
+  // time: while one item is computed the next one's rows are requested (a head's rows are a
   // few KB, too short a stream for the hardware prefetcher: 16 sequences' F16 attention at ctx
   // 128 waited on memory for over half its time).
   const int64_t n = static_cast<int64_t>(segs.size()) * H;
@@ -207,9 +207,9 @@ void attend_single(const AttentionParams& a, const std::vector<const Segment*>& 
       scale_row(out, hd, f);
     });
   };
-  constexpr int64_t kItemsPerTake = 4;
-  parallel_items((n + kItemsPerTake - 1) / kItemsPerTake, work >= (1 << 12), [&](int64_t take) {
-    const int64_t i0 = take * kItemsPerTake, i1 = std::min(n, i0 + kItemsPerTake);
+  const int64_t per_take = std::clamp<int64_t>(n / (2 * ensure_threads()), 1, 8);  // 16 sequences: 8; one: 3
+  parallel_items((n + per_take - 1) / per_take, work >= (1 << 12), [&](int64_t take) {
+    const int64_t i0 = take * per_take, i1 = std::min(n, i0 + per_take);
     for (int64_t item = i0; item < i1; ++item) {
       if (item + 1 < i1) request_rows(*segs[static_cast<size_t>((item + 1) / H)], (item + 1) % H, a, cross, layer);
       one(item);
