@@ -281,6 +281,7 @@ TEST(Bench, QuickJsonSchema) {
     EXPECT_GT(row.at("ctx").get<int64_t>(), 0);
     EXPECT_TRUE(row.at("backend") == "onednn" || row.at("backend") == "openblas");
     EXPECT_TRUE(row.at("dtype") == "f32" || row.at("dtype") == "int8");
+    EXPECT_EQ(row.at("kv_dtype"), "f32");  // the default for f32 and int8 weights
     EXPECT_GT(row.at("tokens_per_s").get<double>(), 0);
     const double fr = row.at("roofline_fraction").get<double>();
     EXPECT_GT(fr, 0);
@@ -324,7 +325,30 @@ TEST(Bench, QuickJsonSchema) {
   EXPECT_NE(r.out.find("decode step, ms"), std::string::npos) << r.out;
   EXPECT_EQ(prefill, 16);
   EXPECT_EQ(decode, 16);
-  EXPECT_EQ(j.at("settings").at("kv_dtype"), "f32");
+  EXPECT_EQ(j.at("settings").at("kv_dtype"), "auto");
+}
+
+// Without --kv-dtype, q8_0 and q4_0 rows run on an F16 cache (Transformer::default_kv_dtype) and
+// count its bytes; f32 rows keep F32.
+TEST(Bench, BlockDtypesDefaultToF16Cache) {
+  const std::string out = ordo::test::make_temp_dir("bench_kv_auto") + "/bench.json";
+  auto r =
+      ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes q8_0,q4_0,f32 --json " +
+                          ordo::test::shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("KV cache f16 for q8_0/q4_0, f32 otherwise"), std::string::npos) << r.out;
+  std::ifstream f(out);
+  ASSERT_TRUE(f) << out;
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("settings").at("kv_dtype"), "auto");
+  ASSERT_EQ(j.at("results").size(), 12u);
+  for (const auto& row : j.at("results")) {
+    const std::string dt = row.at("dtype"), kv = dt == "f32" ? "f32" : "f16";
+    EXPECT_EQ(row.at("kv_dtype"), kv) << row.dump();
+    if (row.at("phase") != "decode") continue;
+    const TinyStep want = tiny_step(dt, kv, row.at("batch"), row.at("ctx"), j.at("settings").at("decode_steps"));
+    EXPECT_DOUBLE_EQ(row.at("cache_bytes_per_step").get<double>(), want.cache_bytes) << row.dump();
+  }
 }
 
 TEST(Bench, KvDtypeIsReported) {

@@ -96,7 +96,7 @@ TEST(BlockKernels, EveryPathMatchesDoubleReference) {
   ASSERT_TRUE(ordo::detail::block_isa_supported(BlockIsa::Scalar));
   uint32_t seed = 1;
   for (DType dt : {DType::Q8_0, DType::Q4_0})
-    for (int64_t M : {1, 2, 3, 4, 5, 7, 16})
+    for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 16})
       for (int64_t N : {64, 100, 130})
         for (int64_t K : {32, 96, 288, 1024}) check_shape(dt, M, N, K, seed++);
 }

@@ -158,6 +158,25 @@ TEST(GgufModel, QuantizedLinearsLoadAsBlocks) {
   EXPECT_THROW(load(file("q8_0"), kv), ordo::Error);
 }
 
+// The KV cache a model gets unless told: F16 for Q8_0 / Q4_0 linear weights (the file's, or
+// --dtype's), F32 otherwise (the F32 file, or a quantized one dequantised by --dtype f32); an
+// explicit kv_dtype wins.
+TEST(GgufModel, DefaultKvCacheFollowsTheWeights) {
+  EXPECT_EQ(load(file("q8_0")).engine().kv_dtype(), ordo::DType::F16);
+  EXPECT_EQ(load(file("q4_0")).engine().kv_dtype(), ordo::DType::F16);
+  EXPECT_EQ(load(file("f32")).engine().kv_dtype(), ordo::DType::F32);
+  ModelOptions o;
+  o.dtype = ordo::DType::F32;
+  EXPECT_EQ(load(file("q4_0"), o).engine().kv_dtype(), ordo::DType::F32);
+  o.dtype = ordo::DType::Q8_0;
+  EXPECT_EQ(load(file("f32"), o).engine().kv_dtype(), ordo::DType::F16);
+  o.dtype.reset();
+  o.kv_dtype = ordo::DType::F32;
+  EXPECT_EQ(load(file("q8_0"), o).engine().kv_dtype(), ordo::DType::F32);
+  o.kv_dtype = ordo::DType::I8;
+  EXPECT_EQ(load(file("q4_0"), o).engine().kv_dtype(), ordo::DType::I8);
+}
+
 // Every override of the position settings gives the GGUF model the logits it gives the
 // safetensors one.
 TEST(GgufModel, PositionOverridesActAsOnSafetensors) {

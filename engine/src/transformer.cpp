@@ -78,6 +78,12 @@ void Transformer::set_kv_dtype(DType dtype) {
   kv_dtype_ = dtype;
 }
 
+DType Transformer::default_kv_dtype(const ModelSpec& spec) {
+  bool blocks = false;
+  spec.for_each_linear([&](const Linear& l) { blocks = blocks || (l.present() && is_block_dtype(l.weight.dtype)); });
+  return blocks ? DType::F16 : DType::F32;
+}
+
 void Transformer::set_position(const PositionConfig& cfg) {
   std::unique_ptr<PositionScheme> enc, dec;
   if (spec_.graph != GraphKind::Decoder)

@@ -127,7 +127,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   l = Loaded{};              // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);
   impl->engine->set_label(dir);  // errors about a sequence fed to the wrong model name the directory
-  impl->engine->set_kv_dtype(opts.kv_dtype);
+  impl->engine->set_kv_dtype(opts.kv_dtype ? *opts.kv_dtype : Transformer::default_kv_dtype(impl->engine->spec()));
   impl->engine->set_context_limit(opts.context_limit);
   if (!opts.position.empty() || opts.scaling || opts.extension) {
     PositionConfig pc = impl->engine->spec().position;

@@ -10,6 +10,7 @@
 //   * prefill (compute-bound): achieved FLOP/s ÷ peak sgemm FLOP/s, FLOPs = 2·params·T + attention
 // On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -70,7 +71,7 @@ double paired_fraction(double work, const std::vector<double>& times, const std:
 
 struct BenchCommand : Command {
   std::string dir, synthetic, backends = "onednn,openblas", dtypes = "f32,int8", json_path;
-  std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "f32", batches = "1";
+  std::string prompts = "128,512", contexts = "128,1024", kv_dtype = "auto", batches = "1";
   int threads = 0, warmup = 1, reps = 5, steps = 16;
   uint64_t seed = 1;
   bool quick = false;
@@ -85,9 +86,10 @@ struct BenchCommand : Command {
     c->add_option("--backend", backends, "GEMM backends, comma-separated")->capture_default_str();
     c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8, q8_0, q4_0")
         ->capture_default_str();
-    c->add_option("--kv-dtype", kv_dtype, "KV cache storage: f32, f16 or int8")
+    c->add_option("--kv-dtype", kv_dtype,
+                  "KV cache storage: f32, f16 or int8; auto: each dtype's default (f16 for q8_0/q4_0, else f32)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
+        ->check(CLI::IsMember({"auto", "f32", "f16", "int8"}, CLI::ignore_case));
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
     c->add_option("--ctx-lengths", contexts, "Decode context lengths")->capture_default_str();
     add_alias(c, "--contexts", contexts, "--ctx-lengths");
@@ -195,6 +197,7 @@ struct BenchCommand : Command {
     std::vector<double> roofline_s;  // the FLOPs at the sgemm peak probed beside each repetition
     for (double lim : limits) roofline_s.push_back(lim > 0 ? flops / 1e9 / lim : 0.0);
     BenchRow row = timed_row("prefill", T, B, be, dt, double(B * T), times, limits, roofline_s, mach);
+    row.kv_dtype = weight_dtype_name(tf.kv_dtype());
     row.ttft_ms = row.seconds_median * 1e3;
     row.gflop_s = flops / row.seconds_median / 1e9;
     return row;
@@ -253,6 +256,7 @@ struct BenchCommand : Command {
       roofline_s.push_back(steps * std::max(mem_s, arith_s));
     }
     BenchRow row = timed_row("decode", C, B, be, dt, double(steps * B), times, limits, roofline_s, mach);
+    row.kv_dtype = weight_dtype_name(kv);
     const double peak = median(peaks);
     row.bytes_per_step = bytes;
     row.cache_bytes_per_step = cache_bytes;
@@ -309,7 +313,10 @@ struct BenchCommand : Command {
     std::vector<DType> dts;
     for (const std::string& d : split_list(dtypes)) dts.push_back(parse_weight_dtype(d));
     if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
-    const DType kv = parse_weight_dtype(kv_dtype);
+    std::string kv_name = kv_dtype;
+    std::transform(kv_name.begin(), kv_name.end(), kv_name.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool kv_auto = kv_name == "auto";
+    const DType kv_given = kv_auto ? DType::F32 : parse_weight_dtype(kv_dtype);
     if (!json_path.empty()) check_output_path(json_path, {dir});  // before the run: written at its end
 
     const double load_before = load_average();
@@ -328,7 +335,7 @@ struct BenchCommand : Command {
       const auto tl = Clock::now();
       Subject subject = load(dt, bes, prompt_lens, ctx_lens);
       Transformer& tf = subject.tf();
-      tf.set_kv_dtype(kv);
+      tf.set_kv_dtype(kv_auto ? Transformer::default_kv_dtype(tf.spec()) : kv_given);
       const ModelSpec& s = tf.spec();
       if (s.graph != GraphKind::Decoder) throw Error("bench: " + s.architecture + " is not a decoder-only model");
       pg.note("[bench] " + std::string(weight_dtype_name(dt)) + " model ready in " + fixed(seconds_since(tl), 1) +
@@ -364,13 +371,14 @@ struct BenchCommand : Command {
     }
     pg.finish();
     mach.measure();
-    report(mach, kv, model_json, rows, load_before, ctx_lens);
+    report(mach, kv_auto ? "auto" : weight_dtype_name(kv_given), model_json, rows, load_before, ctx_lens);
     return 0;
   }
 
   // The machine line, the rows, the trust warnings, where step time went, the summary; the JSON.
-  void report(const BenchMachine& mach, DType kv, const nlohmann::json& model_json, const std::vector<BenchRow>& rows,
-              double load_before, const std::vector<int64_t>& ctx_lens) const {
+  // kv: the --kv-dtype asked for ("auto": each row's dtype's default, in its kv_dtype).
+  void report(const BenchMachine& mach, const std::string& kv, const nlohmann::json& model_json,
+              const std::vector<BenchRow>& rows, double load_before, const std::vector<int64_t>& ctx_lens) const {
     BenchReport report(steps);
     report.print_machine(mach, kv);
     for (const BenchRow& r : rows) report.print_row(r);
@@ -378,13 +386,9 @@ struct BenchCommand : Command {
     BenchReport::print_step_parts(rows);
     report.print_summary(rows, ctx_lens);
     if (!json_path.empty())
-      report.write_json(json_path, mach, model_json,
-                        {{"warmup", warmup},
-                         {"reps", reps},
-                         {"decode_steps", steps},
-                         {"quick", quick},
-                         {"kv_dtype", weight_dtype_name(kv)}},
-                        rows);
+      report.write_json(
+          json_path, mach, model_json,
+          {{"warmup", warmup}, {"reps", reps}, {"decode_steps", steps}, {"quick", quick}, {"kv_dtype", kv}}, rows);
   }
 
   static std::string row_name(const char* phase, int64_t ctx, int64_t batch, Backend be, DType dt) {

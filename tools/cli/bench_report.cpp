@@ -53,7 +53,7 @@ std::string row_progress(const BenchRow& r) {
          r.backend + " " + r.dtype + ": " + fixed(r.tokens_per_s, 2) + " tok/s";
 }
 
-void BenchReport::print_machine(const BenchMachine& mach, DType kv) const {
+void BenchReport::print_machine(const BenchMachine& mach, const std::string& kv) const {
   auto values = [](const nlohmann::json& by) {  // "name v, name v"
     std::string out;
     for (auto it = by.begin(); it != by.end(); ++it)
@@ -64,7 +64,7 @@ void BenchReport::print_machine(const BenchMachine& mach, DType kv) const {
             << " GFLOP/s (" << values(mach.sgemm_by) << "), ordo's linear kernels from cache by dtype and rows "
             << values(mach.linear_by) << " GFLOP/s, " << num_threads() << " threads, kernels " << kernel_isa()
             << ", oneDNN " << onednn_isa() << ", OpenMP wait policy " << wait_policy() << ", KV cache "
-            << weight_dtype_name(kv)
+            << (kv == "auto" ? std::string("f16 for q8_0/q4_0, f32 otherwise") : kv)
             << " (bandwidth and sgemm: best of before and after, linear kernels: best of the probes beside the "
             << "repetitions; each row's roofline is the median of its repetitions against the probes run beside "
             << "them)\n"
@@ -94,6 +94,7 @@ void BenchReport::write_json(const std::string& path, const BenchMachine& mach, 
                             {"step_ms", decode_only(r.seconds_median / steps * 1e3)},
                             {"backend", r.backend},
                             {"dtype", r.dtype},
+                            {"kv_dtype", r.kv_dtype},
                             {"tokens_per_s", r.tokens_per_s},
                             {"tokens_per_s_best", r.tokens_per_s_best},
                             {"roofline_fraction", r.roofline_fraction},

@@ -12,7 +12,7 @@
 namespace ordo::cli {
 
 struct BenchRow {
-  std::string phase, backend, dtype;
+  std::string phase, backend, dtype, kv_dtype;
   int64_t ctx = 0;
   int64_t batch = 1;  // sequences in flight; tokens_per_s is their aggregate
   double tokens_per_s = 0, tokens_per_s_best = 0, roofline_fraction = 0, seconds_median = 0, seconds_min = 0;
@@ -38,7 +38,8 @@ std::string row_progress(const BenchRow& r);
 class BenchReport {
  public:
   explicit BenchReport(int steps) : steps(steps) {}
-  void print_machine(const BenchMachine& mach, DType kv) const;
+  // kv: the --kv-dtype asked for ("auto": f16 for q8_0/q4_0, else f32).
+  void print_machine(const BenchMachine& mach, const std::string& kv) const;
   void print_row(const BenchRow& r);  // the table header before the first
   // After the table: plainly, when the figures above cannot be trusted (load_before: the load
   // average before the run, negative when unknown).

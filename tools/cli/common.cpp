@@ -36,8 +36,8 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
   app->add_option("--dtype", dtype, "Store linear weights as f32, f16, bf16, int8, q8_0 or q4_0 (converted at load)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8", "q8_0", "q4_0"}, CLI::ignore_case));
   app->add_option("--kv-dtype", kv_dtype,
-                  "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits)")
-      ->capture_default_str()
+                  "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits); "
+                  "default f16 for q8_0/q4_0 weights, else f32")
       ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
   app->add_flag("--allow-nonfinite", allow_nonfinite,
                 "Load weights holding NaN or Inf (a warning names each such tensor; a run stops at the first "
@@ -125,7 +125,7 @@ ModelOptions ModelArgs::options() const {
   o.threads = threads;
   o.position = position;
   if (!dtype.empty()) o.dtype = parse_weight_dtype(dtype);
-  o.kv_dtype = parse_weight_dtype(kv_dtype);
+  if (!kv_dtype.empty()) o.kv_dtype = parse_weight_dtype(kv_dtype);
   o.allow_nonfinite = allow_nonfinite;
   o.extension = parse_extension(self_extend, sinks, window);
   if (!scaling.empty() || (factor_opt && factor_opt->count() > 0) || original_max != 0) {

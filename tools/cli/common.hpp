@@ -21,8 +21,8 @@ struct ModelArgs {
   double factor = 0;
   int64_t original_max = 0;
   int threads = 0;
-  std::string dtype;  // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
-  std::string kv_dtype = "f32";
+  std::string dtype;                     // --dtype f32|f16|bf16|int8 ("" keeps the stored weights)
+  std::string kv_dtype;                  // "": the model's default (Transformer::default_kv_dtype)
   int64_t max_context = 0;               // -c/--ctx-size (0: the model's default limit)
   CLI::Option* factor_opt = nullptr;     // --factor was given (any value, even 0, must be checked)
   std::string self_extend;               // --self-extend G,W

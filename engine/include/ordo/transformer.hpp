@@ -124,6 +124,10 @@ class Transformer {
   // magnitude). Attention arithmetic stays F32. Throws Error for BF16.
   void set_kv_dtype(DType dtype);
   DType kv_dtype() const { return kv_dtype_; }
+  // The KV cache dtype a model runs with unless told otherwise: F16 when its linear weights are
+  // Q8_0 / Q4_0 blocks (llama.cpp's default; a batch of decode steps then reads about as many cache
+  // bytes as weight bytes, and F16 halves them), F32 otherwise. docs/performance.md has the figures.
+  static DType default_kv_dtype(const ModelSpec& spec);
 
   // The most positions one sequence may hold, checked before its KV cache is allocated. Default:
   // kContextLimitFactor x the trained length (position.max_positions x the scaling factor, when

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "ordo/quant_blocks.hpp"
@@ -48,10 +49,25 @@ inline int32_t load4(const int8_t* p) {
 void quantize_block(const float* x, int8_t* q, float* d, int32_t* s) {
   float amax = 0.0f;
   bool finite = true;
+#ifdef ORDO_SIMD
+  {  // the same max (exact in any order) and check, 8 lanes at a time: this runs for every block of every row
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+    __m256 m = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    for (int c = 0; c < 4; ++c) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + 8 * c), abs_mask);
+      ok = _mm256_and_ps(ok, _mm256_cmp_ps(a, inf, _CMP_LT_OQ));  // false for inf and NaN
+      m = _mm256_max_ps(m, a);
+    }
+    finite = _mm256_movemask_ps(ok) == 0xFF;
+    amax = simd::hmax(m);
+  }
+#else
   for (int j = 0; j < kB; ++j) {
     amax = std::max(amax, std::fabs(x[j]));
     finite = finite && std::isfinite(x[j]);
   }
+#endif
   if (!finite) {
     std::memset(q, 0, kB);
     *d = std::nanf("");
@@ -134,24 +150,33 @@ void tile_scalar(bool q4, const BlockInput& in, int64_t m0, int64_t MX, const ui
 
 #define ORDO_BLK512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
+// A byte range the tiles request into L1 as they go, `lines` cache lines per block they read: their
+// share of the chunk the next calls read (see panel_512).
+struct Ahead {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  int64_t lines = 0;
+};
+
 // MX rows (from m0) × NZ 16-row slices of the panel (from slice z0) over blocks [b0, b1); y points at
 // row m0's output of slice z0.
 template <bool Q4, int MX, int NZ>
 ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1,
-                          float* y, int64_t ldy, bool first) {
+                          float* y, int64_t ldy, bool first, Ahead ahead = {}) {
   constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
-  constexpr int32_t kCorr = Q4 ? 8 : 128;
   const int64_t nb = in.K / kB;
   __m512 acc[MX][NZ];
   for (int m = 0; m < MX; ++m)
     for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y + m * ldy + 16 * z);
   const __m512i lo4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
+    for (int64_t i = 0; i < ahead.lines && ahead.begin < ahead.end; ++i, ahead.begin += 64)
+      _mm_prefetch(ahead.begin, _MM_HINT_T0);
     const uint8_t* B = P + b * kStride;
     const int8_t* xb = in.q.data() + m0 * in.K + b * kB;
-    __m512i ia[MX][NZ];  // from −c·Σxq: the dot products of the unsigned codes end on the signed sum
+    __m512i ia[MX][NZ];  // less c·Σxq at the end: the dot products of the unsigned codes give the signed sum
     for (int m = 0; m < MX; ++m)
-      for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);
+      for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_setzero_si512();
     if constexpr (Q4) {
       for (int h = 0; h < 4; ++h) {
         __m512i wl[NZ], wh[NZ];
@@ -177,13 +202,16 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
         }
       }
     }
-    for (int z = 0; z < NZ; ++z) {
-      const __m512 dw =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + kCodes + (z0 + z) * 32)));
-      for (int m = 0; m < MX; ++m) {
-        const int64_t mb = (m0 + m) * nb + b;
-        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(in.d[mb]));
-        acc[m][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][z]), s, acc[m][z]);
+    __m512 dw[NZ];
+    for (int z = 0; z < NZ; ++z)
+      dw[z] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + kCodes + (z0 + z) * 32)));
+    for (int m = 0; m < MX; ++m) {
+      const int64_t mb = (m0 + m) * nb + b;
+      const __m512i corr = _mm512_slli_epi32(_mm512_set1_epi32(in.s[mb]), Q4 ? 3 : 7);  // · 8 or · 128
+      const __m512 dx = _mm512_set1_ps(in.d[mb]);
+      for (int z = 0; z < NZ; ++z) {
+        const __m512 s = _mm512_mul_ps(dw[z], dx);
+        acc[m][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(ia[m][z], corr)), s, acc[m][z]);
       }
     }
   }
@@ -231,6 +259,36 @@ ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64
     }
   }
   for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y[z / 4] + 16 * (z % 4), acc[z]);
+}
+
+// quantize_block in 16 lanes: the same operations on each element, so the same codes, scale and sum
+// (a prompt's activations: ~10% of its linear time in 8 lanes).
+ORDO_BLK512 void quantize_block_512(const float* x, int8_t* q, float* d, int32_t* s) {
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  const __m512 a0 = _mm512_abs_ps(_mm512_loadu_ps(x)), a1 = _mm512_abs_ps(_mm512_loadu_ps(x + 16));
+  if ((_mm512_cmp_ps_mask(a0, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(a1, inf, _CMP_LT_OQ)) != 0xFFFF) {
+    std::memset(q, 0, kB);
+    *d = std::nanf("");
+    *s = 0;
+    return;
+  }
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+  const float dd = amax / 127.0f;
+  float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+  if (!std::isfinite(id)) id = 0.0f;
+  *d = f16_to_f32(f32_to_f16(dd));
+  const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  __m512i qi[2];
+  for (int c = 0; c < 2; ++c) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * c), vid);
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 away = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+    const __m512 step = _mm512_maskz_mov_ps(away, _mm512_or_ps(one, _mm512_and_ps(sign, v)));
+    qi[c] = _mm512_cvtps_epi32(_mm512_add_ps(t, step));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * c), _mm512_cvtsepi32_epi8(qi[c]));
+  }
+  *s = _mm512_reduce_add_epi32(_mm512_add_epi32(qi[0], qi[1]));
 }
 
 // ---- AVX2 and AVX-VNNI (256-bit) ----------------------------------------------------------------------
@@ -336,18 +394,28 @@ void row_tiles(int64_t M, int64_t R, F&& f) {
   for (int64_t m0 = 0; m0 < M; m0 += R) f(m0, std::min(R, M - m0));
 }
 
+// Blocks [b0, b1) of a panel for M rows. Every tile re-reads the chunk from L1, so with a few rows
+// its arithmetic is short and waits on memory unless the next chunk is on its way: [next, next +
+// next_bytes) is requested by the tiles as they go, each its share (16 rows of Q8_0: ~25% faster
+// from DRAM).
 template <bool Q4>
 void panel_512(const BlockInput& in, int64_t M, const uint8_t* P, int64_t b0, int64_t b1, float* y, int64_t ldo,
-               bool first) {
+               bool first, const char* next, int64_t next_bytes) {
   if (M == 1) return tile_512<Q4, 1, 4>(in, 0, P, 0, b0, b1, y, ldo, first);
-  row_tiles(M, 4, [&](int64_t m0, int64_t rows) {
-    for (int64_t z0 = 0; z0 < 4; z0 += 2) {
+  const int64_t tiles = (M + 5) / 6 * 2, lines = (next_bytes + 63) / 64;
+  int64_t t = 0;
+  row_tiles(M, 6, [&](int64_t m0, int64_t rows) {
+    for (int64_t z0 = 0; z0 < 4; z0 += 2, ++t) {
       float* ym = y + m0 * ldo + z0 * 16;
+      const int64_t l0 = t * lines / tiles, l1 = (t + 1) * lines / tiles;
+      const Ahead a{next + 64 * l0, next + 64 * l1, (l1 - l0 + (b1 - b0) - 1) / (b1 - b0)};
       switch (rows) {
-        case 4: tile_512<Q4, 4, 2>(in, m0, P, z0, b0, b1, ym, ldo, first); break;
-        case 3: tile_512<Q4, 3, 2>(in, m0, P, z0, b0, b1, ym, ldo, first); break;
-        case 2: tile_512<Q4, 2, 2>(in, m0, P, z0, b0, b1, ym, ldo, first); break;
-        default: tile_512<Q4, 1, 2>(in, m0, P, z0, b0, b1, ym, ldo, first);
+        case 6: tile_512<Q4, 6, 2>(in, m0, P, z0, b0, b1, ym, ldo, first, a); break;
+        case 5: tile_512<Q4, 5, 2>(in, m0, P, z0, b0, b1, ym, ldo, first, a); break;
+        case 4: tile_512<Q4, 4, 2>(in, m0, P, z0, b0, b1, ym, ldo, first, a); break;
+        case 3: tile_512<Q4, 3, 2>(in, m0, P, z0, b0, b1, ym, ldo, first, a); break;
+        case 2: tile_512<Q4, 2, 2>(in, m0, P, z0, b0, b1, ym, ldo, first, a); break;
+        default: tile_512<Q4, 1, 2>(in, m0, P, z0, b0, b1, ym, ldo, first, a);
       }
     }
   });
@@ -411,8 +479,12 @@ void BlockInput::resize(int64_t M, int64_t k) {
 
 void BlockInput::quantize_row(const float* x, int64_t m) {
   const int64_t nb = K / kB;
+  auto* quantize = quantize_block;
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (block_isa() == BlockIsa::Avx512Vnni) quantize = quantize_block_512;
+#endif
   for (int64_t b = 0; b < nb; ++b)
-    quantize_block(x + m * K + b * kB, q.data() + m * K + b * kB, d.data() + m * nb + b, s.data() + m * nb + b);
+    quantize(x + m * K + b * kB, q.data() + m * K + b * kB, d.data() + m * nb + b, s.data() + m * nb + b);
 }
 
 void quantize_blocks(const float* x, int64_t M, int64_t K, BlockInput& in) {
@@ -458,6 +530,7 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
                   float* out, int64_t ldo) {
   const bool q4 = w.dtype == DType::Q4_0;
   const int64_t nb = w.K / kB;
+  [[maybe_unused]] const int64_t stride = stride_of(q4);
   int64_t p = p0;
 #if defined(ORDO_SIMD) && defined(__x86_64__)
   if (isa == BlockIsa::Avx512Vnni && M == 1)  // decode: two panels' streams at once
@@ -475,7 +548,13 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
       const bool first = b0 == 0;
       switch (isa) {
 #if defined(ORDO_SIMD) && defined(__x86_64__)
-        case BlockIsa::Avx512Vnni: (q4 ? panel_512<true> : panel_512<false>)(in, M, P, b0, b1, y, ldo, first); continue;
+        case BlockIsa::Avx512Vnni: {
+          // The next chunk: this panel's, or past its last the next panel's first (contiguous).
+          const char* next = reinterpret_cast<const char*>(P + b1 * stride);
+          const int64_t next_bytes = (b1 < nb ? std::min(kChunkBlocks, nb - b1) : std::min(kChunkBlocks, nb)) * stride;
+          (q4 ? panel_512<true> : panel_512<false>)(in, M, P, b0, b1, y, ldo, first, next, next_bytes);
+          continue;
+        }
         case BlockIsa::AvxVnni:
           (q4 ? panel_256<true, true> : panel_256<false, true>)(in, M, P, b0, b1, y, ldo, first);
           continue;

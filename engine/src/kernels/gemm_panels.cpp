@@ -664,10 +664,13 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
     const int64_t want = std::max<int64_t>(1, (int64_t(256) << 10) / std::max<int64_t>(1, w.panel_bytes));
     // Chunked rows (see float_panels) request the next chunk across panel ends: runs of panels
     // as long as two items per thread allow.
+    // Prompts (more rows than chunked): every panel is long arithmetic, so items small enough that
+    // the threads finish together (a 768-row weight's 12 Q4_0 panels were 2 items, 9 and 3).
     const bool chunked = chunked_rows(M);
-    per_item[j] = M <= 2    ? std::max<int64_t>(4, want / 4 * 4)
-                  : chunked ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
-                            : want;
+    per_item[j] = M <= 2              ? std::max<int64_t>(4, want / 4 * 4)
+                  : chunked           ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
+                  : M > kChunkMaxRows ? std::min(want, std::max<int64_t>(1, w.panels / (4 * threads)))
+                                      : want;
     first_item[j + 1] = first_item[j] + (w.panels + per_item[j] - 1) / per_item[j];
   }
   const bool par = M * elems >= (int64_t(1) << 15) && first_item[n_jobs] > 1;

@@ -38,8 +38,9 @@ struct ModelOptions {
   // keeps its dtype). I8 is weight-only per-row symmetric quantization (ordo/quantize.hpp).
   std::optional<DType> dtype;
   // Decoder KV cache storage: F32 (exact), F16 (half the cache memory and reads) or I8 (a
-  // quarter; see Transformer::set_kv_dtype).
-  DType kv_dtype = DType::F32;
+  // quarter; see Transformer::set_kv_dtype). nullopt: Transformer::default_kv_dtype, F16 for
+  // Q8_0 / Q4_0 linear weights (as loaded: a GGUF file's or --dtype's), F32 otherwise.
+  std::optional<DType> kv_dtype;
   // Most positions one sequence may hold (prompt + generated), checked before allocating; 0: the
   // default (Transformer::context_limit).
   int64_t context_limit = 0;
