@@ -44,6 +44,16 @@ inline int32_t load4(const int8_t* p) {
 
 // ---- activations ----------------------------------------------------------------------------------
 
+// A block's scale from its largest magnitude, as the codec's quantize_q8_0 (ggml's reference
+// quantizer): *d gets amax / 127 as stored (through fp16); returns the multiplier to codes, 1 / d.
+inline float block_scales(float amax, float* d) {
+  const float dd = amax / 127.0f;
+  float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+  if (!std::isfinite(id)) id = 0.0f;  // d below fp16's range rounds to 0: the block adds nothing
+  *d = f16_to_f32(f32_to_f16(dd));
+  return id;
+}
+
 // One block as the codec's quantize_q8_0 (d = max|x| / 127 rounded to fp16, q = round-half-away(x / d)),
 // with Σq; a block with a non-finite value gets q = 0 and d = NaN, so its outputs are NaN.
 void quantize_block(const float* x, int8_t* q, float* d, int32_t* s) {
@@ -74,10 +84,7 @@ void quantize_block(const float* x, int8_t* q, float* d, int32_t* s) {
     *s = 0;
     return;
   }
-  const float dd = amax / 127.0f;
-  float id = dd != 0.0f ? 1.0f / dd : 0.0f;
-  if (!std::isfinite(id)) id = 0.0f;  // d below fp16's range rounds to 0: the block adds nothing
-  *d = f16_to_f32(f32_to_f16(dd));
+  const float id = block_scales(amax, d);
   int32_t sum = 0;
 #ifdef ORDO_SIMD
   const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
@@ -273,10 +280,7 @@ ORDO_BLK512 void quantize_block_512(const float* x, int8_t* q, float* d, int32_t
     return;
   }
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
-  const float dd = amax / 127.0f;
-  float id = dd != 0.0f ? 1.0f / dd : 0.0f;
-  if (!std::isfinite(id)) id = 0.0f;
-  *d = f16_to_f32(f32_to_f16(dd));
+  const float id = block_scales(amax, d);
   const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
   const __m512 sign = _mm512_set1_ps(-0.0f);
   __m512i qi[2];
