@@ -27,11 +27,7 @@ const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.t
 // 5,420 tokens: at 256, 21 windows = 6 groups of --batch-windows 4; at 512, 10 windows = 3 groups.
 const std::string kPplArgs = "--text " + shell_quote(kText) + " --ctx-lengths 256,512 --scaling none,ntk,self-extend";
 
-std::string ok(const std::string& args) {
-  const ordo::test::CliResult r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
-  return r.out;
-}
+constexpr auto ok = &ordo::test::run_cli_ok;  // `ordo ARGS`, exit 0 expected: its stdout
 
 // Runs the planned sweep and expects its merge to equal the one-process files one.{json,EXT}.
 void expect_merge_equals(const std::string& sweep, const std::string& dir, const std::string& report,

@@ -25,12 +25,7 @@ namespace {
 const std::string kText = std::string(ORDO_TEST_DATA) + "/text/stories-sampled.txt";
 const std::string kPplArgs = "--text " + shell_quote(kText) + " --ctx-lengths 256,512 --scaling none,ntk,self-extend";
 
-// Runs `ordo ARGS`, expects exit 0, returns stdout.
-std::string ok(const std::string& args) {
-  const ordo::test::CliResult r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
-  return r.out;
-}
+constexpr auto ok = &ordo::test::run_cli_ok;  // `ordo ARGS`, exit 0 expected: its stdout
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;

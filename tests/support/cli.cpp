@@ -25,6 +25,12 @@ std::string make_temp_dir(const std::string& tag) {
   return tmpl;
 }
 
+std::string run_cli_ok(const std::string& args) {
+  const CliResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  return r.out;
+}
+
 void expect_greedy_reference_ids(const std::string& flags) {
   const Golden g = Golden::load("stories260K");
   const nlohmann::json& greedy = g.case_json("once_upon").at("greedy");

@@ -12,6 +12,8 @@ struct CliResult {
 
 // args is appended to the ordo binary path as given (shell-quoted by the caller where needed).
 CliResult run_cli(const std::string& args);
+// run_cli that expects exit 0 (a test failure naming args and stderr otherwise); returns stdout.
+std::string run_cli_ok(const std::string& args);
 std::string shell_quote(const std::string& s);
 // A fresh empty directory under the test temp dir.
 std::string make_temp_dir(const std::string& tag);
