@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <string>
 #include <thread>
@@ -57,8 +58,10 @@ TEST(Scheduler, ConcurrentRequestsGetTheIdsTheyGetAlone) {
   Scheduler s(m.engine(), 4, 16);
   std::vector<ScheduledResult> got(16);
   std::vector<std::thread> clients;
+  const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < 16; ++i) clients.emplace_back([&, i] { got[i] = run_one(s, prompts[i], params_for(i)); });
   for (auto& t : clients) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(got[i].generation.ids, alone[i].ids) << "request " << i;
     EXPECT_EQ(got[i].reason, alone[i].stopped_by_eos ? FinishReason::Stop : FinishReason::Length);
@@ -69,6 +72,8 @@ TEST(Scheduler, ConcurrentRequestsGetTheIdsTheyGetAlone) {
   EXPECT_EQ(st.queued, 0u);
   EXPECT_LE(st.last_batch, 4u);
   EXPECT_GT(st.batched_sequences, st.steps);  // some steps ran several sequences
+  EXPECT_GT(st.step_seconds, 0.0);
+  EXPECT_LT(st.step_seconds, wall);  // the steps ran inside the clients' wait
 }
 
 // A 100-token request whose decode loop holds after its first token until release(): the state of a

@@ -272,6 +272,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Live>>& live) {
   live.erase(std::remove_if(live.begin(), live.end(), [](const auto& l) { return l->done; }), live.end());
   std::lock_guard<std::mutex> lk(mu_);
   stats_.steps += 1;
+  stats_.step_seconds += seconds;
   stats_.batched_sequences += batch;
   stats_.last_batch = batch;
   stats_.prompt_tokens += prompt_tokens;

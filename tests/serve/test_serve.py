@@ -2,6 +2,7 @@
 # answers, and exactness of concurrent requests against each request answered alone.
 import json
 import threading
+import time
 
 from conftest import MODEL, Server, run_cli
 
@@ -135,10 +136,12 @@ def test_sixteen_concurrent_clients_get_what_each_gets_alone(server):
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
     before = server.metrics()
+    started = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    wall = time.monotonic() - started
     for i in range(16):
         assert got[i]["token_ids"] == alone[i]["token_ids"], i
         assert got[i]["text"] == alone[i]["text"], i
@@ -146,6 +149,8 @@ def test_sixteen_concurrent_clients_get_what_each_gets_alone(server):
     steps = after["ordo_decode_steps_total"] - before["ordo_decode_steps_total"]
     seqs = after["ordo_batched_sequences_total"] - before["ordo_batched_sequences_total"]
     assert seqs > 1.5 * steps  # the requests really were batched together
+    step_time = after["ordo_decode_step_seconds_total"] - before["ordo_decode_step_seconds_total"]
+    assert 0 < step_time < wall  # time inside the steps: some, and no more than the clients waited
 
 
 def test_chat_renders_the_template_as_transformers(chat_model):

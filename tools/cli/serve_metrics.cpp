@@ -79,6 +79,8 @@ std::string Metrics::text(const SchedulerStats& s, bool ready) const {
   out += "ordo_generated_tokens_total " + std::to_string(s.generated_tokens) + "\n";
   metric(out, "ordo_decode_steps_total", "counter", "Batched decode steps run");
   out += "ordo_decode_steps_total " + std::to_string(s.steps) + "\n";
+  metric(out, "ordo_decode_step_seconds_total", "counter", "Wall time inside the batched decode steps");
+  out += "ordo_decode_step_seconds_total " + num(s.step_seconds) + "\n";
   metric(out, "ordo_batched_sequences_total", "counter", "Sum over steps of the sequences in each step");
   out += "ordo_batched_sequences_total " + std::to_string(s.batched_sequences) + "\n";
   metric(out, "ordo_queue_depth", "gauge", "Requests waiting for a slot");

@@ -53,6 +53,7 @@ struct ScheduledRequest {
 struct SchedulerStats {
   size_t queued = 0, running = 0;  // running: slots taken (started, on_done not yet called)
   uint64_t steps = 0;              // decode steps run
+  double step_seconds = 0;         // wall time inside those steps (the rest of the loop: admitting, waiting)
   uint64_t batched_sequences = 0;  // sum over steps of the sequences in the step
   uint64_t prompt_tokens = 0, generated_tokens = 0;
   size_t last_batch = 0;  // sequences in the latest step
