@@ -255,6 +255,10 @@ struct CompareCommand : Command, SweepTarget {
     const auto it = unit.find("items");
     if (it == unit.end()) return;
     const size_t n = sweep_items(unit);
+    if (unit.contains("of") && unit.at("of").get<size_t>() != n)
+      throw Error("unit " + unit.dump() + ": compare now finds " + std::to_string(n) + " items where the plan had " +
+                  unit.at("of").dump() + ": its inputs (--text, --pairs, the zoo) changed since `ordo sweep plan` " +
+                  "(plan again with --replace)");
     const ProbeSettings::Items items{true, it->at(0).get<size_t>(), it->at(1).get<size_t>()};
     if (items.lo >= items.hi || items.hi > n)
       throw Error("unit " + unit.dump() + ": items are not a part of the " + std::to_string(n) + " compare finds now");

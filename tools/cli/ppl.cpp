@@ -355,9 +355,12 @@ struct PplCommand : Command, SweepTarget {
       std::unique_ptr<Tokenizer> tok = load_model_tokenizer(model.resolved_dir());
       text_tokens = tok->encode(read_input_text(text_file), false).size();
     }
-    const int64_t w = perplexity_windows(static_cast<int64_t>(text_tokens), unit.value("ctx", int64_t(0)), stride);
-    return static_cast<size_t>((w + batch - 1) / batch);
+    return static_cast<size_t>(
+        window_groups(perplexity_windows(static_cast<int64_t>(text_tokens), unit.value("ctx", int64_t(0)), stride)));
   }
+
+  // Groups of --batch-windows windows over w windows (no overflow for any batch >= 1).
+  int64_t window_groups(int64_t w) const { return w == 0 ? 0 : (w - 1) / batch + 1; }
 
   std::vector<nlohmann::json> sweep_run(size_t first, const std::vector<nlohmann::json>& units) override {
     refuse_kld_sweep();
@@ -377,11 +380,18 @@ struct PplCommand : Command, SweepTarget {
       const int64_t ctx = ctxs[index(j) % ctxs.size()];
       PerplexityPart part;
       if (units[j].contains("items")) {
-        const int64_t w = perplexity_windows(static_cast<int64_t>(l.ids.size()), ctx, stride);
-        part.first = units[j]["items"].at(0).get<int64_t>() * batch;
-        part.last = std::min(w, units[j]["items"].at(1).get<int64_t>() * batch);
-        if (part.first >= part.last)
-          throw Error("unit " + units[j].dump() + ": its items are past the text's " + std::to_string(w) + " windows");
+        const int64_t w = perplexity_windows(static_cast<int64_t>(l.ids.size()), ctx, stride),
+                      groups = window_groups(w);
+        if (units[j].contains("of") && units[j].at("of").get<int64_t>() != groups)
+          throw Error("unit " + units[j].dump() + ": the text now gives " + std::to_string(groups) +
+                      " groups of --batch-windows windows where the plan had " + units[j].at("of").dump() +
+                      ": --text changed since `ordo sweep plan` (plan again with --replace)");
+        const int64_t lo = units[j]["items"].at(0).get<int64_t>(), hi = units[j]["items"].at(1).get<int64_t>();
+        if (lo < 0 || lo >= hi || hi > groups)
+          throw Error("unit " + units[j].dump() + ": its items are not a part of the text's " + std::to_string(groups) +
+                      " groups of windows");
+        part.first = lo * batch;                    // lo < groups: below w
+        part.last = hi == groups ? w : hi * batch;  // hi < groups: below w
       }
       numbers.push_back({{"row", score_row(l.m, l.ids, s, ctx, position_for(l.base, s, ctx, l.trained), Progress(),
                                            units[j].contains("items") ? &part : nullptr)},

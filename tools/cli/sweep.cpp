@@ -109,7 +109,8 @@ struct SweepCommand : Command {
   }
 
   // --shards S: unit u becomes min(S, its items) shards, each {"unit": u, "shard": k, "shards": n,
-  // "items": [lo, hi)} over contiguous items (a unit of one item stays whole, with "unit": u).
+  // "items": [lo, hi), "of": items} over contiguous items (a unit of one item stays whole, with
+  // "unit": u). "of" lets a cell refuse inputs that give another count than at planning.
   std::vector<json> shard_units(SweepTarget& t, const std::vector<json>& units) const {
     if (shards == 1) return units;
     std::vector<json> out;
@@ -120,7 +121,7 @@ struct SweepCommand : Command {
         json s = units[u];
         s["unit"] = u;
         if (n > 1) {
-          s["shard"] = k, s["shards"] = n, s["items"] = {k * items / n, (k + 1) * items / n};
+          s["shard"] = k, s["shards"] = n, s["items"] = {k * items / n, (k + 1) * items / n}, s["of"] = items;
         }
         out.push_back(std::move(s));
       }
@@ -221,12 +222,12 @@ struct SweepCommand : Command {
              k < n && i < planned.size() && planned[i].at("unit") == unit && planned[i].value("shard", size_t(0)) == k;
              ++k)
           parts.push_back(std::move(results[i++]));
-        if (n < 1 || parts.size() != n)
-          throw Error("sweep merge: " + m.dir + "/manifest.jsonl: unit " + unit.dump() + " does not list its " +
-                      std::to_string(n) + " shards in order");
+        if (n < 1 || parts.size() != n) throw Error("does not list its " + std::to_string(n) + " shards in order");
         joined.push_back(t.sweep_join(planned[i - 1], parts));
       } catch (const json::exception& e) {  // a hand-edited unit, a result of the wrong shape
-        throw Error("sweep merge: " + m.dir + ": unit " + unit.dump() + ": " + e.what());
+        throw Error("sweep merge: " + m.dir + "/manifest.jsonl: unit " + unit.dump() + ": " + e.what());
+      } catch (const Error& e) {  // shards that do not join (the target's own check)
+        throw Error("sweep merge: " + m.dir + "/manifest.jsonl: unit " + unit.dump() + ": " + e.what());
       }
     }
     return joined;
