@@ -11,13 +11,19 @@ namespace ordo::cli::sweep {
 // its result, so an hour is far past any live writer, and past clock skew between nodes.
 constexpr long long kStaleTempSeconds = 3600;
 
-// `bytes` into `path` atomically: DIR/.NAME.HOST.PID.tmp (created exclusively), synced, renamed
-// over DIR/NAME. Error naming the path.
+// This writer's place as a file-name token with no '.': the host name, its boot (a reboot reuses
+// pids) and its pid namespace (containers on one host share its name and boot, not its pids). Two
+// writers with one token can ask after each other's pids; any other token is another node's.
+std::string writer_token();
+
+// `bytes` into `path` atomically: DIR/.NAME.TOKEN.PID.tmp (created exclusively; TOKEN: the host
+// name, its boot and pid namespace), synced, renamed over DIR/NAME. Error naming the path.
 void write_cell_file(const std::string& path, const std::string& bytes);
 
-// Removes the temporaries in `dir` of the file `name` ("": of every file) whose writer is gone: on
-// this host, a pid that no longer runs; from any host, older than kStaleTempSeconds (the only
-// evidence a shared file system gives of another node's process). Returns how many it removed.
+// Removes the temporaries in `dir` of the file `name` ("": of every file) whose writer is gone: with
+// this writer's token (same host, boot and pid namespace), a pid that no longer runs; from anywhere,
+// older than kStaleTempSeconds (the only evidence a shared file system gives of another node's
+// process). Returns how many it removed.
 size_t remove_stale_temps(const std::string& dir, const std::string& name = "");
 
 }  // namespace ordo::cli::sweep
