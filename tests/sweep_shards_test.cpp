@@ -14,6 +14,7 @@
 
 #include "support/cli.hpp"
 #include "support/golden.hpp"
+#include "sweep_temp.hpp"
 
 using ordo::test::make_temp_dir;
 using ordo::test::read_file;
@@ -39,12 +40,6 @@ void expect_merge_equals(const std::string& sweep, const std::string& dir, const
   EXPECT_EQ(read_file(dir + "/m." + ext), read_file(dir + "/one." + ext)) << sweep;
   fs::remove(dir + "/m.json");
   fs::remove(dir + "/m." + ext);
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
 }
 
 // A pid that no process has now: a child that has exited and been reaped.
@@ -74,7 +69,8 @@ TEST(SweepShards, PplShardsMergeEqualOneProcessRun) {
             std::string::npos);
   EXPECT_NE(ok("sweep plan --shards 50 " + dir + "/s50 ppl " + kPplArgs).find("planned 27 cells"), std::string::npos);
   const std::string manifest = read_file(dir + "/s50/manifest.jsonl");
-  EXPECT_NE(manifest.find("\"items\":[5,6],\"label\":\"none ctx 256\",\"scaling\":\"none\",\"shard\":5,\"shards\":6"),
+  EXPECT_NE(manifest.find(
+                "\"items\":[5,6],\"label\":\"none ctx 256\",\"of\":6,\"scaling\":\"none\",\"shard\":5,\"shards\":6"),
             std::string::npos)
       << manifest;
   for (const char* s : {"s2", "s3", "s50"}) expect_merge_equals(dir + "/" + s, dir, "--plot", "svg", one_out);
@@ -108,9 +104,9 @@ TEST(SweepShards, CompareQuickShardsMergeEqualOneProcessRun) {
   // 4 models x (2 + 1 + 2 + 1) shards + 2 task models; then cells of 4 of 4 x (3 + 1 + 2 + 1) + 2
   // and of 4 x (4 + 1 + 2 + 1) + 2 shards.
   EXPECT_NE(ok("sweep plan --shards 2 " + dir + "/s2 compare " + args).find("planned 26 cells"), std::string::npos);
-  EXPECT_NE(
-      read_file(dir + "/s2/manifest.jsonl").find("\"items\":[2,4],\"label\":\"lm/rope-s1\",\"probe\":\"word-order\""),
-      std::string::npos);
+  EXPECT_NE(read_file(dir + "/s2/manifest.jsonl")
+                .find("\"items\":[2,4],\"label\":\"lm/rope-s1\",\"of\":4,\"probe\":\"word-order\""),
+            std::string::npos);
   EXPECT_NE(ok("sweep plan --shards 3 --per-cell 4 " + dir + "/s3 compare " + args).find("planned 8 cells"),
             std::string::npos);
   EXPECT_NE(ok("sweep plan --shards 9 --per-cell 4 " + dir + "/s9 compare " + args).find("planned 9 cells"),
@@ -128,12 +124,15 @@ TEST(SweepShards, KilledAndCorruptShardCellsRerunAndStaleTemporariesGo) {
   ok("sweep plan --shards 3 " + sweep + " ppl " + kPplArgs);
   ok("sweep run " + sweep + " --jobs 2");
   fs::remove(cells + "4.result");
-  const std::string host = host_name(), seven = read_file(cells + "7.result");
+  const std::string host = ordo::cli::sweep::writer_token(), seven = read_file(cells + "7.result");
   std::ofstream(cells + "7.result", std::ios::trunc) << seven.substr(0, seven.size() / 2);
   const std::string dead = "." + std::string("4.result.") + host + "." + std::to_string(dead_pid()) + ".tmp";
   const std::string live = ".5.result." + host + "." + std::to_string(getpid()) + ".tmp";
   touch(cells + dead, 0);
   touch(cells + live, 0);
+  // Another node whose name ends with this one's ("b.a" beside "a"), same pid: not this writer's.
+  const std::string lookalike = ".3.result.b_" + host + "." + std::to_string(dead_pid()) + ".tmp";
+  touch(cells + lookalike, 0);
   touch(cells + ".6.result.other-node.123.tmp", 60);
   touch(cells + ".8.result.other-node.123.tmp", 7200);
   touch(cells + ".9.result.ordo-AbC123", 7200);  // an older ordo's temporary: by age alone
@@ -144,6 +143,7 @@ TEST(SweepShards, KilledAndCorruptShardCellsRerunAndStaleTemporariesGo) {
   EXPECT_NE(rerun.err.find("2 of 18 cells to run"), std::string::npos) << rerun.err;
   EXPECT_FALSE(fs::exists(cells + dead));
   EXPECT_TRUE(fs::exists(cells + live));
+  EXPECT_TRUE(fs::exists(cells + lookalike));
   EXPECT_TRUE(fs::exists(cells + ".6.result.other-node.123.tmp"));
   EXPECT_FALSE(fs::exists(cells + ".8.result.other-node.123.tmp"));
   EXPECT_FALSE(fs::exists(cells + ".9.result.ordo-AbC123"));
@@ -175,5 +175,19 @@ TEST(SweepShards, SlurmScriptQuotesADirectoryWithASpace) {
   EXPECT_NE(script.find("#SBATCH --output=\"" + sweep + "/logs/slurm-%A_%a.out\"\n"), std::string::npos) << script;
   EXPECT_NE(script.find(" sweep run '" + sweep + "' --cell $((0 + SLURM_ARRAY_TASK_ID))\n"), std::string::npos)
       << script;
+  fs::remove_all(dir);
+}
+
+// A text that grew after planning gives more window groups than the shards cover: the cell says so
+// instead of merging a part of the new text.
+TEST(SweepShards, AShardOfATextChangedSincePlanningIsRefused) {
+  const std::string dir = make_temp_dir("sweep-shards-changed"), text = dir + "/t.txt";
+  fs::copy_file(kText, text);
+  ok("sweep plan --shards 2 " + dir + "/g ppl --text " + text + " --ctx-lengths 256");
+  std::ofstream(text, std::ios::app) << read_file(kText);
+  const ordo::test::CliResult r = run_cli("sweep run " + dir + "/g --cell 0");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("changed since `ordo sweep plan`"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("groups of --batch-windows windows where the plan had"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
