@@ -207,7 +207,8 @@ void attend_single(const AttentionParams& a, const std::vector<const Segment*>& 
       scale_row(out, hd, f);
     });
   };
-  const int64_t per_take = std::clamp<int64_t>(n / (2 * ensure_threads()), 1, 8);  // 16 sequences: 8; one: 3
+  const int64_t per_take =
+      std::clamp<int64_t>(n / (2 * ensure_threads()), 1, 8);  // 12 heads on 2 threads: 16 sequences 8, one 3
   parallel_items((n + per_take - 1) / per_take, work >= (1 << 12), [&](int64_t take) {
     const int64_t i0 = take * per_take, i1 = std::min(n, i0 + per_take);
     for (int64_t item = i0; item < i1; ++item) {
