@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -22,7 +23,9 @@ class LoadingServer {
     add_routes(http_, state_);
     port_ = http_.bind_to_any_port("127.0.0.1");
     // bind_to_any_port already listens: connections wait in the backlog until the thread accepts.
+    // stop() only stops a server that runs, so the destructor needs the listener to have started.
     listener_ = std::thread([this] { http_.listen_after_bind(); });
+    while (port_ > 0 && !http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~LoadingServer() {
     http_.stop();
