@@ -43,20 +43,9 @@ constexpr int64_t kI8PairsPerBlock = 256;
 // weight serves so many rows that whole panels at a time are better.
 [[maybe_unused]] constexpr int64_t kChunkMaxRows = 64;
 
-// ORDO_MAX_ISA=avx2, or avx512 (AVX-512 without VNNI), runs this CPU as a lesser one: how the
-// tests reach every kernel from one machine.
-[[maybe_unused]] bool max_isa_is(const char* isa) {
-  const char* v = std::getenv("ORDO_MAX_ISA");
-  return v && std::string(v) == isa;
-}
-
+using simd::max_isa_is;
 #if defined(ORDO_SIMD) && defined(__x86_64__)
-bool cpu_avx512() {
-  static const bool yes = !max_isa_is("avx2") && !max_isa_is("avx-vnni") && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl");
-  return yes;
-}
+using simd::cpu_avx512;
 bool cpu_vnni() {
   static const bool yes = cpu_avx512() && !max_isa_is("avx512") && __builtin_cpu_supports("avx512vnni");
   return yes;

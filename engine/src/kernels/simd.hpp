@@ -1,6 +1,6 @@
 // Private to engine/src: whether the SIMD kernels are compiled (AVX2 + FMA + F16C, the x86-64-v3
 // baseline the build targets; wider instruction sets are chosen at run time inside the kernels),
-// and the horizontal reductions they share.
+// whether this CPU runs AVX-512, and the horizontal reductions the kernels share.
 #pragma once
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -8,7 +8,27 @@
 #define ORDO_SIMD 1
 #endif
 
+#include <cstdlib>
+#include <cstring>
+
 namespace ordo::simd {
+
+// ORDO_MAX_ISA=avx2, avx-vnni or avx512 (AVX-512 without VNNI) runs this CPU as a lesser one: how
+// the tests reach every kernel from one machine.
+inline bool max_isa_is(const char* isa) {
+  const char* v = std::getenv("ORDO_MAX_ISA");
+  return v && std::strcmp(v, isa) == 0;
+}
+
+#if defined(ORDO_SIMD) && defined(__x86_64__)
+// AVX-512 F/BW/DQ/VL, unless ORDO_MAX_ISA caps the kernels at AVX2 or AVX-VNNI.
+inline bool cpu_avx512() {
+  static const bool yes = !max_isa_is("avx2") && !max_isa_is("avx-vnni") && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+#endif
 
 #ifdef ORDO_SIMD
 // Lanes summed as ((0+4) + (2+6)) + ((1+5) + (3+7)): every kernel reduces in this one order, so a
