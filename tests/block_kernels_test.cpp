@@ -107,34 +107,50 @@ TEST(BlockKernels, PrefillShapes) {
 }
 
 // The kernels' activation quantizer writes what the codec writes: the same codes and fp16 scale,
-// ties (x / d at k + 0.5) rounded away from zero.
+// ties (x / d at k + 0.5) rounded away from zero. Rows of 40 blocks: AVX-512 quantizes 16 blocks at a
+// time, then the rest one by one. Row 3's blocks span magnitudes from fp16's subnormals to past its
+// range; row 2 holds a NaN (its block: codes 0, scale NaN; its group's other blocks as the codec).
 TEST(BlockKernels, ActivationQuantizerEqualsCodec) {
-  const int64_t K = 256;
-  std::vector<float> x = random_values(3 * K, 11, 3.0f);
+  const int64_t K = 40 * 32, nb = K / 32, M = 4;
+  std::vector<float> x = random_values(M * K, 11, 3.0f);
   for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 15) * 0.5f;  // block 0: many exact halves of d
   x[0] = 127.0f;                                                          // d = 1: x / d = k + 0.5
   for (int j = 32; j < 64; ++j) x[j] = 0.0f;                              // an all-zero block
+  x[2 * K + 20 * 32 + 5] = std::nanf("");
+  for (int64_t blk = 0; blk < nb; ++blk)  // row 3: block blk scaled by 10^(blk - 14): 1e-14 .. 1e25
+    for (int j = 0; j < 32; ++j) x[3 * K + blk * 32 + j] *= std::pow(10.0f, static_cast<float>(blk - 14));
   BlockInput in;
-  ordo::detail::quantize_blocks(x.data(), 3, K, in);
+  ordo::detail::quantize_blocks(x.data(), M, K, in);
   std::vector<uint8_t> b(ordo::q8_0_bytes(K));
-  for (int64_t m = 0; m < 3; ++m) {
+  for (int64_t m = 0; m < M; ++m) {
     ordo::quantize_q8_0(x.data() + m * K, K, b.data());
-    for (int64_t blk = 0; blk < K / 32; ++blk) {
+    for (int64_t blk = 0; blk < nb; ++blk) {
+      if (m == 2 && blk == 20) {
+        EXPECT_TRUE(std::isnan(in.d[m * nb + blk]));
+        EXPECT_EQ(in.s[m * nb + blk], 0);
+        for (int j = 0; j < 32; ++j) EXPECT_EQ(in.q[m * K + blk * 32 + j], 0);
+        continue;
+      }
       uint16_t h;
       std::memcpy(&h, b.data() + blk * 34, 2);
-      EXPECT_EQ(in.d[m * (K / 32) + blk], ordo::f16_to_f32(h)) << m << "," << blk;
+      EXPECT_EQ(in.d[m * nb + blk], ordo::f16_to_f32(h)) << m << "," << blk;
       int32_t sum = 0;
       for (int j = 0; j < 32; ++j) {
         const int8_t want = static_cast<int8_t>(b[blk * 34 + 2 + j]);
         EXPECT_EQ(in.q[m * K + blk * 32 + j], want) << m << "," << blk << "," << j;
         sum += want;
       }
-      EXPECT_EQ(in.s[m * (K / 32) + blk], sum);
+      EXPECT_EQ(in.s[m * nb + blk], sum) << m << "," << blk;
     }
   }
   // Block 0 has d = 127 / 127 = 1: x = 0.5 and -6.5 are ties, rounded away from zero.
   EXPECT_EQ(in.q[16], 1);
   EXPECT_EQ(in.q[2], -7);
+  // Row 3 reached a scale below fp16's range (0), its subnormals and its infinity.
+  EXPECT_EQ(in.d[3 * nb + 4], 0.0f);
+  EXPECT_LT(in.d[3 * nb + 10], 6.1e-5f);
+  EXPECT_GT(in.d[3 * nb + 10], 0.0f);
+  EXPECT_TRUE(std::isinf(in.d[3 * nb + 39]));
 }
 
 // linear() on Q8_0 / Q4_0 weights with a bias: the kernels' sums plus the bias, for decode and a batch;
