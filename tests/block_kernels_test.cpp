@@ -104,6 +104,7 @@ TEST(BlockKernels, EveryPathMatchesDoubleReference) {
 TEST(BlockKernels, PrefillShapes) {
   check_shape(DType::Q8_0, 512, 192, 512, 7);
   check_shape(DType::Q4_0, 67, 256, 2048, 8);
+  check_shape(DType::Q8_0, 40, 128, 1280, 9);  // a prompt's 32-block chunks, and a last one of 8
 }
 
 // The kernels' activation quantizer writes what the codec writes: the same codes and fp16 scale,

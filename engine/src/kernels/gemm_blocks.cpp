@@ -30,8 +30,14 @@ namespace {
 
 constexpr int64_t kP = PanelWeight::kPanel;
 constexpr int64_t kB = kQuantBlock;
-// Blocks of one panel read for every row tile before the next (Q8_0: 17 KB, held in L1).
+// Blocks of one panel read for every row tile before the next (Q8_0: 17 KB, held in L1), with up
+// to kBatchRows rows (a decode step's batch): the next chunk is requested while this one is read.
 constexpr int64_t kChunkBlocks = 8;
+constexpr int64_t kBatchRows = 16;
+// A prompt's chunks: every tile's arithmetic is long enough that a chunk from L2 keeps up, and fewer,
+// longer tile calls spare a reload and store of every running sum per chunk (Q4_0 prefill of 512
+// tokens ~5% faster than with 8 blocks).
+constexpr int64_t kPromptChunkBlocks = 32;
 
 constexpr int64_t codes_bytes(bool q4) { return q4 ? 4 * kP * 4 : 8 * kP * 4; }
 constexpr int64_t stride_of(bool q4) { return codes_bytes(q4) + 2 * kP; }
@@ -625,15 +631,16 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
   for (; p < p1; ++p) {
     const auto* P = static_cast<const uint8_t*>(w.panel(p));
     float* y = out + (p - p0) * kP;
-    for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
-      const int64_t b1 = std::min(nb, b0 + kChunkBlocks);
+    const int64_t chunk = M > kBatchRows ? kPromptChunkBlocks : kChunkBlocks;
+    for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
+      const int64_t b1 = std::min(nb, b0 + chunk);
       const bool first = b0 == 0;
       switch (isa) {
 #if defined(ORDO_SIMD) && defined(__x86_64__)
         case BlockIsa::Avx512Vnni: {
           // The next chunk: this panel's, or past its last the next panel's first (contiguous).
           const char* next = reinterpret_cast<const char*>(P + b1 * stride);
-          const int64_t next_bytes = (b1 < nb ? std::min(kChunkBlocks, nb - b1) : std::min(kChunkBlocks, nb)) * stride;
+          const int64_t next_bytes = (b1 < nb ? std::min(chunk, nb - b1) : std::min(chunk, nb)) * stride;
           (q4 ? panel_512<true> : panel_512<false>)(in, M, P, b0, b1, y, ldo, first, next, next_bytes);
           continue;
         }
