@@ -8,8 +8,6 @@
 // against the cache's second keys (kg) when it keeps them.
 #include "attention.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,7 +16,6 @@
 
 #include "kernels/attention_kernels.hpp"
 #include "kernels/gemm_backend.hpp"
-#include "kernels/parallel_errors.hpp"
 #include "kernels/team.hpp"
 #include "ordo/quantize.hpp"
 #include "scratch.hpp"
@@ -53,14 +50,10 @@ const float* cache_as_f32(const E* p, const float* rs, int64_t groups, int64_t c
   stride = rows;
   constexpr int64_t kChunk = 256;
   const int64_t chunks = (rows + kChunk - 1) / kChunk;
-  const bool par = groups * rows * hd >= (1 << 15) && !omp_in_parallel();
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t r0 = c * kChunk, n = std::min(kChunk, rows - r0);
-      widen_rows(p + (g * capacity + r0) * hd, rs ? rs + g * capacity + r0 : nullptr, n, hd,
-                 dst + (g * rows + r0) * hd);
-    }
+  parallel_items(groups * chunks, groups * rows * hd >= (1 << 15), [&](int64_t item) {
+    const int64_t g = item / chunks, r0 = item % chunks * kChunk, n = std::min(kChunk, rows - r0);
+    widen_rows(p + (g * capacity + r0) * hd, rs ? rs + g * capacity + r0 : nullptr, n, hd, dst + (g * rows + r0) * hd);
+  });
   return dst;
 }
 
@@ -270,34 +263,16 @@ void prompt_block(const PromptRun& p, int64_t hh, int64_t t0, float* S, float* S
   for (int64_t i = 0; i < m; ++i) scale_row(&p.ctx[((t0 + i) * H + hh) * hd], hd, row_scale[i]);
 }
 
-// Every (head, query block) of a prompt, in parallel; an error in any is rethrown here.
+// Every (head, query block) of a prompt, in parallel (on the step's team); an error in any is
+// rethrown here.
 void prompt_blocks(const PromptRun& p) {
   const int64_t H = p.a.n_heads, T = p.s.T, blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  ParallelErrors errors;
-#pragma omp parallel
-  {
-    float* S = nullptr;
-    float* S2 = nullptr;
-    // try/catch rather than errors.run's lambda: clang 14 cannot capture this function's locals
-    // in a lambda inside an OpenMP region inside a generic lambda.
-    try {
-      S = scratch(kScrScores, std::min(T, kQueryBlock) * p.total);
-      S2 = p.row.keys ? scratch(kScrScores2, std::min(T, kQueryBlock) * p.total) : nullptr;
-    } catch (...) {
-      errors.keep_current();
-    }
-#pragma omp for collapse(2) schedule(dynamic)
-    for (int64_t hh = 0; hh < H; ++hh)
-      for (int64_t b = 0; b < blocks; ++b) {
-        if (!S) continue;  // this thread's scratch failed: the error is kept
-        try {
-          prompt_block(p, hh, b * kQueryBlock, S, S2);
-        } catch (...) {
-          errors.keep_current();
-        }
-      }
-  }
-  errors.rethrow();
+  parallel_items(H * blocks, true, [&](int64_t item) {
+    // This thread's score blocks (grown once, then reused by its later items).
+    float* S = scratch(kScrScores, std::min(T, kQueryBlock) * p.total);
+    float* S2 = p.row.keys ? scratch(kScrScores2, std::min(T, kQueryBlock) * p.total) : nullptr;
+    prompt_block(p, item / blocks, item % blocks * kQueryBlock, S, S2);
+  });
 }
 
 // Attention of one segment's prompt rows (T > 1) over `cache` (its self cache, or its encoder's);

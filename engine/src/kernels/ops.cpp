@@ -1,11 +1,9 @@
 // Element-wise and row kernels (AVX2/FMA where it matters, scalar tails and fallback).
 //
-// Threading: norms, activations and add_inplace split large inputs (rows, or chunks) over
-// OpenMP threads, but never start a parallel region from inside one. Activations go through
-// parallel_items, so inside a decode step they run on its team. dot/axpy/softmax are
-// always single-threaded: they are the inner loops of attention, which parallelises over heads.
-#include <omp.h>
-
+// Threading: norms, activations and add_inplace split large inputs (rows, or chunks) over threads
+// through parallel_items (team.hpp): inside a step they run on its team, and they never start a
+// parallel region from inside one. dot/axpy/softmax are always single-threaded: they are the inner
+// loops of attention, which parallelises over heads.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -33,8 +31,6 @@ namespace {
 
 constexpr int64_t kParallelMinElems = 1 << 15;
 constexpr int64_t kChunk = 4096;  // element-wise work item (a multiple of 8)
-
-bool go_parallel(int64_t work) { return work >= kParallelMinElems && !omp_in_parallel(); }
 
 // Whether the element-wise kernels run their AVX-512 bodies (ops_wide.cpp): the same bits, ~1.6x
 // the speed of 8 lanes on SiLU and softmax.
@@ -219,52 +215,52 @@ float sum_sq_dev(const float* x, float mean, int64_t n) {
 
 void rmsnorm(const float* x, const float* w, float eps, int64_t M, int64_t D, float* y) {
   if (M <= 0 || D <= 0) return;
-  const bool par = go_parallel(M * D) && M > 1;
-  const int nt = par ? detail::ensure_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-  for (int64_t m = 0; m < M; ++m) {
-    const float* xr = x + m * D;
-    float* yr = y + m * D;
-    // As in HF: x · rsqrt(mean(x²) + eps), then · w.
-    const float inv = 1.0f / std::sqrt(sum_sq(xr, D) / static_cast<float>(D) + eps);
-    int64_t i = 0;
+  const int64_t per = std::max<int64_t>(1, kChunk / D);  // rows per item
+  detail::parallel_items((M + per - 1) / per, M > 1 && M * D >= kParallelMinElems, [&](int64_t item) {
+    for (int64_t m = item * per; m < std::min(M, (item + 1) * per); ++m) {
+      const float* xr = x + m * D;
+      float* yr = y + m * D;
+      // As in HF: x · rsqrt(mean(x²) + eps), then · w.
+      const float inv = 1.0f / std::sqrt(sum_sq(xr, D) / static_cast<float>(D) + eps);
+      int64_t i = 0;
 #ifdef ORDO_SIMD
-    const __m256 vi = _mm256_set1_ps(inv);
-    for (; i + 8 <= D; i += 8)
-      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vi), _mm256_loadu_ps(w + i)));
+      const __m256 vi = _mm256_set1_ps(inv);
+      for (; i + 8 <= D; i += 8)
+        _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vi), _mm256_loadu_ps(w + i)));
 #endif
-    for (; i < D; ++i) yr[i] = (xr[i] * inv) * w[i];
-  }
+      for (; i < D; ++i) yr[i] = (xr[i] * inv) * w[i];
+    }
+  });
 }
 
 void layernorm(const float* x, const float* w, const float* b, float eps, int64_t M, int64_t D, float* y) {
   if (M <= 0 || D <= 0) return;
-  const bool par = go_parallel(M * D) && M > 1;
-  const int nt = par ? detail::ensure_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-  for (int64_t m = 0; m < M; ++m) {
-    const float* xr = x + m * D;
-    float* yr = y + m * D;
-    const float mean = sum(xr, D) / static_cast<float>(D);
-    const float var = sum_sq_dev(xr, mean, D) / static_cast<float>(D);  // biased, as torch
-    const float inv = 1.0f / std::sqrt(var + eps);
-    int64_t i = 0;
+  const int64_t per = std::max<int64_t>(1, kChunk / D);  // rows per item
+  detail::parallel_items((M + per - 1) / per, M > 1 && M * D >= kParallelMinElems, [&](int64_t item) {
+    for (int64_t m = item * per; m < std::min(M, (item + 1) * per); ++m) {
+      const float* xr = x + m * D;
+      float* yr = y + m * D;
+      const float mean = sum(xr, D) / static_cast<float>(D);
+      const float var = sum_sq_dev(xr, mean, D) / static_cast<float>(D);  // biased, as torch
+      const float inv = 1.0f / std::sqrt(var + eps);
+      int64_t i = 0;
 #ifdef ORDO_SIMD
-    const __m256 vm = _mm256_set1_ps(mean), vi = _mm256_set1_ps(inv);
-    for (; i + 8 <= D; i += 8) {
-      __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm), vi);
-      if (w) t = _mm256_mul_ps(t, _mm256_loadu_ps(w + i));
-      if (b) t = _mm256_add_ps(t, _mm256_loadu_ps(b + i));
-      _mm256_storeu_ps(yr + i, t);
-    }
+      const __m256 vm = _mm256_set1_ps(mean), vi = _mm256_set1_ps(inv);
+      for (; i + 8 <= D; i += 8) {
+        __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm), vi);
+        if (w) t = _mm256_mul_ps(t, _mm256_loadu_ps(w + i));
+        if (b) t = _mm256_add_ps(t, _mm256_loadu_ps(b + i));
+        _mm256_storeu_ps(yr + i, t);
+      }
 #endif
-    for (; i < D; ++i) {
-      float t = (xr[i] - mean) * inv;
-      if (w) t *= w[i];
-      if (b) t += b[i];
-      yr[i] = t;
+      for (; i < D; ++i) {
+        float t = (xr[i] - mean) * inv;
+        if (w) t *= w[i];
+        if (b) t += b[i];
+        yr[i] = t;
+      }
     }
-  }
+  });
 }
 
 void activate(Activation a, float* x, int64_t n) { act_any(a, x, nullptr, n); }
@@ -357,17 +353,15 @@ void softmax(float* x, int64_t n) {
 void add_inplace(float* y, const float* x, int64_t n) {
   if (n <= 0) return;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  const bool par = go_parallel(n * 4);  // memory-bound: only very large adds are worth threads
-  const int nt = par ? detail::ensure_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-  for (int64_t c = 0; c < chunks; ++c) {
+  // Memory-bound: only very large adds are worth threads.
+  detail::parallel_items(chunks, n * 4 >= kParallelMinElems, [&](int64_t c) {
     int64_t i = c * kChunk;
     const int64_t end = std::min(n, i + kChunk);
 #ifdef ORDO_SIMD
     for (; i + 8 <= end; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
 #endif
     for (; i < end; ++i) y[i] += x[i];
-  }
+  });
 }
 
 float dot(const float* a, const float* b, int64_t n) {

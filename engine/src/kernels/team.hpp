@@ -1,10 +1,10 @@
 // Private: parallel loops that can run without a fork/join each.
 //
 // A decode step is ~60 small parallel loops (one per weight group, attention, lm_head), each of
-// 10-200 us. As separate OpenMP regions under passive waiting, every loop would wake the other
-// threads from sleep, and they join late: a fast (int8) step loses a large share of its time that
-// way. A team keeps the threads in one region for the whole step, spinning between loops for a
-// bounded time, then sleeping as before.
+// 10-200 us, and a prompt's step a few hundred longer ones. As separate OpenMP regions under
+// passive waiting, every loop would wake the other threads from sleep, and they join late: a fast
+// (int8) step loses a large share of its time that way. A team keeps the threads in one region
+// for the whole step, spinning between loops for a bounded time, then sleeping as before.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,9 @@ namespace ordo::detail {
 // the other threads serve the parallel_items() calls body makes, and wait between them (spin up
 // to kTeamSpinMicros, then sleep). Runs body alone when one thread is configured or the caller is
 // already in a parallel region or a team. body must not start OpenMP regions of its own that
-// need threads (oneDNN or OpenBLAS GEMMs would run on one): it is meant for decode steps, whose
-// parallel work is all parallel_items(). An exception from body propagates after the region.
+// need threads (oneDNN or OpenBLAS GEMMs would run on one): it is meant for steps, whose parallel
+// work is all parallel_items() (a prompt's GEMMs run one per item). An exception from body
+// propagates after the region.
 void run_as_team(const std::function<void()>& body);
 
 // Calls fn(ctx, i) once for every i in [0, n), the items taken dynamically, one at a time. When
