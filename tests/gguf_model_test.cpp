@@ -177,6 +177,19 @@ TEST(GgufModel, DefaultKvCacheFollowsTheWeights) {
   EXPECT_EQ(load(file("q4_0"), o).engine().kv_dtype(), ordo::DType::I8);
 }
 
+// The LM head runs as stored, as llama.cpp runs it: stories260K's files tie it to token_embd, which
+// is Q8_0 in the q8_0 and q4_0 files (4x fewer bytes per token than an F32 copy) and F32 in the f32
+// one; gpt2's untied F32 head stays F32. --dtype still converts it with the other linear weights.
+TEST(GgufModel, LmHeadKeepsItsStoredType) {
+  EXPECT_EQ(load(file("q8_0")).engine().spec().lm_head.weight.dtype, ordo::DType::Q8_0);
+  EXPECT_EQ(load(file("q4_0")).engine().spec().lm_head.weight.dtype, ordo::DType::Q8_0);
+  EXPECT_EQ(load(file("f32")).engine().spec().lm_head.weight.dtype, ordo::DType::F32);
+  EXPECT_EQ(load(file("q8_0")).engine().spec().tok_embed.dtype, ordo::DType::F32);  // lookups: F32 rows
+  ModelOptions o;
+  o.dtype = ordo::DType::Q4_0;
+  EXPECT_EQ(load(file("q8_0"), o).engine().spec().lm_head.weight.dtype, ordo::DType::Q4_0);
+}
+
 // Every override of the position settings gives the GGUF model the logits it gives the
 // safetensors one.
 TEST(GgufModel, PositionOverridesActAsOnSafetensors) {

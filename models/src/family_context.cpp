@@ -133,13 +133,25 @@ bool FamilyContext::ties_lm_head(bool tied_by_default) const {
   return config_.get_bool("tie_word_embeddings", tied_by_default);
 }
 
+Tensor FamilyContext::embedding(const std::string& name, const std::vector<int64_t>& shape) const {
+  embed_name_ = name;
+  return get(name, shape);
+}
+
 Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const {
-  if (ties_lm_head(tied_by_default)) return s.tok_embed;
-  const DType stored = weights_.get(name).dtype;
-  if (stored == DType::F16 || stored == DType::BF16) {  // as stored, like linear(): converted once, at load
-    Tensor no_scales;
-    return linear_weight_impl(name, s.vocab_size, s.d_model, &no_scales);
+  const bool tied = ties_lm_head(tied_by_default);
+  const std::string& source = tied ? embed_name_ : name;
+  // F16, BF16, Q8_0 and Q4_0 as stored, like linear()'s weights: the embedding lookup reads a few
+  // rows of its F32 copy, but the head reads all of it every token (a tied Q8_0 GGUF head as F32 was
+  // 4x the bytes; F16/BF16 give the same bits either way).
+  if (!source.empty()) {
+    const DType stored = weights_.get(source).dtype;
+    if (stored == DType::F16 || stored == DType::BF16 || is_block_dtype(stored)) {
+      Tensor no_scales;
+      return linear_weight_impl(source, s.vocab_size, s.d_model, &no_scales);
+    }
   }
+  if (tied) return s.tok_embed;
   return get(name, {s.vocab_size, s.d_model});
 }
 

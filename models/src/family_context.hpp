@@ -70,9 +70,12 @@ class FamilyContext {
   // tie_word_embeddings, default `tied_by_default` (the family's config class default). HF then
   // overwrites any stored head with the embedding, so a stored one is not read.
   bool ties_lm_head(bool tied_by_default) const;
-  // The LM head weight by that rule: the token embedding when tied, else the stored tensor `name`
-  // [vocab, d_model] (an Error naming the file and tensor when the checkpoint has none), F16/BF16
-  // kept as stored like linear()'s weights.
+  // The token embedding table `name` as F32 (get()), remembered as the tensor a tied head reads.
+  Tensor embedding(const std::string& name, const std::vector<int64_t>& shape) const;
+
+  // The LM head weight by that rule: the token embedding (embedding()'s tensor) when tied, else the
+  // stored tensor `name` [vocab, d_model] (an Error naming the file and tensor when the checkpoint
+  // has none); F16, BF16, Q8_0 and Q4_0 kept as stored like linear()'s weights.
   Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
 
   // The activation named by config field `key` (default `def`); see activation_from_name.
@@ -89,6 +92,7 @@ class FamilyContext {
   JsonConfig generation_;
   mutable std::vector<std::pair<std::string, const void*>> linear_names_;
   mutable std::vector<std::string> fetched_;
+  mutable std::string embed_name_;  // embedding()'s tensor
   const Tensor& fetch(const std::string& name) const;
   Tensor linear_weight(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;
   Tensor linear_weight_impl(const std::string& name, int64_t out, int64_t in, Tensor* scales) const;

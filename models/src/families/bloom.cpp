@@ -22,7 +22,7 @@ ModelSpec build_bloom(const FamilyContext& c) {
 
   // Checkpoints saved from BloomModel (e.g. bigscience/bloom-560m) have no "transformer." prefix.
   const std::string root = c.has("transformer.word_embeddings.weight") ? "transformer." : "";
-  s.tok_embed = c.get(root + "word_embeddings.weight", {s.vocab_size, d});
+  s.tok_embed = c.embedding(root + "word_embeddings.weight", {s.vocab_size, d});
   s.embed_norm = c.norm(root + "word_embeddings_layernorm", NormKind::Layer, eps, d);
   s.decoder.layers = c.layers(root + "h.", n_layers, [&](const std::string& p) {
     Layer ly;

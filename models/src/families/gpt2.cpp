@@ -34,7 +34,7 @@ ModelSpec build_gpt2(const FamilyContext& c) {
   s.position.max_positions = n_pos;
   s.decoder.position.tensors["table"] = c.get("transformer.wpe.weight", {n_pos, s.d_model});
 
-  s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, s.d_model});
+  s.tok_embed = c.embedding("transformer.wte.weight", {s.vocab_size, s.d_model});
   const int64_t d = s.d_model;
   s.decoder.layers = c.layers("transformer.h.", n_layers, [&](const std::string& p) {
     Layer ly;

@@ -30,7 +30,7 @@ ModelSpec build_gpt_neox(const FamilyContext& c) {
       rotary_dims(cfg, cfg.first_present({"rotary_pct", "partial_rotary_factor"}).value_or("rotary_pct"), hd);
   s.position.scaling = parse_rope_scaling(cfg);
 
-  s.tok_embed = c.get("gpt_neox.embed_in.weight", {s.vocab_size, d});
+  s.tok_embed = c.embedding("gpt_neox.embed_in.weight", {s.vocab_size, d});
   s.decoder.layers = c.layers("gpt_neox.layers.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = c.norm(p + "input_layernorm", NormKind::Layer, eps, d);

@@ -41,7 +41,7 @@ ModelSpec build_llama(const FamilyContext& c) {
   s.position.rotary_dim = rotary_dims(cfg, "partial_rotary_factor", s.head_dim);
   s.position.scaling = parse_rope_scaling(cfg);
 
-  s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
+  s.tok_embed = c.embedding("model.embed_tokens.weight", {s.vocab_size, s.d_model});
   read_llama_decoder(c, s, {n_layers, ffn, eps, attn_bias, mlp_bias});
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", false);
   c.read_special_ids(s, 1, 2, -1);

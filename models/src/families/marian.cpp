@@ -79,9 +79,9 @@ ModelSpec build_marian(const FamilyContext& c) {
 
   const std::vector<int64_t> emb_shape = {s.vocab_size, s.d_model};
   if (c.has("model.shared.weight"))
-    s.tok_embed = c.get("model.shared.weight", emb_shape);
+    s.tok_embed = c.embedding("model.shared.weight", emb_shape);
   else
-    s.tok_embed = c.get("model.encoder.embed_tokens.weight", emb_shape);
+    s.tok_embed = c.embedding("model.encoder.embed_tokens.weight", emb_shape);
   if (cfg.get_bool("scale_embedding", false))
     s.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(s.d_model)));
 

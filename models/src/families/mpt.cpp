@@ -28,7 +28,7 @@ ModelSpec build_mpt(const FamilyContext& c) {
   s.position.alibi_max_bias = alibi_max;
   s.position.max_positions = cfg.get_int_any({"max_seq_len", "max_position_embeddings", "n_positions"}, 2048);
 
-  s.tok_embed = c.get("transformer.wte.weight", {s.vocab_size, d});
+  s.tok_embed = c.embedding("transformer.wte.weight", {s.vocab_size, d});
   // Linear biases and LayerNorm biases are read when the checkpoint has them (no_bias: false).
   s.decoder.layers = c.layers("transformer.blocks.", n_layers, [&](const std::string& p) {
     Layer ly;

@@ -39,7 +39,7 @@ ModelSpec build_opt(const FamilyContext& c) {
   s.position.learned_offset = 2;
   s.decoder.position.tensors["table"] = c.get("model.decoder.embed_positions.weight", {n_pos + 2, d});
 
-  s.tok_embed = c.get("model.decoder.embed_tokens.weight", {s.vocab_size, d});
+  s.tok_embed = c.embedding("model.decoder.embed_tokens.weight", {s.vocab_size, d});
   s.decoder.layers = c.layers("model.decoder.layers.", n_layers, [&](const std::string& p) {
     Layer ly;
     ly.attn_norm = norm(p + "self_attn_layer_norm");

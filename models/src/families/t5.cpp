@@ -102,8 +102,8 @@ ModelSpec build_t5(const FamilyContext& c) {
   s.position.max_distance = cfg.get_int("relative_attention_max_distance", 128);
   s.position.max_positions = cfg.get_int("n_positions", 512);  // relative positions have no hard limit
 
-  s.tok_embed = c.has("shared.weight") ? c.get("shared.weight", {s.vocab_size, s.d_model})
-                                       : c.get("encoder.embed_tokens.weight", {s.vocab_size, s.d_model});
+  s.tok_embed = c.has("shared.weight") ? c.embedding("shared.weight", {s.vocab_size, s.d_model})
+                                       : c.embedding("encoder.embed_tokens.weight", {s.vocab_size, s.d_model});
 
   s.encoder.layers = c.layers("encoder.block.", n_enc, [&](const std::string& p) { return t5.encoder_layer(p); });
   s.encoder.final_norm = t5.rms("encoder.final_layer_norm");

@@ -67,7 +67,7 @@ ModelSpec build_zoo(const FamilyContext& c) {
   const int64_t n_layers = cfg.get_int("num_hidden_layers");
   const float eps = cfg.get_eps("rms_norm_eps", 1e-5);
   read_zoo_position(c, s, s.decoder);
-  s.tok_embed = c.get("model.embed_tokens.weight", {s.vocab_size, s.d_model});
+  s.tok_embed = c.embedding("model.embed_tokens.weight", {s.vocab_size, s.d_model});
   s.embed_scale = cfg.get_eps("embed_scale", 1.0);  // sqrt(d_model); head unscaled
   read_llama_decoder(c, s, {n_layers, ffn, eps});
   s.lm_head.weight = c.lm_head_weight(s, "lm_head.weight", true);
