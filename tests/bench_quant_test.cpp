@@ -372,3 +372,31 @@ TEST(Bench, KvDtypeIsReported) {
 }
 
 }  // namespace
+
+// A file holding the benched dtype runs as stored: stories260K's q4_0 file keeps its Q8_0 head and
+// F16 down projections (rows of 172), as llama.cpp runs them, so the decode row reads the bytes of
+// the file as loaded, not of a model converted to q4_0 throughout. Asked for q8_0, it is converted.
+TEST(Bench, FileOfTheBenchedDtypeRunsAsStored) {
+  const std::string file = std::string(ORDO_SOURCE_DIR) + "/tests/data/gguf/stories260K-q4_0.gguf";
+  ModelOptions o;
+  o.load_tokenizer = false;
+  const int64_t stored = ordo::decode_weight_bytes(Model::load(file, o).engine().spec());
+  for (const std::string dt : {"q4_0", "q8_0"}) {
+    o.dtype = ordo::parse_weight_dtype(dt);
+    const int64_t converted = ordo::decode_weight_bytes(Model::load(file, o).engine().spec());
+    const std::string out = ordo::test::make_temp_dir("bench_as_stored") + "/bench.json";
+    auto r = ordo::test::run_cli("bench -m " + ordo::test::shell_quote(file) + " --quick --backend onednn --dtypes " +
+                                 dt + " --json " + ordo::test::shell_quote(out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream f(out);
+    ASSERT_TRUE(f) << out;
+    const nlohmann::json j = nlohmann::json::parse(f);
+    for (const auto& row : j.at("results")) {
+      if (row.at("phase") != "decode") continue;
+      const double weights = row.at("bytes_per_step").get<double>() - row.at("cache_bytes_per_step").get<double>();
+      EXPECT_DOUBLE_EQ(weights, static_cast<double>(dt == "q4_0" ? stored : converted)) << dt << " " << row.dump();
+    }
+  }
+  o.dtype = DType::Q4_0;
+  EXPECT_LT(ordo::decode_weight_bytes(Model::load(file, o).engine().spec()), stored);  // the head was Q8_0
+}

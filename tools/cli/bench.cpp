@@ -130,12 +130,28 @@ struct BenchCommand : Command {
       ModelOptions o;
       o.backend = bes[0];
       o.threads = threads;
-      o.dtype = dt;
       o.load_tokenizer = false;
       check_model_dir("-m", dir);
+      // A model whose layers hold dt weights (a q4_0 file) runs as stored, as llama.cpp runs it: its
+      // head is often Q8_0, and weights dt cannot hold (rows not a multiple of 32) stay F16. Any
+      // other is converted to dt, head and all.
       m.model = std::make_unique<Model>(Model::load(dir, o));
+      if (!layers_hold(m.model->engine().spec(), dt)) {
+        m.model.reset();
+        o.dtype = dt;
+        m.model = std::make_unique<Model>(Model::load(dir, o));
+      }
     }
     return m;
+  }
+
+  // Whether a linear weight of the decoder's layers is stored as dt.
+  static bool layers_hold(const ModelSpec& s, DType dt) {
+    for (const Layer& l : s.decoder.layers)
+      for (const Linear* w :
+           {&l.self_attn.q, &l.self_attn.k, &l.self_attn.v, &l.self_attn.out, &l.ffn.gate, &l.ffn.up, &l.ffn.down})
+        if (w->present() && w->weight.dtype == dt) return true;
+    return false;
   }
 
   // A result row from per-repetition times, the limits probed beside them and each repetition's
