@@ -623,6 +623,28 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
   return pw;
 }
 
+namespace {
+
+// Panels per item for one or two rows: whole runs of the `run` panels the kernel streams at once (4
+// float panels for one row, else 2), at most ~`want`, split as evenly as the threads allow: the
+// largest size within 2% of the least work any thread is left with (a 12-panel Q4_0 weight was 8 + 4
+// panels, one thread idle for a third of it; now 6 + 6).
+int64_t stream_item_panels(int64_t panels, int64_t run, int64_t want, int64_t threads) {
+  const int64_t most = std::max(2 * run, (want + run - 1) / run * run);
+  auto busiest = [&](int64_t per) {  // panels of the thread with the most items
+    const int64_t items = (panels + per - 1) / per;
+    return (items + threads - 1) / threads * per;
+  };
+  int64_t least = busiest(run);
+  for (int64_t per = run; per <= most; per += run) least = std::min(least, busiest(per));
+  int64_t best = run;
+  for (int64_t per = run; per <= most; per += run)
+    if (busiest(per) * 50 <= least * 51) best = per;
+  return best;
+}
+
+}  // namespace
+
 void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, size_t n_jobs) {
   bool any_i8 = false, any_blocks = false;
   int64_t elems = 0;
@@ -656,8 +678,8 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
     // Prompts (more rows than chunked): every panel is long arithmetic, so items small enough that
     // the threads finish together (a 768-row weight's 12 Q4_0 panels were 2 items, 9 and 3).
     const bool chunked = chunked_rows(M);
-    per_item[j] = M <= 2              ? std::max<int64_t>(4, want / 4 * 4)
-                  : chunked           ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
+    per_item[j] = M <= 2    ? stream_item_panels(w.panels, M == 1 && !is_block_dtype(w.dtype) ? 4 : 2, want, threads)
+                  : chunked ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
                   : M > kChunkMaxRows ? std::min(want, std::max<int64_t>(1, w.panels / (4 * threads)))
                                       : want;
     first_item[j + 1] = first_item[j] + (w.panels + per_item[j] - 1) / per_item[j];
