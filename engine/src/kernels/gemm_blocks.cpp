@@ -153,11 +153,7 @@ void tile_scalar(bool q4, const BlockInput& in, int64_t m0, int64_t MX, const ui
 }
 
 #if defined(ORDO_SIMD) && defined(__x86_64__)
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+ORDO_AVX512_WARNINGS_OFF
 
 // ---- AVX-512 VNNI -------------------------------------------------------------------------------------
 
@@ -454,7 +450,7 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
 ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_DOT_AVX2_Q4, ORDO_DOT_AVX2_Q8, 0)
 ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), ORDO_DOT_VNNI_Q4, ORDO_DOT_VNNI_Q8, 128)
 
-#pragma GCC diagnostic pop
+ORDO_AVX512_WARNINGS_ON
 
 // AVX-VNNI is CPUID leaf 7, subleaf 1, EAX bit 4; clang 14's __builtin_cpu_supports does not
 // know the name, so it is read directly.

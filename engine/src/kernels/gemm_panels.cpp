@@ -162,11 +162,7 @@ void tile_i8_avx2(const Pair32* xq2, int64_t ldx2, int64_t pairs, const int8_t* 
 #if defined(ORDO_SIMD) && defined(__x86_64__)
 #define ORDO_PANEL512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
 #define ORDO_PANEL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+ORDO_AVX512_WARNINGS_OFF
 
 template <class L>
 ORDO_PANEL512 inline __m512 load16(const typename L::T* p) {
@@ -238,7 +234,7 @@ void tile_i8_512(const Pair32* xq2, int64_t ldx2, int64_t pairs, const int8_t* c
     else
       block_i8_512_plain<MX, NS>(xq2, ldx2, b0, std::min(pairs, b0 + kI8PairsPerBlock), P, y, ldy, b0 == 0);
 }
-#pragma GCC diagnostic pop
+ORDO_AVX512_WARNINGS_ON
 #endif
 
 // ---- scalar references (no SIMD build; the I8 rows holding a NaN or inf) --------------------

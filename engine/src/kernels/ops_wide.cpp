@@ -6,11 +6,7 @@
 namespace ordo::detail {
 
 #if defined(ORDO_SIMD) && defined(__x86_64__)
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+ORDO_AVX512_WARNINGS_OFF
 namespace {
 
 #define ORDO_WIDE __attribute__((target("avx2,fma,f16c,avx512f,avx512dq")))
@@ -85,7 +81,7 @@ ORDO_WIDE int64_t softmax_exp_wide(float* x, int64_t n, float mx, __m256* vs) {
   *vs = s;
   return i;
 }
-#pragma GCC diagnostic pop
+ORDO_AVX512_WARNINGS_ON
 #endif
 
 }  // namespace ordo::detail

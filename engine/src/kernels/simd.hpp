@@ -11,6 +11,16 @@
 #include <cstdlib>
 #include <cstring>
 
+// Around AVX-512 code: GCC 12 warns of uninitialized values inside its own AVX-512 intrinsics.
+#ifdef __clang__
+#define ORDO_AVX512_WARNINGS_OFF _Pragma("GCC diagnostic push")
+#else
+#define ORDO_AVX512_WARNINGS_OFF                                                             \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#endif
+#define ORDO_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
+
 namespace ordo::simd {
 
 // ORDO_MAX_ISA=avx2, avx-vnni or avx512 (AVX-512 without VNNI) runs this CPU as a lesser one: how
