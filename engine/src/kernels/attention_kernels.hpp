@@ -181,7 +181,9 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
 // output element is the same sequence of roundings as on AVX2, so a sequence gets the same bits
 // on either instruction set.
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
+#endif
 #define ORDO_ATTN512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
 
 // Whether the AVX-512 variants run: the CPU has AVX-512 (F, BW, DQ, VL) and ORDO_MAX_ISA does not
