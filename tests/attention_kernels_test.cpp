@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../engine/src/kernels/attention_kernels.hpp"  // private
@@ -100,6 +103,51 @@ void check_all_shapes() {
   for (int64_t hd : {64, 32, 128, 24})
     for (int64_t n : {1, 3, 4, 5, 7, 37, 1024}) check_kernels<E>(n, hd);
 }
+
+#ifdef ORDO_SIMD
+// The kernels this CPU runs (AVX-512 where it has it, unless ORDO_MAX_ISA=avx2) against the AVX2
+// ones, bit for bit: a sequence's attention must not depend on the instruction set.
+template <int NV, class E>
+void check_same_bits_as_avx2(int64_t n) {
+  constexpr int64_t hd = 8 * NV;
+  SCOPED_TRACE("n=" + std::to_string(n) + " hd=" + std::to_string(hd) + " element bytes " + std::to_string(sizeof(E)));
+  std::mt19937 rng(static_cast<unsigned>(n * 17 + hd));
+  const std::vector<float> q = random_vec(hd, rng), kv = random_vec(n * hd, rng, 2.0f);
+  const Rows<E> rows = make_rows<E>(kv, n, hd);
+  const float* rs = rows.scale.empty() ? nullptr : rows.scale.data();
+  if constexpr (!std::is_same_v<E, int8_t>) {  // I8 keys take the fixed-point path on every ISA
+    std::vector<float> got(n), want(n);
+    qk_scores(q.data(), rows.data.data(), rs, n, hd, 0.125f, got.data());
+    ordo::detail::qk_scores_t<NV>(q.data(), rows.data.data(), rs, n, 0.125f, want.data());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0);
+  }
+  std::vector<float> p = random_vec(n, rng);
+  for (int64_t j = 0; j < n; j += 3) p[j] = 0.0f;
+  std::vector<float> got = random_vec(hd, rng), want = got;
+  pv_accumulate(p.data(), rows.data.data(), rs, n, hd, got.data());
+  ordo::detail::pv_accumulate_t<NV>(p.data(), rows.data.data(), rs, n, want.data());
+  ASSERT_EQ(std::memcmp(got.data(), want.data(), hd * sizeof(float)), 0);
+}
+
+template <class E>
+void check_same_bits_all_shapes() {
+  for (int64_t n : {1, 3, 4, 5, 7, 37, 137, 1024}) {
+    check_same_bits_as_avx2<8, E>(n);
+    check_same_bits_as_avx2<4, E>(n);
+    check_same_bits_as_avx2<16, E>(n);
+  }
+}
+
+TEST(AttentionKernels, SameBitsAsTheAvx2Kernels) {
+  const char* cap = std::getenv("ORDO_MAX_ISA");
+  if (cap && std::string(cap) == "avx2") {
+    EXPECT_FALSE(ordo::detail::attention_avx512());
+  }
+  check_same_bits_all_shapes<float>();
+  check_same_bits_all_shapes<uint16_t>();
+  check_same_bits_all_shapes<int8_t>();
+}
+#endif
 
 TEST(AttentionKernels, F32RowsMatchDoubleReference) { check_all_shapes<float>(); }
 TEST(AttentionKernels, F16RowsMatchDoubleReference) { check_all_shapes<uint16_t>(); }

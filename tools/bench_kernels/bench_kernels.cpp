@@ -276,7 +276,8 @@ void attention_step(benchmark::State& state, int64_t seqs, int64_t ctx, bool col
         const float* vs = c.vs.empty() ? nullptr : c.vs.data() + base;
         float* o = out.data() + item * hd;
         std::fill(o, o + hd, 0.0f);
-        ordo::detail::qk_scores(q.data() + item * hd, c.k.data() + base * hd, ks, ctx, hd, scale, scores.data());
+        ordo::detail::qk_scores(q.data() + item * hd, c.k.data() + base * hd, ks, ctx, hd, scale, scores.data(),
+                                c.v.data() + base * hd);  // the values requested beside the keys, as the decoder does
         const float sum = ordo::softmax_unnormalized(scores.data(), ctx);
         ordo::detail::pv_accumulate(scores.data(), c.v.data() + base * hd, vs, ctx, hd, o);
         for (int64_t i = 0; i < hd; ++i) o[i] /= sum;

@@ -3,13 +3,14 @@
 // holds F32 (`float`), F16 (`uint16_t`, widened on load) or I8 (`int8_t`, one F32 scale per row:
 // row j is rs[j] · K[j]); arithmetic is F32 in every case. `rs` is null for F32 and F16. The
 // generic versions work one element at a time; the AVX2 ones (hd = 32, 64, 128) keep the query
-// (QK) or the output row (PV) in registers. With I8 keys, the AVX2 QK rounds q to 16-bit fixed
-// point (qk_scores_i8).
+// (QK) or the output row (PV) in registers, and AVX-512 variants of them, chosen at run time, give
+// the same bits. With I8 keys, the SIMD QK rounds q to 16-bit fixed point (qk_scores_i8).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -40,16 +41,28 @@ inline __m256 load8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
-// Decode reads one head's keys (then values) as kKvStreams far-apart streams: rows j, j + n/4, ...
-// A head's rows are one contiguous run, and a single stream per core leaves the hardware
-// prefetcher too few misses in flight; four streams keep it busy (eight are no better; numbers
-// in docs/performance.md).
+// How decode reads a head's keys and values from memory. QK reads the keys in order, kKeyRows
+// adjacent rows a step, and requests the values' same rows as it goes (`V`, when given): two
+// linear streams at once, which a core reads from DRAM ~1.5x as fast as one run after the other or
+// as four far-apart streams (numbers in docs/performance.md). PV then finds its values in cache.
+// The order of the rows changes no bits: each score is its own sum.
+constexpr int64_t kKeyRows = 4;
+
+// PV sums the values as kKvStreams far-apart streams: rows j, j + n/4, ... The bits of every
+// output depend on that order, so it stays (it was chosen when the values came from memory).
 constexpr int64_t kKvStreams = 4;
 
-// Rows this far ahead in each stream are requested while the current ones are read: a stream is
-// a few KB of one head's rows, too short for the hardware prefetcher to get far ahead by itself
-// (measured on 16 sequences at context 128: qk and pv ~15% faster).
+// Rows this far ahead in each value stream are requested while the current ones are read (when
+// QK was not given the values, they come from memory).
 constexpr int64_t kAhead = 8;
+
+// Requests `rows` rows of hd elements at p into L1 (QK's companion stream of values).
+template <class E>
+inline void request_values(const E* p, int64_t rows, int64_t hd) {
+  const char* b = reinterpret_cast<const char*>(p);
+  const int64_t bytes = rows * hd * static_cast<int64_t>(sizeof(E));
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(b + o, _MM_HINT_T0);
+}
 
 // Requests row r of each of the kKvStreams streams (stream stride `stride` elements).
 template <class E, int64_t hd>
@@ -61,28 +74,30 @@ inline void prefetch_rows(const E* r, int64_t stride) {
 }
 
 template <int NV, class E>  // hd = 8·NV
-inline void qk_scores_t(const float* q, const E* K, const float* rs, int64_t n, float scale, float* scores) {
+inline void qk_scores_t(const float* q, const E* K, const float* rs, int64_t n, float scale, float* scores,
+                        const E* V = nullptr) {
   constexpr int64_t hd = 8 * NV;
   __m256 qv[NV];
   for (int i = 0; i < NV; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
-  static_assert(kKvStreams == 4, "the loop below is written out for four streams");
-  const int64_t m = n / kKvStreams;
-  for (int64_t j = 0; j < m; ++j) {
+  static_assert(kKeyRows == 4, "the loop below is written out for four rows");
+  const int64_t m = n / kKeyRows * kKeyRows;
+  for (int64_t j = 0; j < m; j += kKeyRows) {
     const E* k = K + j * hd;
-    if (j + kAhead < m) prefetch_rows<E, hd>(k + kAhead * hd, m * hd);
+    if (V) request_values(V + j * hd, kKeyRows, hd);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int i = 0; i < NV; ++i) {
       a0 = _mm256_fmadd_ps(load8(k + 8 * i), qv[i], a0);
-      a1 = _mm256_fmadd_ps(load8(k + m * hd + 8 * i), qv[i], a1);
-      a2 = _mm256_fmadd_ps(load8(k + 2 * m * hd + 8 * i), qv[i], a2);
-      a3 = _mm256_fmadd_ps(load8(k + 3 * m * hd + 8 * i), qv[i], a3);
+      a1 = _mm256_fmadd_ps(load8(k + hd + 8 * i), qv[i], a1);
+      a2 = _mm256_fmadd_ps(load8(k + 2 * hd + 8 * i), qv[i], a2);
+      a3 = _mm256_fmadd_ps(load8(k + 3 * hd + 8 * i), qv[i], a3);
     }
     scores[j] = scale * row_scale<E>(rs, j) * simd::hsum(a0);
-    scores[j + m] = scale * row_scale<E>(rs, j + m) * simd::hsum(a1);
-    scores[j + 2 * m] = scale * row_scale<E>(rs, j + 2 * m) * simd::hsum(a2);
-    scores[j + 3 * m] = scale * row_scale<E>(rs, j + 3 * m) * simd::hsum(a3);
+    scores[j + 1] = scale * row_scale<E>(rs, j + 1) * simd::hsum(a1);
+    scores[j + 2] = scale * row_scale<E>(rs, j + 2) * simd::hsum(a2);
+    scores[j + 3] = scale * row_scale<E>(rs, j + 3) * simd::hsum(a3);
   }
-  for (int64_t j = kKvStreams * m; j < n; ++j) {
+  if (V) request_values(V + m * hd, n - m, hd);
+  for (int64_t j = m; j < n; ++j) {
     __m256 a = _mm256_setzero_ps();
     for (int i = 0; i < NV; ++i) a = _mm256_fmadd_ps(load8(K + j * hd + 8 * i), qv[i], a);
     scores[j] = scale * row_scale<E>(rs, j) * simd::hsum(a);
@@ -94,7 +109,8 @@ inline void qk_scores_t(const float* q, const E* K, const float* rs, int64_t n, 
 // sums (|Σ| ≤ 128 · 16383 · 127 < 2^31); the only rounding is q's, at most max|q| / 32766 each.
 // Returns false, writing nothing, when q has a NaN or inf (the caller uses the float path).
 template <int N16>  // hd = 16·N16
-inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64_t n, float scale, float* scores) {
+inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64_t n, float scale, float* scores,
+                         const int8_t* V) {
   constexpr int64_t hd = 16 * N16;
   alignas(32) int16_t qq[hd];
   float step = 0.0f;
@@ -111,24 +127,18 @@ inline bool qk_scores_i8(const float* q, const int8_t* K, const float* rs, int64
   };
   const float unit = scale * step;
   const __m128 vunit = _mm_set1_ps(unit);
-  const int64_t m = n / kKvStreams;  // the same four streams as qk_scores_t
-  for (int64_t j = 0; j < m; ++j) {
+  const int64_t m = n / kKeyRows * kKeyRows;  // rows in order, as qk_scores_t
+  for (int64_t j = 0; j < m; j += kKeyRows) {
     const int8_t* k = K + j * hd;
-    if (j + kAhead < m) prefetch_rows<int8_t, hd>(k + kAhead * hd, m * hd);
-    const __m256i a0 = dot(k), a1 = dot(k + m * hd), a2 = dot(k + 2 * m * hd), a3 = dot(k + 3 * m * hd);
+    if (V) request_values(V + j * hd, kKeyRows, hd);
+    const __m256i a0 = dot(k), a1 = dot(k + hd), a2 = dot(k + 2 * hd), a3 = dot(k + 3 * hd);
     // One horizontal reduction for the four rows: lanes [row0, row1, row2, row3].
     const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
     const __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-    const __m128 r =
-        _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(sum), vunit), _mm_set_ps(rs[j + 3 * m], rs[j + 2 * m], rs[j + m], rs[j]));
-    alignas(16) float out[4];
-    _mm_store_ps(out, r);
-    scores[j] = out[0];
-    scores[j + m] = out[1];
-    scores[j + 2 * m] = out[2];
-    scores[j + 3 * m] = out[3];
+    _mm_storeu_ps(scores + j, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(sum), vunit), _mm_loadu_ps(rs + j)));
   }
-  for (int64_t j = kKvStreams * m; j < n; ++j) {
+  if (V) request_values(V + m * hd, n - m, hd);
+  for (int64_t j = m; j < n; ++j) {
     const __m256i a = dot(K + j * hd);
     __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
     sum = _mm_hadd_epi32(sum, sum);
@@ -143,7 +153,7 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
   constexpr int64_t hd = 8 * NV;
   __m256 acc[NV];
   for (int i = 0; i < NV; ++i) acc[i] = _mm256_loadu_ps(out + 8 * i);
-  // The same kKvStreams streams as qk_scores_t, summed into one row of accumulators.
+  // kKvStreams streams, summed into one row of accumulators.
   const int64_t m = n / kKvStreams;
   for (int64_t j = 0; j < m; ++j) {
     if (j + kAhead < m) prefetch_rows<E, hd>(V + (j + kAhead) * hd, m * hd);
@@ -163,22 +173,143 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
   }
   for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
 }
+
+// ---- AVX-512 (chosen at run time) ----------------------------------------------------------------
+// The same arithmetic as the AVX2 kernels above, element by element, in 16-lane registers: QK holds
+// two rows' 8-lane accumulators in one register (rows j, j + 1 and j + 2, j + 3) and reduces each
+// half in simd::hsum's order; PV's output row takes 16 elements per register. Every score and
+// output element is the same sequence of roundings as on AVX2, so a sequence gets the same bits
+// on either instruction set.
+#pragma GCC diagnostic push
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
+#endif
+#define ORDO_ATTN512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
+
+// Whether the AVX-512 variants run: the CPU has AVX-512 (F, BW, DQ, VL) and ORDO_MAX_ISA does not
+// keep the kernels to AVX2 ("avx2" or "avx-vnni": how the tests reach the AVX2 path here).
+inline bool attention_avx512() {
+  static const bool yes = [] {
+#ifdef __x86_64__
+    const char* v = std::getenv("ORDO_MAX_ISA");
+    const bool capped = v && (std::strcmp(v, "avx2") == 0 || std::strcmp(v, "avx-vnni") == 0);
+    return !capped && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+  }();
+  return yes;
+}
+
+// 8 elements of rows a and b as one register: a's in lanes 0-7, b's in lanes 8-15.
+ORDO_ATTN512 inline __m512 load8x2(const float* a, const float* b) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm256_loadu_ps(b), 1);
+}
+ORDO_ATTN512 inline __m512 load8x2(const uint16_t* a, const uint16_t* b) {
+  const __m256i h =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  return _mm512_cvtph_ps(h);
+}
+ORDO_ATTN512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+ORDO_ATTN512 inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+ORDO_ATTN512 inline __m512 load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
+// The four rows' sums of x (rows 0, 1 in its halves) and y (rows 2, 3), each half reduced as
+// simd::hsum reduces a register: ((0+4) + (2+6)) + ((1+5) + (3+7)).
+ORDO_ATTN512 inline __m128 hsum4(__m512 x, __m512 y) {
+  // 128-bit lanes [x0 x2 y0 y2] + [x1 x3 y1 y3]: row r's (0+4) (1+5) (2+6) (3+7) in lane r.
+  const __m512 lo = _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m512 hi = _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1));
+  const __m512 s = _mm512_add_ps(lo, hi);
+  const __m512 u = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));  // (0+2), (1+3)
+  const __m512 w = _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(2, 3, 0, 1)));  // (0+2) + (1+3)
+  return _mm512_castps512_ps128(
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), w));
+}
+
+template <int NV, class E>  // hd = 8·NV; F32 or F16 rows (no row scales)
+ORDO_ATTN512 void qk_scores_512(const float* q, const E* K, int64_t n, float scale, float* scores, const E* V) {
+  constexpr int64_t hd = 8 * NV;
+  __m512 qv[NV];
+  for (int i = 0; i < NV; ++i) qv[i] = load8x2(q + 8 * i, q + 8 * i);
+  const int64_t m = n / kKeyRows * kKeyRows;  // rows in order, as qk_scores_t
+  const __m128 vscale = _mm_set1_ps(scale);
+  for (int64_t j = 0; j < m; j += kKeyRows) {
+    const E* k = K + j * hd;
+    if (V) request_values(V + j * hd, kKeyRows, hd);
+    __m512 a01 = _mm512_setzero_ps(), a23 = a01;
+    for (int i = 0; i < NV; ++i) {
+      a01 = _mm512_fmadd_ps(load8x2(k + 8 * i, k + hd + 8 * i), qv[i], a01);
+      a23 = _mm512_fmadd_ps(load8x2(k + 2 * hd + 8 * i, k + 3 * hd + 8 * i), qv[i], a23);
+    }
+    _mm_storeu_ps(scores + j, _mm_mul_ps(vscale, hsum4(a01, a23)));
+  }
+  if (V) request_values(V + m * hd, n - m, hd);
+  for (int64_t j = m; j < n; ++j) {
+    __m256 a = _mm256_setzero_ps();
+    for (int i = 0; i < NV; ++i) a = _mm256_fmadd_ps(load8(K + j * hd + 8 * i), _mm512_castps512_ps256(qv[i]), a);
+    scores[j] = scale * simd::hsum(a);
+  }
+}
+
+// acc += w · row v (16 elements per register).
+template <int NZ, class E>
+ORDO_ATTN512 inline void pv_row_512(__m512* acc, float w, const E* v) {
+  const __m512 pr = _mm512_set1_ps(w);
+  for (int i = 0; i < NZ; ++i) acc[i] = _mm512_fmadd_ps(pr, load16(v + 16 * i), acc[i]);
+}
+
+template <int NV, class E>  // hd = 8·NV, NV even
+ORDO_ATTN512 void pv_accumulate_512(const float* p, const E* V, const float* rs, int64_t n, float* out) {
+  constexpr int64_t hd = 8 * NV;
+  constexpr int NZ = NV / 2;
+  __m512 acc[NZ];
+  for (int i = 0; i < NZ; ++i) acc[i] = _mm512_loadu_ps(out + 16 * i);
+  const int64_t m = n / kKvStreams;
+  for (int64_t j = 0; j < m; ++j) {
+    if (j + kAhead < m) prefetch_rows<E, hd>(V + (j + kAhead) * hd, m * hd);
+    for (int s = 0; s < kKvStreams; ++s) {
+      const int64_t r = j + s * m;
+      if (p[r] != 0.0f) pv_row_512<NZ>(acc, p[r] * row_scale<E>(rs, r), V + r * hd);
+    }
+  }
+  for (int64_t r = kKvStreams * m; r < n; ++r)
+    if (p[r] != 0.0f) pv_row_512<NZ>(acc, p[r] * row_scale<E>(rs, r), V + r * hd);
+  for (int i = 0; i < NZ; ++i) _mm512_storeu_ps(out + 16 * i, acc[i]);
+}
+#pragma GCC diagnostic pop
 #endif
 
 // scores[j] = scale · q·K[j] for j < n (K[j] including its row scale).
 template <class E>
-inline void qk_scores(const float* q, const E* K, const float* rs, int64_t n, int64_t hd, float scale, float* scores) {
+inline void qk_scores(const float* q, const E* K, const float* rs, int64_t n, int64_t hd, float scale, float* scores,
+                      const E* V = nullptr) {
+  (void)V;  // the generic loop requests nothing
 #ifdef ORDO_SIMD
   if constexpr (std::is_same_v<E, int8_t>) {
-    const bool done = (hd == 64 && qk_scores_i8<4>(q, K, rs, n, scale, scores)) ||
-                      (hd == 128 && qk_scores_i8<8>(q, K, rs, n, scale, scores)) ||
-                      (hd == 32 && qk_scores_i8<2>(q, K, rs, n, scale, scores));
+    const bool done = (hd == 64 && qk_scores_i8<4>(q, K, rs, n, scale, scores, V)) ||
+                      (hd == 128 && qk_scores_i8<8>(q, K, rs, n, scale, scores, V)) ||
+                      (hd == 32 && qk_scores_i8<2>(q, K, rs, n, scale, scores, V));
     if (done) return;
   }
+  if constexpr (!std::is_same_v<E, int8_t>) {
+    if (attention_avx512()) switch (hd) {
+        case 64: return qk_scores_512<8>(q, K, n, scale, scores, V);
+        case 128: return qk_scores_512<16>(q, K, n, scale, scores, V);
+        case 32: return qk_scores_512<4>(q, K, n, scale, scores, V);
+        default: break;
+      }
+  }
   switch (hd) {
-    case 64: return qk_scores_t<8>(q, K, rs, n, scale, scores);
-    case 128: return qk_scores_t<16>(q, K, rs, n, scale, scores);
-    case 32: return qk_scores_t<4>(q, K, rs, n, scale, scores);
+    case 64: return qk_scores_t<8>(q, K, rs, n, scale, scores, V);
+    case 128: return qk_scores_t<16>(q, K, rs, n, scale, scores, V);
+    case 32: return qk_scores_t<4>(q, K, rs, n, scale, scores, V);
     default: break;
   }
 #endif
@@ -197,6 +328,12 @@ inline void qk_scores(const float* q, const E* K, const float* rs, int64_t n, in
 template <class E>
 inline void pv_accumulate(const float* p, const E* V, const float* rs, int64_t n, int64_t hd, float* out) {
 #ifdef ORDO_SIMD
+  if (attention_avx512()) switch (hd) {
+      case 64: return pv_accumulate_512<8>(p, V, rs, n, out);
+      case 128: return pv_accumulate_512<16>(p, V, rs, n, out);
+      case 32: return pv_accumulate_512<4>(p, V, rs, n, out);
+      default: break;
+    }
   switch (hd) {
     case 64: return pv_accumulate_t<8>(p, V, rs, n, out);
     case 128: return pv_accumulate_t<16>(p, V, rs, n, out);
