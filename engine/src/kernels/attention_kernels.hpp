@@ -180,27 +180,12 @@ inline void pv_accumulate_t(const float* p, const E* V, const float* rs, int64_t
 // half in simd::hsum's order; PV's output row takes 16 elements per register. Every score and
 // output element is the same sequence of roundings as on AVX2, so a sequence gets the same bits
 // on either instruction set.
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 intrinsics
-#endif
+ORDO_AVX512_WARNINGS_OFF
 #define ORDO_ATTN512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
 
 // Whether the AVX-512 variants run: the CPU has AVX-512 (F, BW, DQ, VL) and ORDO_MAX_ISA does not
 // keep the kernels to AVX2 ("avx2" or "avx-vnni": how the tests reach the AVX2 path here).
-inline bool attention_avx512() {
-  static const bool yes = [] {
-#ifdef __x86_64__
-    const char* v = std::getenv("ORDO_MAX_ISA");
-    const bool capped = v && (std::strcmp(v, "avx2") == 0 || std::strcmp(v, "avx-vnni") == 0);
-    return !capped && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-#else
-    return false;
-#endif
-  }();
-  return yes;
-}
+inline bool attention_avx512() { return simd::cpu_avx512(); }
 
 // 8 elements of rows a and b as one register: a's in lanes 0-7, b's in lanes 8-15.
 ORDO_ATTN512 inline __m512 load8x2(const float* a, const float* b) {
@@ -283,7 +268,7 @@ ORDO_ATTN512 void pv_accumulate_512(const float* p, const E* V, const float* rs,
     if (p[r] != 0.0f) pv_row_512<NZ>(acc, p[r] * row_scale<E>(rs, r), V + r * hd);
   for (int i = 0; i < NZ; ++i) _mm512_storeu_ps(out + 16 * i, acc[i]);
 }
-#pragma GCC diagnostic pop
+ORDO_AVX512_WARNINGS_ON
 #endif
 
 // scores[j] = scale · q·K[j] for j < n (K[j] including its row scale).
