@@ -622,11 +622,12 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
 namespace {
 
 // Panels per item for one or two rows: whole runs of the `run` panels the kernel streams at once (4
-// float panels for one row, else 2), at most ~`want`, split as evenly as the threads allow: the
+// float panels for one row, else 2), at most `want` (or one run), split as evenly as the threads
+// allow, since a larger last item leaves the other threads waiting longer: the
 // largest size within 2% of the least work any thread is left with (a 12-panel Q4_0 weight was 8 + 4
 // panels, one thread idle for a third of it; now 6 + 6).
 int64_t stream_item_panels(int64_t panels, int64_t run, int64_t want, int64_t threads) {
-  const int64_t most = std::max(2 * run, (want + run - 1) / run * run);
+  const int64_t most = std::max(run, want / run * run);
   auto busiest = [&](int64_t per) {  // panels of the thread with the most items
     const int64_t items = (panels + per - 1) / per;
     return (items + threads - 1) / threads * per;
