@@ -138,6 +138,7 @@ struct BenchCommand : Command {
       m.model = std::make_unique<Model>(Model::load(dir, o));
       if (!layers_hold(m.model->engine().spec(), dt)) {
         m.model.reset();
+        reset_peak_rss();  // the row's peak memory is the converted model's, not the first load's
         o.dtype = dt;
         m.model = std::make_unique<Model>(Model::load(dir, o));
       }
