@@ -1,9 +1,6 @@
 // Private: room left under an address-space limit (ulimit -v), for libraries that fail badly when an allocation does.
 #pragma once
 
-#include <sys/mman.h>
-#include <sys/resource.h>
-
 #include <cstddef>
 #include <string>
 
@@ -12,23 +9,13 @@
 namespace ordo::detail {
 
 // Whether the process runs under an address-space limit (RLIMIT_AS; read once).
-inline bool address_space_limited() {
-  static const bool limited = [] {
-    rlimit r{};
-    return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
-  }();
-  return limited;
-}
+bool address_space_limited();
 
-// Whether `bytes` more of address space can be had now (reserved and released at once, nothing
-// touched; true without a limit).
-inline bool address_space_room(size_t bytes) {
-  if (!address_space_limited()) return true;
-  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return false;
-  munmap(p, bytes);
-  return true;
-}
+// Whether `bytes` more of address space can be had now (true without a limit). Reads the
+// process's mapped size rather than reserving a block: a reservation, however brief, takes the
+// room from another thread allocating at that moment, and oneDNN's JIT crashes when its code
+// buffer cannot be mapped.
+bool address_space_room(size_t bytes);
 
 // Out-of-memory Error naming `what` unless address_space_room(bytes). Some libraries end the
 // process when an allocation inside them fails (oneDNN throws through its C interface, OpenBLAS

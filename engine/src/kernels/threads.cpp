@@ -4,6 +4,10 @@
 // the OpenMP threads by gemm_openblas.cpp (its own pool would spin against OpenMP's).
 #include <cblas.h>
 #include <omp.h>
+#include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -50,6 +54,17 @@ int threads_that_fit(int n) {
   return n;
 }
 
+// Under a limit, every thread allocates from glibc's main arena. A thread's own arena reserves
+// 64 MiB of address space, and where that does not fit glibc tries again on each of the thread's
+// mallocs: one that fits at last takes the room another thread was just found to have, and
+// oneDNN, whose JIT code buffer then cannot be mapped, crashes (OpenBLAS retries forever).
+void one_malloc_arena() {
+#ifdef __GLIBC__
+  static const bool once = [] { return mallopt(M_ARENA_MAX, 1) == 1; }();
+  (void)once;
+#endif
+}
+
 }  // namespace
 
 void set_num_threads(int n) {
@@ -59,6 +74,7 @@ void set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (n <= 0) n = all_cores();
   if (kOneThreadPerCaller) n = 1;
+  if (detail::address_space_limited()) one_malloc_arena();
   n = threads_that_fit(n);
   openblas_set_num_threads(1);
   g_threads.store(n, std::memory_order_release);
@@ -70,16 +86,10 @@ void set_num_threads(int n) {
     t_seen_generation = gen;
     // Under a limit, start the team now, while its stacks were just found to fit: libgomp keeps
     // the threads for later regions, so allocations made before the first region (a 64 MiB
-    // bench buffer) cannot leave it without room and end the process. Each thread's first
-    // malloc also reserves its own 64 MiB arena: done here, it cannot take the room that
-    // OpenBLAS's buffer was just found to have (gemm_openblas.cpp), which made OpenBLAS retry
-    // its allocation forever.
+    // bench buffer) cannot leave it without room and end the process.
     if (n > 1 && detail::address_space_limited()) {
 #pragma omp parallel num_threads(n)
-      {
-        void* volatile first = std::malloc(64);  // volatile: a malloc/free pair is compiled away
-        std::free(first);
-      }
+      (void)omp_get_thread_num();
     }
   }
 }
