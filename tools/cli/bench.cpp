@@ -7,7 +7,9 @@
 //     in ordo's linear kernels; its roofline time is the longer of bytes ÷ read bandwidth and
 //     FLOPs ÷ those kernels' peak on weights in cache (one sequence: the bytes; enough sequences:
 //     the arithmetic).
-//   * prefill (compute-bound): achieved FLOP/s ÷ peak sgemm FLOP/s, FLOPs = 2·params·T + attention
+//   * prefill (compute-bound): achieved FLOP/s ÷ the FLOP rate the probed peaks allow, FLOPs =
+//     2·params·T + attention; attention at the peak sgemm rate, the linears at the larger of that
+//     and ordo's own kernels' peak for the weight dtype (from cache, 64 rows; float weights: sgemm)
 // On a synthetic random-weight Llama-shaped model (--synthetic, default 110m) or a real one (-m).
 #include <algorithm>
 #include <cctype>
@@ -191,7 +193,7 @@ struct BenchCommand : Command {
   BenchRow prefill(Transformer& tf, Backend be, DType dt, int64_t B, int64_t T, BenchMachine& mach) const {
     const ModelSpec& s = tf.spec();
     const std::vector<int32_t> ids = ids_of_len(T, s.vocab_size);
-    std::vector<double> times, limits;
+    std::vector<double> times, sgemm_peaks, linear_peaks;
     // The caches are made once and emptied before each rep, as llama-bench reuses its context: a
     // rep times the forward, not the first touch of a fresh cache's pages (~2% of a 512-token Q4_0
     // prefill).
@@ -201,6 +203,9 @@ struct BenchCommand : Command {
       // The peak probe runs right before each timed rep: on a shared machine the two then see the
       // same conditions, and the row's fraction is the median of the paired ratios.
       const double lim = r >= warmup ? mach.peak_now() : 0.0;
+      // Block weights run ordo's integer kernels, which outpace the float sgemm: their linears
+      // are held to those kernels' own peak at a prompt's row count.
+      const double lin = r >= warmup && dt != DType::F32 ? mach.linear_now(dt, std::min<int64_t>(B * T, 64)) : 0.0;
       std::vector<DecodeRequest> reqs;
       for (Sequence& q : seqs) {
         q.truncate(0);
@@ -211,14 +216,24 @@ struct BenchCommand : Command {
       const double t = seconds_since(t0);
       if (r >= warmup) {
         times.push_back(t);
-        limits.push_back(lim);
+        sgemm_peaks.push_back(lim);
+        linear_peaks.push_back(lin);
       }
     }
     const double L = static_cast<double>(s.decoder.layers.size());
-    const double flops = B * (2.0 * static_cast<double>(decoder_linear_params(s)) * T + 2.0 * s.d_model * s.vocab_size +
-                              2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1));
-    std::vector<double> roofline_s;  // the FLOPs at the sgemm peak probed beside each repetition
-    for (double lim : limits) roofline_s.push_back(lim > 0 ? flops / 1e9 / lim : 0.0);
+    const double linear_flops =
+        B * (2.0 * static_cast<double>(decoder_linear_params(s)) * T + 2.0 * s.d_model * s.vocab_size);
+    const double attention_flops = B * 2.0 * L * s.n_heads * s.head_dim * double(T) * double(T + 1);
+    const double flops = linear_flops + attention_flops;
+    // Each repetition's roofline: attention (float, oneDNN) at the sgemm peak and the linears at
+    // the larger of that and their own kernels' peak, both probed beside it. A repetition's limit
+    // is the FLOP rate that roofline allows this mix.
+    std::vector<double> roofline_s, limits;
+    for (size_t i = 0; i < times.size(); ++i) {
+      const double sg = sgemm_peaks[i], lin = std::max(sg, linear_peaks[i]);
+      roofline_s.push_back(sg > 0 ? (linear_flops / lin + attention_flops / sg) / 1e9 : 0.0);
+      limits.push_back(roofline_s.back() > 0 ? flops / 1e9 / roofline_s.back() : 0.0);
+    }
     BenchRow row = timed_row("prefill", T, B, be, dt, double(B * T), times, limits, roofline_s, mach);
     row.kv_dtype = weight_dtype_name(tf.kv_dtype());
     row.ttft_ms = row.seconds_median * 1e3;
