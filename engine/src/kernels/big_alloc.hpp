@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ordo/input.hpp"
@@ -31,5 +32,25 @@ inline std::shared_ptr<void> alloc_streamed(size_t bytes, const std::string& wha
 #endif
   return std::shared_ptr<void>(p, &std::free);
 }
+
+// Blocks for weights' packed panels, like alloc_streamed, but a block below 32 MB is cut from a
+// shared slab on huge pages: a quantized model's weights are each well under 2 MB (a 768 x 768
+// Q4_0 matrix is 332 KB) and would otherwise stream from 4 KB pages, as would the tails of larger
+// ones. A slab is freed with the last block cut from it; slabs grow from 4 MB, so a small model
+// reserves little address space.
+class WeightSlabs {
+ public:
+  std::shared_ptr<void> alloc(size_t bytes, const std::string& what);
+
+ private:
+  std::mutex mu_;
+  std::weak_ptr<void> current_;  // held by the blocks cut from it, not by the pool
+  char* base_ = nullptr;
+  size_t size_ = 0, used_ = 0;
+  size_t next_ = size_t(4) << 20;
+};
+
+// The process's pool, for every weight.
+std::shared_ptr<void> alloc_weight(size_t bytes, const std::string& what);
 
 }  // namespace ordo::detail

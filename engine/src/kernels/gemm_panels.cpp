@@ -594,7 +594,7 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
   pw->panel_bytes = blocks ? pw->K / kQuantBlock * block_stride(W.dtype)
                            : pw->panel_elems() * static_cast<int64_t>(dtype_size(W.dtype));
   const size_t bytes = static_cast<size_t>(pw->panels * pw->panel_bytes);
-  pw->data = alloc_streamed(bytes, "a " + W.shape_str() + " weight's panels");
+  pw->data = alloc_weight(bytes, "a " + W.shape_str() + " weight's panels");
   void* mem = pw->data.get();
   std::memset(mem, 0, bytes);
   const int64_t N = pw->N, K = pw->K, Kp = pw->Kp;
