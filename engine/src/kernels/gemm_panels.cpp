@@ -345,17 +345,19 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
 #if defined(ORDO_SIMD) && defined(__x86_64__)
   if (cpu_avx512()) {
     int64_t p = p0;
-    if (M <= 2) {  // several panels as concurrent streams
-      const int64_t ns = M == 1 ? 4 : 2;
-      for (; p + ns <= p1; p += ns) {
-        const T* ps[4];
-        float* ys[4];
-        for (int64_t s = 0; s < ns; ++s) ps[s] = P(p + s), ys[s] = out + (p + s - p0) * kP;
-        if (M == 1)
-          tile_512<L, 1, 4>(x, K, 0, K, ps, ys, ldo);
-        else
-          tile_512<L, 2, 2>(x, K, 0, K, ps, ys, ldo);
-      }
+    if (M <= 2) {  // several panels as concurrent streams: 4 for one row (then 2), 2 for two rows
+      for (int64_t ns = M == 1 ? 4 : 2; ns >= 2; ns -= 2)
+        for (; p + ns <= p1; p += ns) {
+          const T* ps[4];
+          float* ys[4];
+          for (int64_t s = 0; s < ns; ++s) ps[s] = P(p + s), ys[s] = out + (p + s - p0) * kP;
+          if (M == 2)
+            tile_512<L, 2, 2>(x, K, 0, K, ps, ys, ldo);
+          else if (ns == 4)
+            tile_512<L, 1, 4>(x, K, 0, K, ps, ys, ldo);
+          else
+            tile_512<L, 1, 2>(x, K, 0, K, ps, ys, ldo);
+        }
     }
     // More rows than one tile: a chunk of columns at a time, every tile over it, each requesting
     // its share of the next chunk as it goes, so the weight stream overlaps the arithmetic instead
@@ -621,8 +623,8 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
 
 namespace {
 
-// Panels per item for one or two rows: whole runs of the `run` panels the kernel streams at once (4
-// float panels for one row, else 2), at most `want` (or one run), split as evenly as the threads
+// Panels per item for one or two rows: whole runs of `run` panels (the kernels stream 2 at once, or
+// 4 for one float row), at most `want` (or one run), split as evenly as the threads
 // allow, since a larger last item leaves the other threads waiting longer: the
 // largest size within 2% of the least work any thread is left with (a 12-panel Q4_0 weight was 8 + 4
 // panels, one thread idle for a third of it; now 6 + 6).
@@ -675,7 +677,11 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
     // Prompts (more rows than chunked): every panel is long arithmetic, so items small enough that
     // the threads finish together (a 768-row weight's 12 Q4_0 panels were 2 items, 9 and 3).
     const bool chunked = chunked_rows(M);
-    per_item[j] = M <= 2    ? stream_item_panels(w.panels, M == 1 && !is_block_dtype(w.dtype) ? 4 : 2, want, threads)
+    // One float row streams 4 panels at once, but a 12-panel weight split in runs of 4 left one
+    // thread 8 panels and the other 4 (the o and down projections of a 768-wide model, a third
+    // of its weight bytes): runs of 2 and items of up to 8 panels let it split 6 + 6.
+    const bool float_row = M == 1 && !is_block_dtype(w.dtype);
+    per_item[j] = M <= 2    ? stream_item_panels(w.panels, 2, float_row ? std::max<int64_t>(want, 8) : want, threads)
                   : chunked ? std::max<int64_t>(want, (w.panels + 2 * threads - 1) / (2 * threads))
                   : M > kChunkMaxRows ? std::min(want, std::max<int64_t>(1, w.panels / (4 * threads)))
                                       : want;
