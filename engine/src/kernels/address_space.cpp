@@ -22,12 +22,14 @@ size_t address_space_limit() {
 }
 
 // The process's mapped bytes, as RLIMIT_AS counts them: the first field of /proc/self/statm is
-// the kernel's total_vm, in pages. 0 when it cannot be read.
+// the kernel's total_vm, in pages. 0 when it cannot be read. Opened on every call (only under a
+// limit): a descriptor kept open would go on naming the parent in a forked child.
 size_t mapped_bytes() {
-  static const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char text[128];
   const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
   if (n <= 0) return 0;
   text[n] = '\0';
   char* end = nullptr;
