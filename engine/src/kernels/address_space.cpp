@@ -35,7 +35,8 @@ size_t mapped_bytes() {
   char* end = nullptr;
   const unsigned long long pages = std::strtoull(text, &end, 10);
   if (end == text) return 0;
-  return static_cast<size_t>(pages) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return static_cast<size_t>(pages) * page;
 }
 
 // Without /proc: reserve the block and release it at once (nothing touched).

@@ -4,7 +4,7 @@
 namespace ordo::detail {
 
 namespace {
-constexpr size_t kHuge = size_t(2) << 20, kLargestSlab = size_t(32) << 20;
+constexpr size_t kLargestSlab = size_t(32) << 20;
 }  // namespace
 
 std::shared_ptr<void> WeightSlabs::alloc(size_t bytes, const std::string& what) {
@@ -13,7 +13,7 @@ std::shared_ptr<void> WeightSlabs::alloc(size_t bytes, const std::string& what) 
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<void> slab = current_.lock();
   if (!slab || used_ + need > size_) {
-    const size_t size = std::max(next_, (need + kHuge - 1) / kHuge * kHuge);
+    const size_t size = std::max(next_, (need + kHugePage - 1) / kHugePage * kHugePage);
     slab = alloc_streamed(size, what);
     next_ = std::min(2 * next_, kLargestSlab);
     current_ = slab;

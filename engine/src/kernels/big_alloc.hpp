@@ -20,15 +20,16 @@ namespace ordo::detail {
 // page walk on a virtual machine), and the hardware prefetchers stop at every page end. The price:
 // touching one byte of a piece makes all 2 MB of it resident, so huge suits blocks that will be
 // filled (weights; a cache sized for its request), not ones that may stay mostly empty.
+constexpr size_t kHugePage = size_t(2) << 20;
+
 inline std::shared_ptr<void> alloc_streamed(size_t bytes, const std::string& what, bool huge_pages = true) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const bool huge = huge_pages && bytes >= kHuge;
-  const size_t align = huge ? kHuge : 64;
+  const bool huge = huge_pages && bytes >= kHugePage;
+  const size_t align = huge ? kHugePage : 64;
   const size_t size = std::max<size_t>(align, (bytes + align - 1) / align * align);
   void* p = std::aligned_alloc(align, size);
   if (!p) throw out_of_memory(what, bytes);
 #ifdef MADV_HUGEPAGE
-  if (huge) madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice: without it the block still works
+  if (huge) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: without it the block still works
 #endif
   return std::shared_ptr<void>(p, &std::free);
 }

@@ -60,8 +60,7 @@ int threads_that_fit(int n) {
 // oneDNN, whose JIT code buffer then cannot be mapped, crashes (OpenBLAS retries forever).
 void one_malloc_arena() {
 #ifdef __GLIBC__
-  static const bool once = [] { return mallopt(M_ARENA_MAX, 1) == 1; }();
-  (void)once;
+  mallopt(M_ARENA_MAX, 1);  // idempotent; a failure leaves glibc's default, as without a limit
 #endif
 }
 
