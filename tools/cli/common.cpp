@@ -249,24 +249,4 @@ void write_npy(const std::string& path, const Tensor& t) {
   f.commit();
 }
 
-void check_stdout(bool flush) {
-  const auto failed = [] { return std::cout.fail() || std::ferror(stdout); };
-  // Already failed: by the caller's own `<< std::flush` just before (errno still holds its reason),
-  // or earlier, in a buffer written out behind the caller's back (errno may be stale by now).
-  int err = errno;
-  if (!failed()) {
-    if (!flush) return;
-    errno = 0;
-    std::cout.flush();
-    std::fflush(stdout);
-    if (!failed()) return;
-    err = errno;
-  }
-  if (err == 0) {  // stdio may have kept the bytes: a retry names the cause
-    std::clearerr(stdout);
-    if (std::fflush(stdout) != 0) err = errno;
-  }
-  throw Error(std::string("stdout: ") + (err ? std::strerror(err) : "write failed"));
-}
-
 }  // namespace ordo::cli

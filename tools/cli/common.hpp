@@ -9,6 +9,7 @@
 
 #include "ordo/ordo.hpp"
 #include "ordo/output_file.hpp"
+#include "stdout_stream.hpp"
 
 namespace ordo::cli {
 
@@ -55,12 +56,6 @@ std::string join_ids(const std::vector<int32_t>& ids, const char* sep = ",");
 
 // Writes a float32 array as .npy (NumPy format 1.0), atomically (OutputFile).
 void write_npy(const std::string& path, const Tensor& t);
-
-// Throws Error("stdout: <reason>") once a write to std::cout / stdout has failed (closed pipe
-// handled by SIGPIPE as usual, full disk, closed descriptor). `flush` flushes both first: main()
-// calls it after every command, streaming output after each piece so a failure stops the run
-// (flushed, so errno names the cause: a failure found later, in a buffer, has lost its errno).
-void check_stdout(bool flush = true);
 
 // A subcommand: registers its options, then runs if selected.
 struct Command {

@@ -15,6 +15,7 @@ extern "C" int ordo_main(int argc, char** argv) {
   // Past a file-size limit (ulimit -f) a write fails with EFBIG and is reported naming the file,
   // and the temporary file is removed, instead of SIGXFSZ killing the process mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
+  ordo::cli::keep_stdout_errors();
   ordo::cli::CliApp cli;
   ordo::cli::Command* command = nullptr;
   // Usage errors (the command line itself) exit 2, runtime errors 1, for every subcommand.
