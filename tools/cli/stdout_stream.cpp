@@ -65,7 +65,7 @@ void check_stdout(bool flush) {
     if (!failed()) return;
     err = errno;  // this flush failed: errno is its reason
   }
-  if (g_stdout_buf && g_stdout_buf->first_error()) err = g_stdout_buf->first_error();
+  if (const int first = g_stdout_buf ? g_stdout_buf->first_error() : 0) err = first;  // its own reason
   if (err == 0) {
     // Failed earlier, behind the caller's back (a printf's full buffer): errno is stale by now.
     // Ask again: bytes stdio kept, else an empty write, which a full device or a closed
