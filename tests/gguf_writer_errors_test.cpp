@@ -101,7 +101,8 @@ TEST(GgufWriterErrors, RopeScalingOfTheWrongTypeIsNamed) {
            {json{{"rope_type", "yarn"}, {"factor", 2.0}, {"original_max_position_embeddings", "4096"}},
             "original_max_position_embeddings"}}) {
     SCOPED_TRACE(scaling.dump());
-    const std::string dir = model_copy("gguf-rope", "", 0, 0, [&](json& c) { c["rope_scaling"] = scaling; });
+    const std::string dir =
+        model_copy("gguf-rope", "", 0, 0, [value = scaling](json& c) { c["rope_scaling"] = value; });
     const std::string out = ordo::test::make_temp_dir("gguf-rope-out") + "/m.gguf";
     try {
       ordo::write_gguf_model(dir, out, "f32");

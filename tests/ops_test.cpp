@@ -263,7 +263,9 @@ TEST_P(GemmTest, NnStridesAlphaBetaAndSplit) {
   // C = alpha · A[M, K] · B[K, N] + beta · C; the large shape is split into panels over threads
   // (OpenBLAS: columns of B, not rows), and inside a parallel region it runs on one thread.
   const Backend be = GetParam();
-  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{9, 13, 21}, {70, 130, 200}}) {
+  for (const auto& shape : {std::tuple<int64_t, int64_t, int64_t>{9, 13, 21}, {70, 130, 200}}) {
+    // Plain variables, not a structured binding: an OpenMP region may not capture one in C++17.
+    const int64_t M = std::get<0>(shape), N = std::get<1>(shape), K = std::get<2>(shape);
     const int64_t lda = K + 3, ldb = N + 5, ldc = N + 2;
     const std::vector<float> A = random_vec(size_t(M * lda), 51), B = random_vec(size_t(K * ldb), 52);
     const std::vector<float> C0 = random_vec(size_t(M * ldc), 53);
