@@ -27,6 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PACKAGE_TABLE=cmake/debian-packages.txt
 JOBS=${JOBS:-$(nproc)}
+# The ASan/UBSan configuration (ORDO_SANITIZE=1 or address).
+asan_build() { [[ ${ORDO_SANITIZE:-0} == 1 || ${ORDO_SANITIZE:-0} == address ]]; }
 case "${ORDO_SANITIZE:-0}" in
   0 | "") BUILD_DIR=${BUILD_DIR:-build}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DORDO_PYTHON=ON) ;;
   # ASan + UBSan with clang (CC/CXX override it): GCC takes twice as long to build this configuration
@@ -38,7 +40,7 @@ case "${ORDO_SANITIZE:-0}" in
   thread) BUILD_DIR=${BUILD_DIR:-build-tsan}; CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_SANITIZE=thread) ;;
   *) echo "tools/dev.sh: ORDO_SANITIZE must be 1, address or thread, not '$ORDO_SANITIZE'" >&2; exit 2 ;;
 esac
-[[ ${ORDO_SANITIZE:-0} == 1 || ${ORDO_SANITIZE:-0} == address ]] &&
+asan_build &&
   export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 fail() {
@@ -222,7 +224,7 @@ case "${1:-}" in
     # Debian's libgomp), so it checks what the API promises: threads sharing one model, batches,
     # and every fixture family. The thread-pool tests need a pool and run in the other builds.
     [[ ${ORDO_SANITIZE:-0} == thread ]] && TESTS=(-R 'Shared|Batch|Fixture|Generate|KvCache|Zoo')
-    if [[ ${ORDO_SANITIZE:-0} == 1 || ${ORDO_SANITIZE:-0} == address ]]; then
+    if asan_build; then
       # ASan + UBSan: the GoogleTest suite in one process (a sanitized process takes ~0.3 s to start,
       # 11 min over the suite's 2,200 tests; the plain build runs each test alone), then `ordo
       # serve`'s suite. Left out, as they add no code under the sanitizer, only time: the docs'
@@ -250,7 +252,7 @@ case "${1:-}" in
     # TSan threading tests), each in its own build directory (BUILD_DIR names the main one only);
     # after the ASan suite, every fuzzer of that build for a bounded time (~2.7 min for 15 fuzzers
     # x 20 s two at a time). Any failure fails CI.
-    if [[ ${CI:-} == true && (${ORDO_SANITIZE:-0} == 1 || ${ORDO_SANITIZE:-0} == address) ]]; then
+    if [[ ${CI:-} == true ]] && asan_build; then
       fuzz "${ORDO_FUZZ_SECONDS:-20}" "$BUILD_DIR"
     fi
     if [[ ${CI:-} == true && ${ORDO_SANITIZE:-0} == 0 ]]; then
