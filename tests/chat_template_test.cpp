@@ -19,6 +19,7 @@
 
 #include "ordo/chat_template.hpp"
 #include "ordo/tensor.hpp"
+#include "support/temp_dirs.hpp"
 
 namespace {
 
@@ -231,11 +232,7 @@ TEST(ChatTemplateApi, ChatMessagesAndSpecialTokens) {
 
 namespace {
 
-std::string temp_dir(const std::string& tag) {
-  std::string t = testing::TempDir() + "ordo-chat-" + tag + "-XXXXXX";
-  if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-  return t;
-}
+std::string temp_dir(const std::string& tag) { return ordo::test::make_temp_dir("chat-" + tag); }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 

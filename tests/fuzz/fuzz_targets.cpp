@@ -31,14 +31,22 @@ namespace {
   std::abort();
 }
 
-// A scratch directory of this process, emptied for each input.
+// A scratch directory of this process, emptied for each input and removed when the process exits
+// (libFuzzer ends a timed run with exit(); after a crash it stays, with what the input wrote).
+struct ScratchDir {
+  std::string path = (fs::temp_directory_path() / "ordo-fuzz-XXXXXX").string();
+  ScratchDir() {
+    if (!mkdtemp(path.data())) broken("cannot create a scratch directory");
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 const std::string& scratch() {
-  static const std::string dir = [] {
-    std::string tmpl = (fs::temp_directory_path() / "ordo-fuzz-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) broken("cannot create a scratch directory");
-    return tmpl;
-  }();
-  return dir;
+  static const ScratchDir dir;
+  return dir.path;
 }
 
 std::string fresh_dir() {

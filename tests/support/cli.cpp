@@ -19,12 +19,6 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-std::string make_temp_dir(const std::string& tag) {
-  std::string tmpl = testing::TempDir() + "ordo-" + tag + "-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
-  return tmpl;
-}
-
 std::string run_cli_ok(const std::string& args) {
   const CliResult r = run_cli(args);
   EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "support/temp_dirs.hpp"  // make_temp_dir, which most CLI tests use
+
 namespace ordo::test {
 
 struct CliResult {
@@ -15,8 +17,6 @@ CliResult run_cli(const std::string& args);
 // run_cli that expects exit 0 (a test failure naming args and stderr otherwise); returns stdout.
 std::string run_cli_ok(const std::string& args);
 std::string shell_quote(const std::string& s);
-// A fresh empty directory under the test temp dir.
-std::string make_temp_dir(const std::string& tag);
 
 // The bundled model's greedy reference case ("once_upon": prompt ids → 48 greedy ids from Hugging
 // Face) through `ordo run --ids ... -n 48 --temp 0 --print-ids -q` plus `flags`: expects exit 0
