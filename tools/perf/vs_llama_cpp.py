@@ -2,6 +2,7 @@
 # ordo against llama.cpp on the same GGUF files, same machine and threads, in interleaved rounds.
 """Usage: vs_llama_cpp.py LLAMA_CPP_SRC [--build-dir DIR] [--shape 110m] [--types f32,q8_0,q4_0]
                         [--rounds 2] [--threads 2] [--work DIR] [--out TABLE.md] [--ordo build/bin/ordo]
+                        [--llama-rev REV]
 
 Builds llama.cpp's llama-bench and llama-batched-bench from the source tree LLAMA_CPP_SRC (into
 --build-dir, default LLAMA_CPP_SRC/build-vs-ordo; LLAMA_CMAKE_ARGS adds configure flags), writes a
@@ -17,7 +18,8 @@ the other (which goes first alternates between rounds):
 
 ordo runs the file's type where `ordo bench --dtypes` offers it (q8_0, q4_0), else the nearest it
 has (int8 for a quantized file, weights dequantised at load then stored as int8) and says so in the
-table. The median of the rounds is reported with ordo/llama.cpp ratios, as one markdown table
+table (--llama-rev names llama.cpp's commit where LLAMA_CPP_SRC is not a git checkout, e.g. an
+exported tree). The median of the rounds is reported with ordo/llama.cpp ratios, as one markdown table
 headed by CPU, date, both commits, threads and load averages (--out, and stdout).
 """
 import argparse
@@ -148,6 +150,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp") / "ordo-vs-llama")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--llama-rev", help="llama.cpp's commit, for a source tree that is not a git checkout")
     a = ap.parse_args()
     src = a.llama_src.resolve()
     build = (a.build_dir or src / "build-vs-ordo").resolve()
@@ -170,7 +173,7 @@ def main():
             results[t].append(res)
             print(f"round {r + 1} {t}: {json.dumps(res)}", file=sys.stderr, flush=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_name(), "threads": a.threads,
-            "ordo": git_rev(ROOT), "llama": git_rev(src), "shape": a.shape, "rounds": a.rounds,
+            "ordo": git_rev(ROOT), "llama": a.llama_rev or git_rev(src), "shape": a.shape, "rounds": a.rounds,
             "load_before": load_before, "load_after": "%.2f" % os.getloadavg()[0]}
     text = table(results, dtypes, meta)
     if a.out:
