@@ -460,43 +460,58 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
 ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_DOT_AVX2_Q4, ORDO_DOT_AVX2_Q8, 0)
 ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), ORDO_DOT_VNNI_Q4, ORDO_DOT_VNNI_Q8, 128)
 
-// One row (decode) × one Q4_0 panel on AVX2: block after block, each read front to back, its 8-row
-// slices summed and scaled in turn (8 running sums: AVX2 has 16 registers), while the lines of the
-// block two on are requested. On a Zen 3, where a read loop gets ~25 GB/s, one-row Q4_0 linears read
-// at 9-13 GB/s through the tiles (two passes over each chunk, the hardware prefetcher alone) and at
-// 11-18 here (4 blocks ahead 12-17, 8 ahead 11-16, none 7-9); a 110m Q4_0 model decodes 5-32% faster
-// (4 pairs). Q8_0, whose lines carry half the arithmetic, decoded 3-27% slower this way: it stays on
-// the tiles.
-// A slice's 8 vpmaddubsw results are added in int16 before one vpmaddwd: each is a pair of
+// One row (decode) × one panel on AVX2: block after block, each read front to back (group by group,
+// its 8-row slices side by side), while the lines of the block two on are requested. The slices'
+// integer sums take 8 registers, so the 8 running float sums live in y (L1) and take a load and a
+// store per slice and block. On a Zen 3, where a read loop gets ~25 GB/s, one-row linears through
+// the tiles (two passes over each chunk, the hardware prefetcher alone) read Q8_0 at 6-12 GB/s and
+// Q4_0 at 9-13; here Q8_0 at 10-17 (1 block ahead 11-16, 4 ahead 9-16, 8 ahead 9-14) and Q4_0 at
+// 8-17 (one slice's lines after another: 6-15, slower in 17 of 24 interleaved measurements).
+// Q4_0: a slice's 8 vpmaddubsw results are added in int16 before one vpmaddwd: each is a pair of
 // code · x with code <= 15 and |x| <= 128, so their sum stays within 8 · 3840 = 30720.
-__attribute__((target("avx2,fma,f16c"))) void decode_q4_avx2(const BlockInput& in, const uint8_t* P, int64_t nb,
-                                                             float* y) {
-  constexpr int64_t kCodes = codes_bytes(true), kStride = stride_of(true), kAhead = 2;
+template <bool Q4>
+__attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, const uint8_t* P, int64_t nb,
+                                                          float* y) {
+  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4), kAhead = 2;
   const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0x0F);
-  __m256 acc[8];
-  for (auto& a : acc) a = _mm256_setzero_ps();
+  [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int z = 0; z < 8; ++z) _mm256_storeu_ps(y + 8 * z, _mm256_setzero_ps());
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* B = P + b * kStride;
     if (b + kAhead < nb)
       for (int64_t l = 0; l < kStride; l += 64)
         _mm_prefetch(reinterpret_cast<const char*>(B + kAhead * kStride + l), _MM_HINT_T0);
     const int8_t* xb = in.q.data() + b * kB;
-    const __m256i corr = _mm256_set1_epi32(-8 * in.s[b]);
+    __m256i ia[8];
+    if constexpr (Q4) {
+      __m256i t[8];
+      for (auto& v : t) v = _mm256_setzero_si256();
+      for (int h = 0; h < 4; ++h) {
+        const __m256i xl = _mm256_set1_epi32(load4(xb + 4 * h)), xh = _mm256_set1_epi32(load4(xb + 16 + 4 * h));
+        for (int z = 0; z < 8; ++z) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + z * 32));
+          t[z] = _mm256_add_epi16(t[z], _mm256_maddubs_epi16(_mm256_and_si256(v, lo4), xl));
+          t[z] = _mm256_add_epi16(t[z], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4), xh));
+        }
+      }
+      const __m256i corr = _mm256_set1_epi32(-8 * in.s[b]);
+      for (int z = 0; z < 8; ++z) ia[z] = _mm256_add_epi32(corr, _mm256_madd_epi16(t[z], ones));
+    } else {
+      for (auto& v : ia) v = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        const __m256i xv = _mm256_set1_epi32(load4(xb + 4 * g));
+        for (int z = 0; z < 8; ++z)
+          ia[z] = ORDO_DOT_AVX2_Q8(ia[z], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + z * 32)),
+                                   xv);
+      }
+    }
     const __m256 dx = _mm256_set1_ps(in.d[b]);
     for (int z = 0; z < 8; ++z) {
-      __m256i t = _mm256_setzero_si256();
-      for (int h = 0; h < 4; ++h) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + z * 32));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(v, lo4), _mm256_set1_epi32(load4(xb + 4 * h))));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4),
-                                                     _mm256_set1_epi32(load4(xb + 16 + 4 * h))));
-      }
-      const __m256i ia = _mm256_add_epi32(corr, _mm256_madd_epi16(t, ones));
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + z * 16)));
-      acc[z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia), _mm256_mul_ps(dw, dx), acc[z]);
+      _mm256_storeu_ps(y + 8 * z,
+                       _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[z]), _mm256_mul_ps(dw, dx), _mm256_loadu_ps(y + 8 * z)));
     }
   }
-  for (int z = 0; z < 8; ++z) _mm256_storeu_ps(y + 8 * z, acc[z]);
 }
 
 ORDO_AVX512_WARNINGS_ON
@@ -672,8 +687,10 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
       float* y[2] = {out + (p - p0) * kP, out + (p + 1 - p0) * kP};
       (q4 ? decode_512<true, 2> : decode_512<false, 2>)(in, P, 0, nb, y, true);
     }
-  if (isa == BlockIsa::Avx2 && q4 && M == 1)
-    for (; p < p1; ++p) decode_q4_avx2(in, static_cast<const uint8_t*>(w.panel(p)), nb, out + (p - p0) * kP);
+  if (isa == BlockIsa::Avx2 && M == 1)
+    for (; p < p1; ++p)
+      (q4 ? decode_avx2<true> : decode_avx2<false>)(in, static_cast<const uint8_t*>(w.panel(p)), nb,
+                                                    out + (p - p0) * kP);
 #endif
   for (; p < p1; ++p) {
     const auto* P = static_cast<const uint8_t*>(w.panel(p));
