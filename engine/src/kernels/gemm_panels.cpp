@@ -34,12 +34,12 @@ using Pair32 = int32_t __attribute__((may_alias));
 // I8: int32 sums are flushed to the float total every this many column pairs (512 columns):
 // |Σ| <= 256 · 2 · 127 · 16383 < 2^31.
 constexpr int64_t kI8PairsPerBlock = 256;
-// Float weight bytes per chunk when several tiles share a panel (AVX-512): the chunk being read
+// Float weight bytes per chunk when several tiles share a panel: the chunk being read
 // and the one requested ahead fit in L1 beside the rows' slices (I8 chunks are its 32 KB blocks,
 // the one ahead requested the same way; 16 and 32 KB measured alike for F32).
 [[maybe_unused]] constexpr int64_t kChunkBytes = 16 << 10;
 // Up to this many rows (a decode step's batch), reading the weights costs as much as the
-// arithmetic, and the AVX-512 kernels overlap the two chunk by chunk; beyond it (prompts) every
+// arithmetic, and the kernels overlap the two chunk by chunk; beyond it (prompts) every
 // weight serves so many rows that whole panels at a time are better.
 [[maybe_unused]] constexpr int64_t kChunkMaxRows = 64;
 
@@ -52,12 +52,14 @@ bool cpu_vnni() {
 }
 #endif
 
-// Whether M rows go through the chunked AVX-512 kernels (see float_panels).
-[[maybe_unused]] bool chunked_rows(int64_t M) {
+// Whether M rows of a t weight go through the chunked kernels (see float_panels): on AVX-512 7 to
+// kChunkMaxRows rows of every dtype, on AVX2 2 to kChunkMaxRows rows of float weights.
+[[maybe_unused]] bool chunked_rows(int64_t M, DType t) {
 #if defined(ORDO_SIMD) && defined(__x86_64__)
-  return M > kTileRows && M <= kChunkMaxRows && cpu_avx512();
+  if (cpu_avx512()) return M > kTileRows && M <= kChunkMaxRows;
+  return M >= 2 && M <= kChunkMaxRows && !is_block_dtype(t) && t != DType::I8;
 #else
-  (void)M;
+  (void)M, (void)t;
   return false;
 #endif
 }
@@ -108,14 +110,21 @@ inline __m256 load8(const typename L::T* p) {
 
 // ---- AVX2 tiles ---------------------------------------------------------------------------------
 
-// y[m][c] (c in [0, 8·NZ)) = the FMA chain over k of P[k][c] · x[m][k], for MX rows; P and y
-// point at the tile's first column.
+// y[m][c] (c in [0, 8·NZ)) = the FMA chain over k of P[k][c] · x[m][k], for MX rows, over the
+// columns [k0, k1): the chains start from +0 at k0 = 0 and otherwise go on from y, so a chunk at a
+// time gives the bits of one pass. P and y point at the tile's first column. [ahead, ahead_end) is
+// requested into L1 as the tile goes, a line per k (see tile_512).
 template <class L, int MX, int NZ>
-void tile_avx2(const float* x, int64_t K, const typename L::T* P, float* y, int64_t ldy) {
+void tile_avx2(const float* x, int64_t K, int64_t k0, int64_t k1, const typename L::T* P, float* y, int64_t ldy,
+               const char* ahead = nullptr, const char* ahead_end = nullptr) {
   __m256 acc[MX][NZ];
-  for (auto& a : acc)
-    for (auto& v : a) v = _mm256_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
+  for (int m = 0; m < MX; ++m)
+    for (int z = 0; z < NZ; ++z) acc[m][z] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);
+  for (int64_t k = k0; k < k1; ++k) {
+    if (ahead < ahead_end) {
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      ahead += 64;
+    }
     __m256 w[NZ];
     for (int z = 0; z < NZ; ++z) w[z] = load8<L>(P + k * kP + 8 * z);
     for (int m = 0; m < MX; ++m) {
@@ -335,6 +344,39 @@ template <class F>
 #endif
 }
 
+#ifdef ORDO_SIMD
+// float_panels on AVX2 for a decode step's batch: a chunk of columns at a time, every tile and 16-output slice
+// over it, each requesting its share of the next chunk (as the AVX-512 path there does). The whole panel
+// requested into L2 first, then read a slice at a time, kept the reads and the arithmetic apart
+// (and a 3072-deep F32 panel, 768 KB, does not fit a Zen 3's 512 KB L2): on that CPU, weights
+// streamed from DRAM, 2 rows went 9-11 → 15-19 GB/s, 4 rows 6-7 → 15-19, 16 rows 3.3-4.1 →
+// 5.7-6.3 (8 KB chunks: about the same, a little slower at 12-16 rows).
+template <class L>
+void float_panels_chunked_avx2(const float* x, int64_t M, int64_t K, const PanelWeight& w, int64_t p0, int64_t p1,
+                               float* out, int64_t ldo) {
+  using T = typename L::T;
+  auto P = [&](int64_t p) { return static_cast<const T*>(w.panel(p)); };
+  const int64_t chunk = std::min(K, kChunkBytes / (kP * static_cast<int64_t>(sizeof(T))));
+  const int64_t tiles = (M + kTileRows - 1) / kTileRows * (kP / 16);
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+      const int64_t k1 = std::min(K, k0 + chunk);
+      const char* ahead = reinterpret_cast<const char*>(P(p) + k1 * kP);
+      const int64_t next_bytes = (k1 < K ? std::min(chunk, K - k1) : chunk) * kP * static_cast<int64_t>(sizeof(T));
+      int64_t t = 0;
+      for_row_tiles(M, [&](int64_t m0, int64_t rows) {
+        for (int64_t c = 0; c < kP; c += 16) {
+          const Share a = share_of(ahead, next_bytes, t++, tiles);
+          float* ym = out + m0 * ldo + (p - p0) * kP + c;
+          with_tile_rows(rows, [&](auto mx) {
+            tile_avx2<L, decltype(mx)::value, 2>(x + m0 * K, K, k0, k1, P(p) + c, ym, ldo, a.begin, a.end);
+          });
+        }
+      });
+    }
+}
+#endif
+
 // Outputs of panels [p0, p1) for every row of x into out (row stride ldo, column 0 = panel p0's
 // first output): raw sums, before scales and bias.
 template <class L>
@@ -363,7 +405,7 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
     // its share of the next chunk as it goes, so the weight stream overlaps the arithmetic instead
     // of preceding it (one tile over the whole panel waits on memory, the others then run from
     // cache; the next chunk requested in one burst by the first tile measured no better).
-    const bool chunked = chunked_rows(M);
+    const bool chunked = chunked_rows(M, w.dtype);
     const int64_t chunk = chunked ? std::min(K, kChunkBytes / (kP * static_cast<int64_t>(sizeof(T)))) : K;
     const int64_t tiles = (M + kTileRows - 1) / kTileRows;
     for (; p < p1; ++p) {
@@ -386,11 +428,14 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
     return;
   }
 #endif
+#ifdef ORDO_SIMD
+  if (chunked_rows(M, w.dtype)) return float_panels_chunked_avx2<L>(x, M, K, w, p0, p1, out, ldo);
+#endif
   for (int64_t p = p0; p < p1; ++p) {
     float* yp = out + (p - p0) * kP;
 #ifdef ORDO_SIMD
     if (M == 1) {
-      tile_avx2<L, 1, 8>(x, K, P(p), yp, ldo);
+      tile_avx2<L, 1, 8>(x, K, 0, K, P(p), yp, ldo);
       continue;
     }
     // 16 registers: up to 6 rows × 16 outputs (12 accumulators), four column slices per panel.
@@ -401,7 +446,7 @@ void float_panels(const float* x, int64_t M, int64_t K, const PanelWeight& w, in
       for (int64_t c = 0; c < kP; c += 16) {
         const float* xm = x + m0 * K;
         float* ym = yp + m0 * ldo + c;
-        with_tile_rows(rows, [&](auto mx) { tile_avx2<L, decltype(mx)::value, 2>(xm, K, P(p) + c, ym, ldo); });
+        with_tile_rows(rows, [&](auto mx) { tile_avx2<L, decltype(mx)::value, 2>(xm, K, 0, K, P(p) + c, ym, ldo); });
       }
     });
 #else
@@ -471,7 +516,7 @@ void i8_panels_int(const Pair32* xq2, int64_t ldx2, int64_t M, const PanelWeight
           tile(integral_constant<int, 2>{}, integral_constant<int, 2>{}, xq2, ps, ys);
       }
     }
-    if (chunked_rows(M)) {  // a block at a time, requesting the next (see float_panels)
+    if (chunked_rows(M, w.dtype)) {  // a block at a time, requesting the next (see float_panels)
       i8_panels_int_512_blocks(xq2, ldx2, M, w, p, p0, p1, out, ldo, vnni);
       return;
     }
@@ -676,7 +721,7 @@ void panel_group(const float* x, int64_t M, int64_t K, const PanelJob* jobs, siz
     // as long as two items per thread allow.
     // Prompts (more rows than chunked): every panel is long arithmetic, so items small enough that
     // the threads finish together (a 768-row weight's 12 Q4_0 panels were 2 items, 9 and 3).
-    const bool chunked = chunked_rows(M);
+    const bool chunked = chunked_rows(M, w.dtype);
     // One float row streams 4 panels at once, but a 12-panel weight split in runs of 4 left one
     // thread 8 panels and the other 4 (the o and down projections of a 768-wide model, a third
     // of its weight bytes): runs of 2 and items of up to 8 panels let it split 6 + 6.
