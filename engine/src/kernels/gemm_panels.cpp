@@ -346,7 +346,7 @@ template <class F>
 
 #ifdef ORDO_SIMD
 // float_panels on AVX2 for a decode step's batch: a chunk of columns at a time, every tile and 16-output slice
-// over it, each requesting its share of the next chunk (as the AVX-512 path there does). The whole panel
+// over it, each requesting its share of the next chunk, as float_panels does on AVX-512. The whole panel
 // requested into L2 first, then read a slice at a time, kept the reads and the arithmetic apart
 // (and a 3072-deep F32 panel, 768 KB, does not fit a Zen 3's 512 KB L2): on that CPU, weights
 // streamed from DRAM, 2 rows went 9-11 → 15-19 GB/s, 4 rows 6-7 → 15-19, 16 rows 3.3-4.1 →
