@@ -175,8 +175,11 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
   constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
   const int64_t nb = in.K / kB;
   __m512 acc[MX][NZ];
-  for (int m = 0; m < MX; ++m)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y + m * ldy + 16 * z);
+  }
   const __m512i lo4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     for (int64_t i = 0; i < ahead.lines && ahead.begin < ahead.end; ++i, ahead.begin += 64)
@@ -184,48 +187,65 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
     const uint8_t* B = P + b * kStride;
     const int8_t* xb = in.q.data() + m0 * in.K + b * kB;
     __m512i ia[MX][NZ];  // less c·Σxq at the end: the dot products of the unsigned codes give the signed sum
-    for (int m = 0; m < MX; ++m)
+    ORDO_UNROLL
+    for (int m = 0; m < MX; ++m) {
+      ORDO_UNROLL
       for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_setzero_si512();
+    }
     if constexpr (Q4) {
+      ORDO_UNROLL
       for (int h = 0; h < 4; ++h) {
         __m512i wl[NZ], wh[NZ];
+        ORDO_UNROLL
         for (int z = 0; z < NZ; ++z) {
           const __m512i v = _mm512_loadu_si512(B + h * 4 * kP + (z0 + z) * 64);
           wl[z] = _mm512_and_si512(v, lo4);
           wh[z] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
         }
+        ORDO_UNROLL
         for (int m = 0; m < MX; ++m) {
           const __m512i xl = _mm512_set1_epi32(load4(xb + m * in.K + 4 * h));
           const __m512i xh = _mm512_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));
+          ORDO_UNROLL
           for (int z = 0; z < NZ; ++z)
             ia[m][z] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ia[m][z], wl[z], xl), wh[z], xh);
         }
       }
     } else {
+      ORDO_UNROLL
       for (int g = 0; g < 8; ++g) {
         __m512i w[NZ];
+        ORDO_UNROLL
         for (int z = 0; z < NZ; ++z) w[z] = _mm512_loadu_si512(B + g * 4 * kP + (z0 + z) * 64);
+        ORDO_UNROLL
         for (int m = 0; m < MX; ++m) {
           const __m512i xv = _mm512_set1_epi32(load4(xb + m * in.K + 4 * g));
+          ORDO_UNROLL
           for (int z = 0; z < NZ; ++z) ia[m][z] = _mm512_dpbusd_epi32(ia[m][z], w[z], xv);
         }
       }
     }
     __m512 dw[NZ];
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z)
       dw[z] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + kCodes + (z0 + z) * 32)));
+    ORDO_UNROLL
     for (int m = 0; m < MX; ++m) {
       const int64_t mb = (m0 + m) * nb + b;
       const __m512i corr = _mm512_slli_epi32(_mm512_set1_epi32(in.s[mb]), Q4 ? 3 : 7);  // · 8 or · 128
       const __m512 dx = _mm512_set1_ps(in.d[mb]);
+      ORDO_UNROLL
       for (int z = 0; z < NZ; ++z) {
         const __m512 s = _mm512_mul_ps(dw[z], dx);
         acc[m][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(ia[m][z], corr)), s, acc[m][z]);
       }
     }
   }
-  for (int m = 0; m < MX; ++m)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y + m * ldy + 16 * z, acc[m][z]);
+  }
 }
 
 // One row (decode) × NS whole panels P[s] read side by side (outputs y[s]) over blocks [b0, b1):
@@ -237,6 +257,7 @@ ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64
   constexpr int32_t kCorr = Q4 ? 8 : 128;
   constexpr int NZ = 4 * NS;  // slice z: panel z / 4, its 16 rows (z % 4) · 16
   __m512 acc[NZ];
+  ORDO_UNROLL
   for (int z = 0; z < NZ; ++z) acc[z] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y[z / 4] + 16 * (z % 4));
   const __m512i lo4 = _mm512_set1_epi8(0x0F);
   // Q4_0 only: each of its lines carries twice the arithmetic of a Q8_0 line, and the hardware
@@ -252,10 +273,13 @@ ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64
       }
     const int8_t* xb = in.q.data() + b * kB;
     __m512i ia[NZ];
+    ORDO_UNROLL
     for (auto& v : ia) v = _mm512_set1_epi32(-kCorr * in.s[b]);
     if constexpr (Q4) {
+      ORDO_UNROLL
       for (int h = 0; h < 4; ++h) {
         const __m512i xl = _mm512_set1_epi32(load4(xb + 4 * h)), xh = _mm512_set1_epi32(load4(xb + 16 + 4 * h));
+        ORDO_UNROLL
         for (int z = 0; z < NZ; ++z) {
           const __m512i v = _mm512_loadu_si512(P[z / 4] + b * kStride + h * 4 * kP + (z % 4) * 64);
           ia[z] = _mm512_dpbusd_epi32(ia[z], _mm512_and_si512(v, lo4), xl);
@@ -263,20 +287,24 @@ ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64
         }
       }
     } else {
+      ORDO_UNROLL
       for (int g = 0; g < 8; ++g) {
         const __m512i xv = _mm512_set1_epi32(load4(xb + 4 * g));
+        ORDO_UNROLL
         for (int z = 0; z < NZ; ++z)
           ia[z] =
               _mm512_dpbusd_epi32(ia[z], _mm512_loadu_si512(P[z / 4] + b * kStride + g * 4 * kP + (z % 4) * 64), xv);
       }
     }
     const __m512 dx = _mm512_set1_ps(in.d[b]);
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) {
       const __m512 dw = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P[z / 4] + b * kStride + kCodes + (z % 4) * 32)));
       acc[z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[z]), _mm512_mul_ps(dw, dx), acc[z]);
     }
   }
+  ORDO_UNROLL
   for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(y[z / 4] + 16 * (z % 4), acc[z]);
 }
 
@@ -410,42 +438,58 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
     [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));                                \
     const __m256i lo4 = _mm256_set1_epi8(0x0F);                                                                     \
     __m256 acc[MX][NZ];                                                                                             \
-    for (int m = 0; m < MX; ++m)                                                                                    \
+    ORDO_UNROLL                                                                                                     \
+    for (int m = 0; m < MX; ++m) {                                                                                  \
+      ORDO_UNROLL                                                                                                   \
       for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);  \
+    }                                                                                                               \
     for (int64_t b = b0; b < b1; ++b) {                                                                             \
       const uint8_t* B = P + b * kStride;                                                                           \
       const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                          \
       __m256i ia[MX][NZ];                                                                                           \
-      for (int m = 0; m < MX; ++m)                                                                                  \
+      ORDO_UNROLL                                                                                                   \
+      for (int m = 0; m < MX; ++m) {                                                                                \
+        ORDO_UNROLL                                                                                                 \
         for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
+      }                                                                                                             \
       if constexpr (Q4) {                                                                                           \
+        ORDO_UNROLL                                                                                                 \
         for (int h = 0; h < 4; ++h) {                                                                               \
           __m256i wl[NZ], wh[NZ];                                                                                   \
+          ORDO_UNROLL                                                                                               \
           for (int z = 0; z < NZ; ++z) {                                                                            \
             const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + (z0 + z) * 32)); \
             wl[z] = _mm256_and_si256(v, lo4);                                                                       \
             wh[z] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);                                                 \
           }                                                                                                         \
+          ORDO_UNROLL                                                                                               \
           for (int m = 0; m < MX; ++m) {                                                                            \
             const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                     \
             const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                \
+            ORDO_UNROLL                                                                                             \
             for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q4(DOT_Q4(ia[m][z], wl[z], xl), wh[z], xh);                 \
           }                                                                                                         \
         }                                                                                                           \
       } else {                                                                                                      \
+        ORDO_UNROLL                                                                                                 \
         for (int g = 0; g < 8; ++g) {                                                                               \
           __m256i w[NZ];                                                                                            \
+          ORDO_UNROLL                                                                                               \
           for (int z = 0; z < NZ; ++z)                                                                              \
             w[z] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + (z0 + z) * 32));            \
+          ORDO_UNROLL                                                                                               \
           for (int m = 0; m < MX; ++m) {                                                                            \
             const __m256i xv = _mm256_set1_epi32(load4(xb + m * in.K + 4 * g));                                     \
+            ORDO_UNROLL                                                                                             \
             for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q8(ia[m][z], w[z], xv);                                     \
           }                                                                                                         \
         }                                                                                                           \
       }                                                                                                             \
+      ORDO_UNROLL                                                                                                   \
       for (int z = 0; z < NZ; ++z) {                                                                                \
         const __m256 dw =                                                                                           \
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));         \
+        ORDO_UNROLL                                                                                                 \
         for (int m = 0; m < MX; ++m) {                                                                              \
           const int64_t mb = (m0 + m) * nb + b;                                                                     \
           const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                             \
@@ -453,8 +497,11 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
         }                                                                                                           \
       }                                                                                                             \
     }                                                                                                               \
-    for (int m = 0; m < MX; ++m)                                                                                    \
+    ORDO_UNROLL                                                                                                     \
+    for (int m = 0; m < MX; ++m) {                                                                                  \
+      ORDO_UNROLL                                                                                                   \
       for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);                                \
+    }                                                                                                               \
   }
 
 ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_DOT_AVX2_Q4, ORDO_DOT_AVX2_Q8, 0)
@@ -475,6 +522,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
   constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4), kAhead = 2;
   const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0x0F);
   [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  ORDO_UNROLL
   for (int z = 0; z < 8; ++z) _mm256_storeu_ps(y + 8 * z, _mm256_setzero_ps());
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* B = P + b * kStride;
@@ -485,9 +533,12 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
     __m256i ia[8];
     if constexpr (Q4) {
       __m256i t[8];
+      ORDO_UNROLL
       for (auto& v : t) v = _mm256_setzero_si256();
+      ORDO_UNROLL
       for (int h = 0; h < 4; ++h) {
         const __m256i xl = _mm256_set1_epi32(load4(xb + 4 * h)), xh = _mm256_set1_epi32(load4(xb + 16 + 4 * h));
+        ORDO_UNROLL
         for (int z = 0; z < 8; ++z) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + z * 32));
           t[z] = _mm256_add_epi16(t[z], _mm256_maddubs_epi16(_mm256_and_si256(v, lo4), xl));
@@ -495,17 +546,22 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
         }
       }
       const __m256i corr = _mm256_set1_epi32(-8 * in.s[b]);
+      ORDO_UNROLL
       for (int z = 0; z < 8; ++z) ia[z] = _mm256_add_epi32(corr, _mm256_madd_epi16(t[z], ones));
     } else {
+      ORDO_UNROLL
       for (auto& v : ia) v = _mm256_setzero_si256();
+      ORDO_UNROLL
       for (int g = 0; g < 8; ++g) {
         const __m256i xv = _mm256_set1_epi32(load4(xb + 4 * g));
+        ORDO_UNROLL
         for (int z = 0; z < 8; ++z)
           ia[z] = ORDO_DOT_AVX2_Q8(ia[z], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + z * 32)),
                                    xv);
       }
     }
     const __m256 dx = _mm256_set1_ps(in.d[b]);
+    ORDO_UNROLL
     for (int z = 0; z < 8; ++z) {
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + z * 16)));
       _mm256_storeu_ps(y + 8 * z,

@@ -113,30 +113,36 @@ inline __m256 load8(const typename L::T* p) {
 // y[m][c] (c in [0, 8·NZ)) = the FMA chain over k of P[k][c] · x[m][k], for MX rows, over the
 // columns [k0, k1): the chains start from +0 at k0 = 0 and otherwise go on from y, so a chunk at a
 // time gives the bits of one pass. P and y point at the tile's first column. [ahead, ahead_end) is
-// requested into L1 as the tile goes, a line per k (see tile_512). Always inlined: GCC 12 compiled
-// the 6-row tile out of line with every accumulator stored to the stack on every k, which halved a
-// 512-token F32 prompt on a Zen 3 (600 → 300 tok/s); inlined, the loops keep them in registers.
+// requested into L1 as the tile goes, a line per k (see tile_512).
 template <class L, int MX, int NZ>
-[[gnu::always_inline]] inline void tile_avx2(const float* x, int64_t K, int64_t k0, int64_t k1, const typename L::T* P,
-                                             float* y, int64_t ldy, const char* ahead = nullptr,
-                                             const char* ahead_end = nullptr) {
+void tile_avx2(const float* x, int64_t K, int64_t k0, int64_t k1, const typename L::T* P, float* y, int64_t ldy,
+               const char* ahead = nullptr, const char* ahead_end = nullptr) {
   __m256 acc[MX][NZ];
-  for (int m = 0; m < MX; ++m)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) acc[m][z] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);
+  }
   for (int64_t k = k0; k < k1; ++k) {
     if (ahead < ahead_end) {
       _mm_prefetch(ahead, _MM_HINT_T0);
       ahead += 64;
     }
     __m256 w[NZ];
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) w[z] = load8<L>(P + k * kP + 8 * z);
+    ORDO_UNROLL
     for (int m = 0; m < MX; ++m) {
       const __m256 xv = _mm256_broadcast_ss(x + m * K + k);
+      ORDO_UNROLL
       for (int z = 0; z < NZ; ++z) acc[m][z] = _mm256_fmadd_ps(w[z], xv, acc[m][z]);
     }
   }
-  for (int m = 0; m < MX; ++m)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);
+  }
 }
 
 // I8 rows of one column block [c, c + 8·NZ): int32 lanes of vpmaddwd over the column pairs
@@ -145,23 +151,32 @@ template <int MX, int NZ>
 void block_i8_avx2(const Pair32* xq2, int64_t ldx2, int64_t q0, int64_t q1, const int8_t* P, float* y, int64_t ldy,
                    bool first) {
   __m256i acc[MX][NZ];
-  for (auto& a : acc)
+  ORDO_UNROLL
+  for (auto& a : acc) {
+    ORDO_UNROLL
     for (auto& v : a) v = _mm256_setzero_si256();
+  }
   for (int64_t q = q0; q < q1; ++q) {
     __m256i w[NZ];
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z)
       w[z] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(P + q * 2 * kP + 16 * z)));
+    ORDO_UNROLL
     for (int m = 0; m < MX; ++m) {
       const __m256i xv = _mm256_set1_epi32(xq2[m * ldx2 + q]);
+      ORDO_UNROLL
       for (int z = 0; z < NZ; ++z) acc[m][z] = _mm256_add_epi32(acc[m][z], _mm256_madd_epi16(w[z], xv));
     }
   }
-  for (int m = 0; m < MX; ++m)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
     for (int z = 0; z < NZ; ++z) {
       float* o = y + m * ldy + 8 * z;
       const __m256 prev = first ? _mm256_setzero_ps() : _mm256_loadu_ps(o);
       _mm256_storeu_ps(o, _mm256_add_ps(prev, _mm256_cvtepi32_ps(acc[m][z])));
     }
+  }
 }
 
 template <int MX, int NZ>
@@ -199,28 +214,42 @@ ORDO_PANEL512 void tile_512(const float* x, int64_t K, int64_t k0, int64_t k1, c
                             float* const* y, int64_t ldy, const char* ahead = nullptr,
                             const char* ahead_end = nullptr) {
   __m512 acc[MX][NS][4];
-  for (int m = 0; m < MX; ++m)
-    for (int s = 0; s < NS; ++s)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
+    for (int s = 0; s < NS; ++s) {
+      ORDO_UNROLL
       for (int z = 0; z < 4; ++z)
         acc[m][s][z] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y[s] + m * ldy + 16 * z);
+    }
+  }
   for (int64_t k = k0; k < k1; ++k) {
     if (ahead < ahead_end) {
       _mm_prefetch(ahead, _MM_HINT_T0);
       _mm_prefetch(ahead + 64, _MM_HINT_T0);
       ahead += 128;
     }
+    ORDO_UNROLL
     for (int s = 0; s < NS; ++s) {
       __m512 w[4];
+      ORDO_UNROLL
       for (int z = 0; z < 4; ++z) w[z] = load16<L>(P[s] + k * kP + 16 * z);
+      ORDO_UNROLL
       for (int m = 0; m < MX; ++m) {
         const __m512 xv = _mm512_set1_ps(x[m * K + k]);
+        ORDO_UNROLL
         for (int z = 0; z < 4; ++z) acc[m][s][z] = _mm512_fmadd_ps(w[z], xv, acc[m][s][z]);
       }
     }
   }
-  for (int m = 0; m < MX; ++m)
-    for (int s = 0; s < NS; ++s)
+  ORDO_UNROLL
+  for (int m = 0; m < MX; ++m) {
+    ORDO_UNROLL
+    for (int s = 0; s < NS; ++s) {
+      ORDO_UNROLL
       for (int z = 0; z < 4; ++z) _mm512_storeu_ps(y[s] + m * ldy + 16 * z, acc[m][s][z]);
+    }
+  }
 }
 
 #define ORDO_I8_512_NAME block_i8_512_vnni
