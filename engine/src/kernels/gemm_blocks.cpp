@@ -418,16 +418,22 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
 // Σ over 4-byte groups of u8 codes × s8 activations into int32 lanes: AVX2 has no vpdpbusd, so
 // vpmaddubsw (int16 pairs, no saturation: Q4 codes <= 15; Q8 as |w| × sign-moved x, <= 2·128·127)
 // then vpmaddwd by ones. Q8's AVX2 sum is Σ w·x itself (correction 0), the others Σ code·x.
-#define ORDO_DOT_AVX2_Q4(acc, w, x) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), ones))
+// A Q4 block goes in two steps: STEP adds a group's low and high codes' products into t, DONE adds
+// t to the int32 sum. On AVX2 t is int16 lanes (a block's 8 vpmaddubsw pairs: |Σ| <= 8·2·15·128 =
+// 30720) and DONE its one vpmaddwd: 9 multiplies per slice and block where there were 16.
+#define ORDO_Q4_STEP_AVX2(t, wl, xl, wh, xh) \
+  _mm256_add_epi16(t, _mm256_add_epi16(_mm256_maddubs_epi16(wl, xl), _mm256_maddubs_epi16(wh, xh)))
+#define ORDO_Q4_DONE_AVX2(acc, t) _mm256_add_epi32(acc, _mm256_madd_epi16(t, ones))
 #define ORDO_DOT_AVX2_Q8(acc, w, x)                                                                             \
   _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(_mm256_xor_si256(w, flip)),      \
                                                                _mm256_sign_epi8(x, _mm256_xor_si256(w, flip))), \
                                           ones))
-#define ORDO_DOT_VNNI_Q4(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
+#define ORDO_Q4_STEP_VNNI(t, wl, xl, wh, xh) _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(t, wl, xl), wh, xh)
+#define ORDO_Q4_DONE_VNNI(acc, t) _mm256_add_epi32(acc, t)
 #define ORDO_DOT_VNNI_Q8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
 
 // tile_512's 256-bit twin: NZ 8-row slices from slice z0.
-#define ORDO_TILE_256(NAME, ATTR, DOT_Q4, DOT_Q8, CORR_Q8)                                                          \
+#define ORDO_TILE_256(NAME, ATTR, Q4_STEP, Q4_DONE, DOT_Q8, CORR_Q8)                                                \
   template <bool Q4, int MX, int NZ>                                                                                \
   ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,  \
                  int64_t ldy, bool first) {                                                                         \
@@ -453,6 +459,12 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
         for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
       }                                                                                                             \
       if constexpr (Q4) {                                                                                           \
+        __m256i t[MX][NZ];                                                                                          \
+        ORDO_UNROLL                                                                                                 \
+        for (int m = 0; m < MX; ++m) {                                                                              \
+          ORDO_UNROLL                                                                                               \
+          for (int z = 0; z < NZ; ++z) t[m][z] = _mm256_setzero_si256();                                            \
+        }                                                                                                           \
         ORDO_UNROLL                                                                                                 \
         for (int h = 0; h < 4; ++h) {                                                                               \
           __m256i wl[NZ], wh[NZ];                                                                                   \
@@ -467,8 +479,13 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
             const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                     \
             const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                \
             ORDO_UNROLL                                                                                             \
-            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q4(DOT_Q4(ia[m][z], wl[z], xl), wh[z], xh);                 \
+            for (int z = 0; z < NZ; ++z) t[m][z] = Q4_STEP(t[m][z], wl[z], xl, wh[z], xh);                          \
           }                                                                                                         \
+        }                                                                                                           \
+        ORDO_UNROLL                                                                                                 \
+        for (int m = 0; m < MX; ++m) {                                                                              \
+          ORDO_UNROLL                                                                                               \
+          for (int z = 0; z < NZ; ++z) ia[m][z] = Q4_DONE(ia[m][z], t[m][z]);                                       \
         }                                                                                                           \
       } else {                                                                                                      \
         ORDO_UNROLL                                                                                                 \
@@ -504,8 +521,10 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
     }                                                                                                               \
   }
 
-ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_DOT_AVX2_Q4, ORDO_DOT_AVX2_Q8, 0)
-ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), ORDO_DOT_VNNI_Q4, ORDO_DOT_VNNI_Q8, 128)
+ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_Q4_STEP_AVX2, ORDO_Q4_DONE_AVX2,
+              ORDO_DOT_AVX2_Q8, 0)
+ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), ORDO_Q4_STEP_VNNI, ORDO_Q4_DONE_VNNI,
+              ORDO_DOT_VNNI_Q8, 128)
 
 // One row (decode) × one panel on AVX2: block after block, each read front to back (group by group,
 // its 8-row slices side by side), while the lines of the block two on are requested. The slices'
