@@ -415,6 +415,19 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
 
 // ---- AVX2 and AVX-VNNI (256-bit) ----------------------------------------------------------------------
 
+// t + a as links of a chain: the empty asm keeps GCC from reassociating a block's products into a
+// tree, whose partial sums outnumber the 16 registers (a 2-row tile stored 24-26 per block).
+__attribute__((target("avx2"))) inline __m256i ordo_chain16(__m256i t, __m256i a) {
+  t = _mm256_add_epi16(t, a);
+  asm("" : "+x"(t));
+  return t;
+}
+__attribute__((target("avx2"))) inline __m256i ordo_chain32(__m256i t, __m256i a) {
+  t = _mm256_add_epi32(t, a);
+  asm("" : "+x"(t));
+  return t;
+}
+
 // Σ over 4-byte groups of u8 codes × s8 activations into int32 lanes: AVX2 has no vpdpbusd, so
 // vpmaddubsw (int16 pairs, no saturation: Q4 codes <= 15; Q8 as |w| × sign-moved x, <= 2·128·127)
 // then vpmaddwd by ones. Q8's AVX2 sum is Σ w·x itself (correction 0), the others Σ code·x.
@@ -422,12 +435,12 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
 // t to the int32 sum. On AVX2 t is int16 lanes (a block's 8 vpmaddubsw pairs: |Σ| <= 8·2·15·128 =
 // 30720) and DONE its one vpmaddwd: 9 multiplies per slice and block where there were 16.
 #define ORDO_Q4_STEP_AVX2(t, wl, xl, wh, xh) \
-  _mm256_add_epi16(t, _mm256_add_epi16(_mm256_maddubs_epi16(wl, xl), _mm256_maddubs_epi16(wh, xh)))
+  ordo_chain16(ordo_chain16(t, _mm256_maddubs_epi16(wl, xl)), _mm256_maddubs_epi16(wh, xh))
 #define ORDO_Q4_DONE_AVX2(acc, t) _mm256_add_epi32(acc, _mm256_madd_epi16(t, ones))
-#define ORDO_DOT_AVX2_Q8(acc, w, x)                                                                             \
-  _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(_mm256_xor_si256(w, flip)),      \
-                                                               _mm256_sign_epi8(x, _mm256_xor_si256(w, flip))), \
-                                          ones))
+#define ORDO_DOT_AVX2_Q8(acc, w, x)                                                                         \
+  ordo_chain32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(_mm256_xor_si256(w, flip)),      \
+                                                           _mm256_sign_epi8(x, _mm256_xor_si256(w, flip))), \
+                                      ones))
 #define ORDO_Q4_STEP_VNNI(t, wl, xl, wh, xh) _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(t, wl, xl), wh, xh)
 #define ORDO_Q4_DONE_VNNI(acc, t) _mm256_add_epi32(acc, t)
 #define ORDO_DOT_VNNI_Q8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
@@ -459,12 +472,7 @@ ORDO_BLK512 void quantize_row_512(const float* x, int64_t nb, int8_t* q, float* 
         for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
       }                                                                                                             \
       if constexpr (Q4) {                                                                                           \
-        __m256i t[MX][NZ];                                                                                          \
-        ORDO_UNROLL                                                                                                 \
-        for (int m = 0; m < MX; ++m) {                                                                              \
-          ORDO_UNROLL                                                                                               \
-          for (int z = 0; z < NZ; ++z) t[m][z] = _mm256_setzero_si256();                                            \
-        }                                                                                                           \
+        __m256i t[MX][NZ] = {};                                                                                     \
         ORDO_UNROLL                                                                                                 \
         for (int h = 0; h < 4; ++h) {                                                                               \
           __m256i wl[NZ], wh[NZ];                                                                                   \
