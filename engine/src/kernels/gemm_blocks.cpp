@@ -568,8 +568,8 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
         ORDO_UNROLL
         for (int z = 0; z < 8; ++z) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + z * 32));
-          t[z] = _mm256_add_epi16(t[z], _mm256_maddubs_epi16(_mm256_and_si256(v, lo4), xl));
-          t[z] = _mm256_add_epi16(t[z], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4), xh));
+          t[z] =
+              ORDO_Q4_STEP_AVX2(t[z], _mm256_and_si256(v, lo4), xl, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4), xh);
         }
       }
       const __m256i corr = _mm256_set1_epi32(-8 * in.s[b]);
