@@ -3,8 +3,10 @@
 // types, misaligned data), each an ordo::Error naming the file and the field; GPT-2 vocabulary lists.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "../models/src/weights/gguf.hpp"
@@ -128,7 +130,7 @@ TEST(GgufReader, DequantisesQ8_0AndQ4_0) {
 
 TEST(GgufReader, TypesOrdoDoesNotReadAreNamed) {
   GgufBuilder b;
-  b.add_tensor("blk.0.ffn_down.weight", {256}, 12, std::string(144, '\0'));
+  b.add_tensor("blk.0.ffn_down.weight", {32}, 20, std::string(18, '\0'));  // IQ4_NL
   const std::string bytes = b.bytes();
   const GgufFile g = parse(bytes);
   try {
@@ -136,8 +138,50 @@ TEST(GgufReader, TypesOrdoDoesNotReadAreNamed) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "t.gguf: tensor 'blk.0.ffn_down.weight' has type Q4_K, which ordo does not read yet "
-                 "(it reads F32, F16, BF16, Q8_0 and Q4_0)");
+                 "t.gguf: tensor 'blk.0.ffn_down.weight' has type IQ4_NL, which ordo does not read yet "
+                 "(it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K-Q6_K)");
+  }
+}
+
+// Q4_1, Q5_0, Q5_1 and the k-quants Q2_K..Q6_K against llama.cpp's gguf-py (numpy, written apart
+// from ggml's C) on seeded random blocks (tests/data/gguf/ggml_decode.json, made by
+// tools/fixtures/make_ggml_decode_golden.py). As floats, and as a 2-D linear weight re-encoded as
+// Q8_0 blocks, within Q8_0's rounding of them.
+TEST(GgufReader, DecodesTheOtherBlockTypesAsGgufPy) {
+  std::ifstream f(std::string(ORDO_TEST_DATA) + "/gguf/ggml_decode.json");
+  ASSERT_TRUE(f) << "tests/data/gguf/ggml_decode.json";
+  const nlohmann::json golden = nlohmann::json::parse(f);
+  const std::map<std::string, uint32_t> types = {{"Q4_1", 3},  {"Q5_0", 6},  {"Q5_1", 7},  {"Q2_K", 10},
+                                                 {"Q3_K", 11}, {"Q4_K", 12}, {"Q5_K", 13}, {"Q6_K", 14}};
+  ASSERT_EQ(golden.at("types").size(), types.size());
+  for (const auto& [name, type] : types) {
+    SCOPED_TRACE(name);
+    const nlohmann::json& c = golden.at("types").at(name);
+    const std::string hex = c.at("bytes").get<std::string>();
+    std::string raw;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    const std::vector<float> want = c.at("values").get<std::vector<float>>();
+    const int64_t n = static_cast<int64_t>(want.size());
+    GgufBuilder b;
+    const auto un = static_cast<uint64_t>(n);
+    b.add_tensor("flat", {un}, type, raw);
+    b.add_tensor("rows", {un / 2, 2}, type, raw);  // two rows: a linear weight of 2 outputs
+    const std::string bytes = b.bytes();
+    const GgufFile g = parse(bytes);
+    const ordo::Tensor flat = g.tensor(g.tensors()[0]), blocks = g.tensor(g.tensors()[1], true);
+    ASSERT_EQ(flat.dtype, ordo::DType::F32);
+    ASSERT_EQ(blocks.dtype, ordo::DType::Q8_0);
+    const ordo::Tensor q8 = blocks.to_f32();
+    int exact = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(flat.f32()[i], want[i], 1e-6f * std::max(1.0f, std::fabs(want[i]))) << i;
+      exact += flat.f32()[i] == want[i];
+      float amax = 0;
+      for (int64_t j = i / 32 * 32; j < i / 32 * 32 + 32; ++j) amax = std::max(amax, std::fabs(want[j]));
+      // Half a step of d = amax / 127, plus |q| <= 127 times fp16's rounding of d (2^-11 of it).
+      EXPECT_LE(std::fabs(q8.f32()[i] - want[i]), (0.5f + 127.0f / 2048) * amax / 127.0f * 1.001f) << i;
+    }
+    EXPECT_GE(exact, n * 99 / 100) << "values differing from gguf-py's in the last bit";
   }
 }
 

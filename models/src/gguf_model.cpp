@@ -79,7 +79,7 @@ Tensor transposed(const Tensor& t) {
 
 nlohmann::json gguf_config(const GgufFile& g, const std::string& arch);  // gguf_config.cpp
 
-Loaded load_gguf(const std::string& path) {
+Loaded load_gguf(const std::string& path, bool decoded_as_f32) {
   const GgufFile g = GgufFile::open(path);
   const std::string arch = g.get_string("general.architecture");
   const bool llama = arch == "llama" || arch == "qwen2", gpt2 = arch == "gpt2";
@@ -90,19 +90,23 @@ Loaded load_gguf(const std::string& path) {
   const ArchNames& names = llama ? llama_names() : gpt2_names();
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::string> unsupported;
+  std::map<std::string, int> decoded_types;  // type name -> tensors
   for (const GgufTensorInfo& ti : g.tensors()) {
     const std::string hf = hf_name(names, ti.name);
     if (hf.empty())
       throw Error(path + ": tensor '" + ti.name + "' is not one ordo knows for architecture '" + arch + "'");
     const uint32_t t = ti.type;
-    if (t != kGgmlF32 && t != kGgmlF16 && t != kGgmlBF16 && t != kGgmlQ8_0 && t != kGgmlQ4_0) {
+    const bool decoded = ggml_type_decodable(t);
+    if (t != kGgmlF32 && t != kGgmlF16 && t != kGgmlBF16 && t != kGgmlQ8_0 && t != kGgmlQ4_0 && !decoded) {
       unsupported[hf] = path + ": tensor '" + ti.name + "' has type " + ggml_type_name(t) +
-                        ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0 and Q4_0)";
+                        ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 "
+                        "and Q2_K-Q6_K)";
       continue;
     }
     // Q8_0 / Q4_0 stay blocks (the family's linear weights run on the block kernels; what it reads
-    // as floats, embeddings for one, it dequantises).
-    Tensor x = g.tensor(ti, true);
+    // as floats, embeddings for one, it dequantises); the types ordo only decodes become Q8_0.
+    Tensor x = g.tensor(ti, !(decoded && decoded_as_f32));
+    if (decoded && !decoded_as_f32) ++decoded_types[ggml_type_name(t)];
     const bool q = hf.find("q_proj.weight") != std::string::npos, k = hf.find("k_proj.weight") != std::string::npos;
     if (arch == "llama" && (q || k) && x.ndim() == 2)
       x = gguf_rope_rows(x, cfg.at(q ? "num_attention_heads" : "num_key_value_heads").get<int64_t>(), false,
@@ -113,6 +117,13 @@ Loaded load_gguf(const std::string& path) {
   const std::string model_type = cfg.at("model_type").get<std::string>();
   const Family& fam = family_for(model_type, path);
   Loaded out;
+  if (!decoded_types.empty()) {
+    std::string list;
+    for (const auto& [name, count] : decoded_types)
+      list += (list.empty() ? "" : ", ") + std::to_string(count) + " " + name;
+    out.notes.push_back(path + ": tensors of types ordo has no kernels for (" + list +
+                        ") were decoded and run as Q8_0 (8.5 bits per weight), or F32 where read as floats");
+  }
   Weights w =
       Weights::from_tensors(path, "gguf v" + std::to_string(g.version()), std::move(tensors), std::move(unsupported),
                             {g.mapped_bytes().first, g.mapped_bytes().second, g.mapping()});

@@ -27,7 +27,7 @@ struct Model::Impl {
   GenerationConfig generation;
   std::shared_ptr<const ChatTemplate> chat;  // the directory's chat template, if any
   std::string chat_error;                    // why it could not be read (reported when chat is used)
-  std::vector<std::string> load_warnings;    // non-finite weights let through (allow_nonfinite)
+  std::vector<std::string> load_warnings;    // decoded GGUF types run as Q8_0; non-finite weights let through
 };
 
 namespace {
@@ -88,7 +88,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   set_num_threads(opts.threads);
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
-  Loaded l = load_dir(dir);
+  Loaded l = load_dir(dir, opts.dtype.has_value());
   impl->family = l.family;
   ModelSpec spec = std::move(l.spec);
   GenerationFiles gen = read_generation_files(dir);
@@ -122,7 +122,8 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   convert_weights(spec, dtype, release, !opts.dtype);
   pack_panels(spec, release);
   check.finish();
-  impl->load_warnings = std::move(check.warnings);
+  impl->load_warnings = std::move(l.notes);
+  impl->load_warnings.insert(impl->load_warnings.end(), check.warnings.begin(), check.warnings.end());
   file_pages.release_all();  // what packing read again of a page two weights share
   l = Loaded{};              // the file's own tensor list: the spec keeps the mapping alive as far as it borrows it
   impl->engine = std::make_unique<Transformer>(std::move(spec), opts.backend);

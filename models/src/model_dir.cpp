@@ -40,9 +40,9 @@ void build_into(Loaded& out, const Family& fam, FamilyContext& ctx) {
   out.weights = std::make_shared<Weights>(ctx.weights());
 }
 
-Loaded load_dir(const std::string& dir) {
+Loaded load_dir(const std::string& dir, bool decoded_as_f32) {
   const fs::path d(dir);
-  if (is_gguf_file(dir)) return load_gguf(dir);
+  if (is_gguf_file(dir)) return load_gguf(dir, decoded_as_f32);
   if (!fs::is_directory(d)) throw Error(dir + ": not a model directory");
   const fs::path config_path = d / "config.json";
   if (!fs::exists(config_path))

@@ -19,13 +19,16 @@ struct Loaded {
   std::vector<std::pair<std::string, const void*>> linear_names;  // FamilyContext::linear_names()
   std::vector<std::string> fetched_names;                         // FamilyContext::fetched_names()
   std::shared_ptr<Weights> weights;
+  std::vector<std::string> notes;  // said to the user at load (Model::load_warnings)
 };
 
 // Errors name the directory or file and what is missing or unsupported. `dir` may also be a GGUF
 // file (load_gguf).
-Loaded load_dir(const std::string& dir);
-// A GGUF file (llama, qwen2 or gpt2) read as a model directory (gguf_model.cpp).
-Loaded load_gguf(const std::string& path);
+Loaded load_dir(const std::string& dir, bool decoded_as_f32 = false);
+// A GGUF file (llama, qwen2 or gpt2) read as a model directory (gguf_model.cpp). Linear weights
+// of a type ordo only decodes (ggml_type_decodable: Q4_K, Q6_K...) become Q8_0 blocks, or, with
+// decoded_as_f32 (a dtype was asked for, which they are then converted to), exact F32.
+Loaded load_gguf(const std::string& path, bool decoded_as_f32 = false);
 
 // The family serving model_type; an Error naming `where` and the known types otherwise.
 const Family& family_for(const std::string& model_type, const std::string& where);

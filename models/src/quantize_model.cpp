@@ -45,7 +45,7 @@ int quantize_model(const std::string& in_dir, const std::string& out_dir, DType 
 namespace {
 
 int quantize_into(const std::string& in_dir, const OutputDir& dest, DType dtype, const QuantizeProgress& progress) {
-  Loaded l = load_dir(in_dir);
+  Loaded l = load_dir(in_dir, true);       // a GGUF file's Q4_K, Q6_K... as exact floats, then quantized once
   check_weights(l, l.spec, dtype, false);  // a NaN, Inf or F16 overflow is refused, not written
   const fs::path in(in_dir), out(dest.path());
   std::error_code ec;

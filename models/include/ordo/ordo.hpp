@@ -142,7 +142,9 @@ class Model {
   const std::string& dir() const;
   const std::string& family() const;  // the family file that built it ("llama", "gpt2", ...)
   // What load() let through with ModelOptions::allow_nonfinite: one line per tensor holding NaN or
-  // Inf (file, tensor, first index and value). Empty for a clean model.
+  // Inf (file, tensor, first index and value); and, without ModelOptions::dtype, a line for a GGUF
+  // file whose tensors of types ordo has no kernels for (Q4_K, Q6_K...) it decoded and runs as
+  // Q8_0. Empty for a clean model in a type ordo runs as stored.
   const std::vector<std::string>& load_warnings() const;
   const ModelSpec& spec() const;
   const Transformer& engine() const;

@@ -23,7 +23,7 @@ class Weights {
   // The first of model.safetensors, model.safetensors.index.json, pytorch_model.bin and
   // pytorch_model.bin.index.json in `dir` (Hugging Face's order of preference). With none, an Error
   // naming the four and the files the directory does hold. A GGUF file instead of a directory: its
-  // tensors under Hugging Face's names, as the model is built from them (Q8_0/Q4_0 dequantised).
+  // tensors under Hugging Face's names, as the model is built from them (block types decoded to F32).
   static Weights open_dir(const std::string& dir);
   // One weights file: safetensors, or a PyTorch zip checkpoint (recognised by its content).
   static Weights open_file(const std::string& path);

@@ -17,11 +17,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "GGUF is read as little
 
 namespace ordo {
 
-// gguf_tensors.cpp: elements per block of a ggml type, and the bytes n elements take (0 when
-// ordo does not know the type's block size).
-uint64_t ggml_type_block(uint32_t type);
-uint64_t ggml_type_bytes(uint32_t type, uint64_t n);
-
 namespace {
 
 constexpr int kMaxArrayDepth = 4;  // arrays of arrays: ggml writes none; a bound against recursion

@@ -55,11 +55,28 @@ enum GgmlType : uint32_t {
   kGgmlF32 = 0,
   kGgmlF16 = 1,
   kGgmlQ4_0 = 2,
+  kGgmlQ4_1 = 3,
+  kGgmlQ5_0 = 6,
+  kGgmlQ5_1 = 7,
   kGgmlQ8_0 = 8,
+  kGgmlQ2_K = 10,
+  kGgmlQ3_K = 11,
+  kGgmlQ4_K = 12,
+  kGgmlQ5_K = 13,
+  kGgmlQ6_K = 14,
   kGgmlBF16 = 30,
 };
 // ggml's name of a tensor type ("Q4_K"), or "" for a number ggml does not define.
 std::string ggml_type_name(uint32_t type);
+// Elements per block of a type, and the bytes of n elements (n a multiple of the block); 0 for a
+// type ordo does not know the layout of.
+uint64_t ggml_type_block(uint32_t type);
+uint64_t ggml_type_bytes(uint32_t type, uint64_t n);
+// Types ordo decodes to floats without kernels of its own (ggml_decode.cpp): Q4_1, Q5_0, Q5_1,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+bool ggml_type_decodable(uint32_t type);
+// n elements (whole blocks) of a decodable type at src, as floats, as llama.cpp dequantizes them.
+void ggml_decode(uint32_t type, const unsigned char* src, int64_t n, float* out);
 
 struct GgufTensorInfo {
   std::string name;

@@ -1,5 +1,6 @@
 // ggml's tensor types (names, block sizes) and a GGUF tensor's bytes turned into an ordo Tensor:
-// F32/F16/BF16 as stored, Q8_0 and Q4_0 as engine block tensors or dequantised to F32.
+// F32/F16/BF16 as stored, Q8_0 and Q4_0 as engine block tensors or dequantised to F32, the other
+// types ordo decodes (ggml_decode.cpp) as F32 or, for a linear weight, re-encoded as Q8_0.
 #include <cstring>
 
 #include "gguf.hpp"
@@ -70,9 +71,20 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
       (info.type == kGgmlQ8_0 ? dequantize_q8_0 : dequantize_q4_0)(src, static_cast<int64_t>(n), out.f32());
       return out;
     }
-    default:
-      throw Error(path_ + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
-                  ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0 and Q4_0)");
+    default: {
+      if (!ggml_type_decodable(info.type))
+        throw Error(path_ + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
+                    ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 "
+                    "and Q2_K-Q6_K)");
+      Tensor f = Tensor::uninitialized(t.shape, DType::F32);
+      ggml_decode(info.type, src, static_cast<int64_t>(n), f.f32());
+      if (!keep_blocks || t.ndim() != 2 || t.dim(1) % kQuantBlock != 0) return f;
+      // No kernels for this type: a linear weight runs as Q8_0 blocks, whose rounding (at most half
+      // of a 1/127 step of each 32 values' largest) is far below the type's own.
+      Tensor q = Tensor::uninitialized(t.shape, DType::Q8_0);
+      quantize_q8_0(f.f32(), static_cast<int64_t>(n), static_cast<uint8_t*>(q.data));
+      return q;
+    }
   }
 }
 
