@@ -1,7 +1,8 @@
-// GGUF models held to llama.cpp (tests/data/gguf, made by tools/fixtures/make_gguf_fixtures.sh):
-// greedy ids equal llama.cpp's on its own F32, Q8_0 and Q4_0 files, the F32 file's logits equal
-// the safetensors model's (and llama.cpp's), position overrides act as on safetensors, the stored
-// tokenizer equals the directory's, and `-m FILE.gguf` works on the command line.
+// GGUF models held to llama.cpp (tests/data/gguf, made by tools/fixtures/make_gguf_fixtures.sh and
+// make_gguf_kquant_fixtures.sh): greedy ids equal llama.cpp's on its own F32, Q8_0, Q4_0 and
+// Q4_K_M files, the F32 file's logits equal the safetensors model's (and llama.cpp's), position
+// overrides act as on safetensors, the stored tokenizer equals the directory's, and `-m FILE.gguf`
+// works on the command line.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,14 +52,12 @@ std::vector<int32_t> prompt_ids(size_t i) { return reference()["f32"][i]["prompt
 // a step where llama.cpp's pick is within 1e-3 of ordo's best logit (the fixtures' rule,
 // tests/data/fixtures/README.md). Q8_0 and Q4_0 files run as stored, on the W8A8 / W4A8 block
 // kernels that round the activations to 8 bits per 32-element block as llama.cpp's matmuls do.
-void expect_llama_cpp_greedy(const std::string& type, bool near_ties) {
-  const Model m = load(file(type));
-  const json& cases = reference()[type];
+void expect_greedy(const Model& m, const json& cases, int n_new, bool near_ties, float tie = 1e-3f) {
   ASSERT_EQ(cases.size(), 3u);
   for (const json& c : cases) {
-    SCOPED_TRACE(type + " prompt " + c["prompt"].dump());
+    SCOPED_TRACE("prompt " + c["prompt"].dump());
     ordo::GenerateParams p;
-    p.max_new_tokens = reference()["n_new"].get<int>();
+    p.max_new_tokens = n_new;
     const auto want = c["greedy"].get<std::vector<int32_t>>();
     const ordo::GenerateResult r = m.generate_ids(c["prompt"].get<std::vector<int32_t>>(), p, nullptr, true);
     ASSERT_FALSE(r.ids.empty());
@@ -71,10 +70,15 @@ void expect_llama_cpp_greedy(const std::string& type, bool near_ties) {
       const float* l = r.step_logits.at(k).f32();
       EXPECT_TRUE(near_ties) << "step " << k << ": ordo " << r.ids[k] << ", llama.cpp " << want[k];
       EXPECT_GE(k, 8u) << "parted early";
-      EXPECT_LT(l[r.ids[k]] - l[want[k]], 1e-3f) << "step " << k << " is no near-tie";
+      EXPECT_LT(l[r.ids[k]] - l[want[k]], tie) << "step " << k << " is no near-tie";
       break;  // the sequences differ from here on
     }
   }
+}
+
+void expect_llama_cpp_greedy(const std::string& type, bool near_ties) {
+  SCOPED_TRACE(type);
+  expect_greedy(load(file(type)), reference()[type], reference()["n_new"].get<int>(), near_ties);
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -114,6 +118,46 @@ TEST(GgufLlamaCpp, F32LogitsEqualSafetensorsAndLlamaCpp) {
   for (const json& row : ref)
     for (const json& v : row) flat.push_back(v.get<float>());
   expect_within_bound(lg, Tensor::from(lg.shape, flat));
+}
+
+// A Q4_K_M file (13 Q4_K and 3 Q6_K tensors) made by llama.cpp's quantizer from a random llama
+// whose rows are 256 wide (tools/fixtures/make_gguf_kquant_fixtures.sh). With --dtype f32 ordo
+// computes on its own decoding of the blocks: the greedy ids equal llama.cpp's on an F32 copy that
+// gguf-py decoded, and so do the first prompt's logits within the fixtures' bound.
+TEST(GgufKQuants, F32RunEqualsLlamaCppOnGgufPysDecoding) {
+  const json ref = read_json(kGguf + "/synth-q4_k_m.json");
+  ModelOptions o;
+  o.dtype = ordo::DType::F32;
+  const Model m = load(kGguf + "/synth-q4_k_m.gguf", o);
+  EXPECT_TRUE(m.load_warnings().empty());  // a dtype was asked for: nothing to say
+  expect_greedy(m, ref["decoded_f32"], ref["n_new"].get<int>(), false);
+  const std::vector<int32_t> ids = ref["decoded_f32"][0]["prompt"].get<std::vector<int32_t>>();
+  const Tensor lg = m.forward(ids).logits;
+  const json logits = read_json(kGguf + "/synth-q4_k_m-decoded.logits.json");
+  ASSERT_EQ(logits.size(), ids.size());
+  std::vector<float> flat;
+  for (const json& row : logits)
+    for (const json& v : row) flat.push_back(v.get<float>());
+  expect_within_bound(lg, Tensor::from(lg.shape, flat));
+}
+
+// Without --dtype the k-quant linears run as Q8_0 blocks (ordo has no k-quant kernels), and the
+// load says so. Q8_0's rounding of the decoded values, and the activations' 8-bit rounding, leave
+// the ids equal to llama.cpp's on the Q4_K_M file, or parting late at a near tie (measured: the
+// second prompt parts at step 22 of 24, where ordo's pick leads llama.cpp's by 1.2e-3).
+TEST(GgufKQuants, DefaultRunIsQ8_0AndFollowsLlamaCpp) {
+  const json ref = read_json(kGguf + "/synth-q4_k_m.json");
+  const Model m = load(kGguf + "/synth-q4_k_m.gguf");
+  ASSERT_EQ(m.load_warnings().size(), 1u);
+  EXPECT_EQ(m.load_warnings()[0], kGguf +
+                                      "/synth-q4_k_m.gguf: tensors of types ordo has no kernels for (13 Q4_K, 3 "
+                                      "Q6_K) were decoded and run as Q8_0 (8.5 bits per weight), or F32 where read "
+                                      "as floats");
+  for (const ordo::Layer& l : m.spec().decoder.layers) {
+    EXPECT_EQ(l.self_attn.q.weight.dtype, ordo::DType::Q8_0);  // a Q4_K tensor
+    EXPECT_EQ(l.ffn.down.weight.dtype, ordo::DType::Q8_0);     // Q4_K in layer 0, Q6_K in layer 1
+  }
+  expect_greedy(m, ref["q4_k_m"], ref["n_new"].get<int>(), true, 5e-3f);
 }
 
 TEST(GgufModel, ReadsHyperparametersFromMetadata) {
