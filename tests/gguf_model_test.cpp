@@ -160,6 +160,39 @@ TEST(GgufKQuants, DefaultRunIsQ8_0AndFollowsLlamaCpp) {
   expect_greedy(m, ref["q4_k_m"], ref["n_new"].get<int>(), true, 5e-3f);
 }
 
+// A K-quant block whose fp16 scale is Inf (a corrupt file) decodes to non-finite values: the load
+// names the tensor and the first bad element, under its Hugging Face name and row order (ggml's
+// row 3 of q_proj is Hugging Face's 33 once the RoPE rows are put back), run as Q8_0 or as F32.
+TEST(GgufKQuants, APoisonedBlockIsANamedErrorAtLoad) {
+  const std::string src = kGguf + "/synth-q4_k_m.gguf";
+  std::ifstream in(src, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const ordo::GgufFile g = ordo::GgufFile::open(src);
+  uint64_t at = 0;
+  for (const ordo::GgufTensorInfo& t : g.tensors())
+    if (t.name == "blk.0.attn_q.weight") {
+      ASSERT_EQ(t.type, 12u);                     // Q4_K: 144-byte blocks, one per row of 256
+      at = g.data_offset() + t.offset + 3 * 144;  // row 3's block; its d comes first
+    }
+  ASSERT_GT(at, 0u);
+  bytes.replace(static_cast<size_t>(at), 2, std::string("\x00\x7c", 2));  // fp16 +Inf
+  const std::string path = ordo::test::make_temp_dir("gguf_poison") + "/poison.gguf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  for (const bool f32 : {false, true}) {
+    ModelOptions o;
+    if (f32) o.dtype = ordo::DType::F32;
+    try {
+      load(path, o);
+      ADD_FAILURE() << "loaded";
+    } catch (const ordo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": tensor 'model.layers.0.self_attn.q_proj.weight' holds NaN at "
+                                                  "[33, 0] (256 of its 65536 values are not finite)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(GgufModel, ReadsHyperparametersFromMetadata) {
   const Model g = load(file("q8_0"));
   const ordo::ModelSpec& s = g.spec();
