@@ -346,21 +346,22 @@ TEST(GgufCli, RunAndInspectTakeQuantizedFiles) {
 }
 
 TEST(GgufModelErrors, TypesOrdoDoesNotReadAreNamedAtLoad) {
-  // The F32 fixture with blk.0.attn_q.weight's type changed to Q5_0 (its bytes then fit the file).
+  // The F32 fixture with blk.0.attn_q.weight's type changed to IQ4_NL, an i-quant ordo does not
+  // decode (its bytes then fit the file).
   std::ifstream in(file("f32"), std::ios::binary);
   std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string name = "blk.0.attn_q.weight";
   const size_t at = b.find(name) + name.size() + 4 + 16;
-  const uint32_t q5_0 = 6;
-  std::memcpy(&b[at], &q5_0, 4);
-  const std::string path = ordo::test::make_temp_dir("gguf") + "/q5.gguf";
+  const uint32_t iq4_nl = 20;
+  std::memcpy(&b[at], &iq4_nl, 4);
+  const std::string path = ordo::test::make_temp_dir("gguf") + "/iq4_nl.gguf";
   std::ofstream(path, std::ios::binary) << b;
   try {
     load(path);
     ADD_FAILURE() << "no error";
   } catch (const ordo::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ": tensor 'blk.0.attn_q.weight' has type Q5_0, which ordo does "
-                                                "not read yet"),
+    EXPECT_NE(std::string(e.what()).find(path + ": tensor 'blk.0.attn_q.weight' has type IQ4_NL, which ordo "
+                                                "does not read yet"),
               std::string::npos)
         << e.what();
   }
