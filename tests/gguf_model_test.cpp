@@ -156,7 +156,11 @@ TEST(GgufKQuants, DefaultRunIsQ8_0AndFollowsLlamaCpp) {
   for (const ordo::Layer& l : m.spec().decoder.layers) {
     EXPECT_EQ(l.self_attn.q.weight.dtype, ordo::DType::Q8_0);  // a Q4_K tensor
     EXPECT_EQ(l.ffn.down.weight.dtype, ordo::DType::Q8_0);     // Q4_K in layer 0, Q6_K in layer 1
+    // The decoded copies were freed once packed: the panels are the model's only copy.
+    EXPECT_TRUE(l.self_attn.q.weight.empty());
+    EXPECT_TRUE(l.ffn.down.weight.empty());
   }
+  EXPECT_TRUE(m.spec().lm_head.weight.empty());
   expect_greedy(m, ref["q4_k_m"], ref["n_new"].get<int>(), true, 5e-3f);
 }
 

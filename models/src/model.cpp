@@ -117,6 +117,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
   const WeightDone release = [&](const Tensor& source) {
     check.check_source(source);
     file_pages.release(source);
+    l.weights->release_values(source);  // a decoded copy (GGUF K-quants): freed with the spec's hold
   };
   // Without --dtype, a GGUF file's Q8_0 / Q4_0 layers run as stored (as llama.cpp runs them).
   convert_weights(spec, dtype, release, !opts.dtype);

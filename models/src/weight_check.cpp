@@ -75,6 +75,7 @@ void WeightCheck::check_tensor(const std::string& name) {
   if (!checked_.insert(name).second) return;
   const Weights& w = *l_.weights;
   const Tensor& t = w.get(name);
+  if (!t.data) return;  // let go by Weights::release_values, which the loader calls after check_source
   const int64_t i = first_nonfinite(t);
   if (i < 0) return;
   const std::string what = where(w, name) + " holds " + value_str(element_as_f32(t, i)) + " at " +

@@ -50,6 +50,11 @@ class Weights {
   const std::string& file_of(const std::string& name) const;
   std::vector<std::string> names() const;  // the readable tensors, sorted
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
+  // Lets go of this object's hold on the values of `t` (a tensor get() returned) when they are not
+  // borrowed from a file's mapping (a GGUF K-quant tensor decoded at load): its entry keeps name,
+  // shape and dtype, with no data. For a loader done with them (converted or packed elsewhere), so
+  // the values are freed once nothing else holds them. Anything else: no effect.
+  void release_values(const Tensor& t);
   // Tensors ordo cannot read, with why (e.g. an int64 buffer in a .bin): name -> message.
   const std::map<std::string, std::string>& unsupported() const { return unsupported_; }
   // The safetensors "__metadata__" (of the first shard); {"format": "pt"} for PyTorch files.

@@ -2,6 +2,7 @@
 // F32/F16/BF16 as stored, Q8_0 and Q4_0 as engine block tensors or dequantised to F32, the other
 // types ordo decodes (ggml_decode.cpp) as F32 or, for a linear weight, re-encoded as Q8_0.
 #include <cstring>
+#include <vector>
 
 #include "gguf.hpp"
 #include "ordo/quant_blocks.hpp"
@@ -76,13 +77,24 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
         throw Error(path_ + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
                     ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 "
                     "and Q2_K-Q6_K)");
-      Tensor f = Tensor::uninitialized(t.shape, DType::F32);
-      ggml_decode(info.type, src, static_cast<int64_t>(n), f.f32());
-      if (!keep_blocks || t.ndim() != 2 || t.dim(1) % kQuantBlock != 0) return f;
+      if (!keep_blocks || t.ndim() != 2 || t.dim(1) % kQuantBlock != 0) {
+        Tensor f = Tensor::uninitialized(t.shape, DType::F32);
+        ggml_decode(info.type, src, static_cast<int64_t>(n), f.f32());
+        return f;
+      }
       // No kernels for this type: a linear weight runs as Q8_0 blocks, whose rounding (at most half
-      // of a 1/127 step of each 32 values' largest) is far below the type's own.
+      // of a 1/127 step of each 32 values' largest) is far below the type's own. A row at a time
+      // (rows are whole blocks of the type, checked when the file was read): no F32 copy of the
+      // tensor, which for a vocabulary-sized head is 4x the Q8_0 one.
+      const int64_t cols = t.dim(1);
+      const uint64_t in_row = ggml_type_bytes(info.type, static_cast<uint64_t>(cols));
+      const size_t out_row = q8_0_bytes(cols);
       Tensor q = Tensor::uninitialized(t.shape, DType::Q8_0);
-      quantize_q8_0(f.f32(), static_cast<int64_t>(n), static_cast<uint8_t*>(q.data));
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < t.dim(0); ++r) {
+        ggml_decode(info.type, src + static_cast<uint64_t>(r) * in_row, cols, row.data());
+        quantize_q8_0(row.data(), cols, static_cast<uint8_t*>(q.data) + static_cast<size_t>(r) * out_row);
+      }
       return q;
     }
   }

@@ -198,6 +198,18 @@ Weights Weights::open_dir(const std::string& dir) {
               listing(d));
 }
 
+void Weights::release_values(const Tensor& t) {
+  if (!t.data) return;
+  const auto* p = static_cast<const unsigned char*>(t.data);
+  for (const MappedFile& m : mapped_)
+    if (p >= m.begin && p < m.begin + m.size) return;
+  for (auto& [name, entry] : tensors_)
+    if (entry.data == t.data) {
+      entry.owner.reset();
+      entry.data = nullptr;
+    }
+}
+
 const Tensor& Weights::get(const std::string& name) const {
   auto it = tensors_.find(name);
   if (it != tensors_.end()) return it->second;
