@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # ordo against llama.cpp on the same GGUF files, same machine and threads, in interleaved rounds.
-"""Usage: vs_llama_cpp.py LLAMA_CPP_SRC [--build-dir DIR] [--shape 110m] [--types f32,q8_0,q4_0]
+"""Usage: vs_llama_cpp.py LLAMA_CPP_SRC [--build-dir DIR] [--shape 110m] [--types f32,q8_0,q4_0,q4_k_m]
                         [--rounds 2] [--threads 2] [--work DIR] [--out TABLE.md] [--ordo build/bin/ordo]
                         [--llama-rev REV]
 
-Builds llama.cpp's llama-bench and llama-batched-bench from the source tree LLAMA_CPP_SRC (into
+Builds llama.cpp's llama-bench, llama-batched-bench and llama-quantize from the source tree LLAMA_CPP_SRC (into
 --build-dir, default LLAMA_CPP_SRC/build-vs-ordo; LLAMA_CMAKE_ARGS adds configure flags), writes a
 random-weight Llama model of --shape (tools/perf/synthetic_dir.py: 110m, 1b or DIM,LAYERS,HEADS,
 KV_HEADS,FFN,VOCAB; the bundled SentencePiece tokenizer) as one GGUF file per type with
@@ -16,9 +16,11 @@ the other (which goes first alternates between rounds):
   decode   16 sequences (total)  llama-batched-bench -npl 16    ordo bench --parallel 16
            (-npp 128 -ntg 128)
 
-ordo runs the file's type where `ordo bench --dtypes` offers it (q8_0, q4_0), else the nearest it
-has (int8 for a quantized file, weights dequantised at load then stored as int8) and says so in the
-table (--llama-rev names llama.cpp's commit where LLAMA_CPP_SRC is not a git checkout, e.g. an
+A K-quant type (--types q4_k_m, q5_k_m, q6_k...) is made from the f32 file by llama.cpp's own
+llama-quantize, as a user's file would be. ordo runs the file's type where `ordo bench --dtypes`
+offers it (q8_0, q4_0); a K-quant file as q8_0, which is how it runs one (decoded at load); else the
+nearest it has (int8 for a quantized file, weights dequantised at load then stored as int8) and says
+so in the table (--llama-rev names llama.cpp's commit where LLAMA_CPP_SRC is not a git checkout, e.g. an
 exported tree). The median of the rounds is reported with ordo/llama.cpp ratios, as one markdown table
 headed by CPU, date, both commits, threads and load averages (--out, and stdout).
 """
@@ -40,27 +42,39 @@ def sh(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, **kw).stdout
 
 
+LLAMA_TOOLS = ("llama-bench", "llama-batched-bench", "llama-quantize")
+
+
+def is_k_quant(t):
+    return "_k" in t
+
+
 def build_llama(src, build, threads):
-    bins = [build / "bin" / n for n in ("llama-bench", "llama-batched-bench")]
+    bins = [build / "bin" / n for n in LLAMA_TOOLS]
     if all(b.exists() for b in bins):
         return bins
     extra = os.environ.get("LLAMA_CMAKE_ARGS", "").split()
     sh(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF",
         "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=OFF", *extra])
-    sh(["cmake", "--build", build, "-j", str(threads), "--target", "llama-bench", "llama-batched-bench"])
+    sh(["cmake", "--build", build, "-j", str(threads), "--target", *LLAMA_TOOLS])
     return bins
 
 
-def make_models(ordo, work, shape, types):
+def make_models(ordo, quantize, work, shape, types):
     tag = shape.replace(",", "x")  # llama-bench reads commas in -m as a list of files
     hf = work / f"hf-{tag}"
     if not (hf / "model.safetensors").exists():
         sh([sys.executable, ROOT / "tools" / "perf" / "synthetic_dir.py", hf, "--shape", shape])
         shutil.copy(ROOT / "models" / "stories260K" / "tokenizer.model", hf / "tokenizer.model")
     files = {}
-    for t in types:
+    for t in sorted(types, key=is_k_quant):  # the f32 file first: llama-quantize makes K-quants from it
         f = work / f"model-{tag}-{t}.gguf"
-        if not f.exists():
+        if not f.exists() and is_k_quant(t):
+            f32 = work / f"model-{tag}-f32.gguf"
+            if not f32.exists():
+                sh([ordo, "quantize", "-m", hf, "--format", "gguf", "--dtype", "f32", "-o", f32])
+            sh([quantize, f32, f, t.upper(), 1])
+        elif not f.exists():
             sh([ordo, "quantize", "-m", hf, "--format", "gguf", "--dtype", t, "-o", f])
         files[t] = f
     return files
@@ -71,6 +85,8 @@ def ordo_dtype(ordo, t):
     offered = helptext[helptext.find("--dtypes"):].split("\n")[1]
     if t in offered:
         return t
+    if is_k_quant(t) and "q8_0" in offered:
+        return "q8_0"
     return "f32" if t in ("f32", "f16") else "int8"
 
 
@@ -155,9 +171,9 @@ def main():
     src = a.llama_src.resolve()
     build = (a.build_dir or src / "build-vs-ordo").resolve()
     a.work.mkdir(parents=True, exist_ok=True)
-    bench, batched = build_llama(src, build, a.threads)
+    bench, batched, quantize = build_llama(src, build, a.threads)
     types = [t for t in a.types.split(",") if t]
-    files = make_models(a.ordo, a.work, a.shape, types)
+    files = make_models(a.ordo, quantize, a.work, a.shape, types)
     dtypes = {t: ordo_dtype(a.ordo, t) for t in types}
     load_before = "%.2f" % os.getloadavg()[0]
     results = {t: [] for t in types}
