@@ -14,6 +14,7 @@
 #include "../models/src/weights/gguf.hpp"
 #include "ordo/ordo.hpp"
 #include "support/cli.hpp"
+#include "support/errors.hpp"
 #include "support/golden.hpp"
 
 using nlohmann::json;
@@ -99,6 +100,16 @@ void expect_within_bound(const Tensor& got, const Tensor& want) {
   EXPECT_LE(max_abs_diff(got, want), 1e-4 * std::max(1.0, max_abs(want)));
 }
 
+// Logits within the bound of llama.cpp's, written by llama_ref as one JSON row per position.
+void expect_llama_cpp_logits(const Tensor& got, const std::string& path) {
+  const json ref = read_json(path);
+  ASSERT_EQ(static_cast<int64_t>(ref.size()), got.dim(0)) << path;
+  std::vector<float> flat;
+  for (const json& row : ref)
+    for (const json& v : row) flat.push_back(v.get<float>());
+  expect_within_bound(got, Tensor::from(got.shape, flat));
+}
+
 }  // namespace
 
 TEST(GgufLlamaCpp, GreedyIdsEqualLlamaCppF32) { expect_llama_cpp_greedy("f32", false); }
@@ -112,12 +123,7 @@ TEST(GgufLlamaCpp, F32LogitsEqualSafetensorsAndLlamaCpp) {
   const std::vector<int32_t> ids = prompt_ids(0);
   const Tensor lg = g.forward(ids).logits, ls = s.forward(ids).logits;
   expect_within_bound(lg, ls);
-  const json ref = read_json(kGguf + "/stories260K-f32.logits.json");
-  ASSERT_EQ(ref.size(), ids.size());
-  std::vector<float> flat;
-  for (const json& row : ref)
-    for (const json& v : row) flat.push_back(v.get<float>());
-  expect_within_bound(lg, Tensor::from(lg.shape, flat));
+  expect_llama_cpp_logits(lg, kGguf + "/stories260K-f32.logits.json");
 }
 
 // A Q4_K_M file (13 Q4_K and 3 Q6_K tensors) made by llama.cpp's quantizer from a random llama
@@ -132,13 +138,7 @@ TEST(GgufKQuants, F32RunEqualsLlamaCppOnGgufPysDecoding) {
   EXPECT_TRUE(m.load_warnings().empty());  // a dtype was asked for: nothing to say
   expect_greedy(m, ref["decoded_f32"], ref["n_new"].get<int>(), false);
   const std::vector<int32_t> ids = ref["decoded_f32"][0]["prompt"].get<std::vector<int32_t>>();
-  const Tensor lg = m.forward(ids).logits;
-  const json logits = read_json(kGguf + "/synth-q4_k_m-decoded.logits.json");
-  ASSERT_EQ(logits.size(), ids.size());
-  std::vector<float> flat;
-  for (const json& row : logits)
-    for (const json& v : row) flat.push_back(v.get<float>());
-  expect_within_bound(lg, Tensor::from(lg.shape, flat));
+  expect_llama_cpp_logits(m.forward(ids).logits, kGguf + "/synth-q4_k_m-decoded.logits.json");
 }
 
 // Without --dtype the k-quant linears run as Q8_0 blocks (ordo has no k-quant kernels), and the
@@ -181,19 +181,13 @@ TEST(GgufKQuants, APoisonedBlockIsANamedErrorAtLoad) {
   ASSERT_GT(at, 0u);
   bytes.replace(static_cast<size_t>(at), 2, std::string("\x00\x7c", 2));  // fp16 +Inf
   const std::string path = ordo::test::make_temp_dir("gguf_poison") + "/poison.gguf";
-  std::ofstream(path, std::ios::binary) << bytes;
+  ordo::test::write_bytes(path, bytes);
   for (const bool f32 : {false, true}) {
     ModelOptions o;
     if (f32) o.dtype = ordo::DType::F32;
-    try {
-      load(path, o);
-      ADD_FAILURE() << "loaded";
-    } catch (const ordo::Error& e) {
-      EXPECT_NE(std::string(e.what()).find(path + ": tensor 'model.layers.0.self_attn.q_proj.weight' holds NaN at "
-                                                  "[33, 0] (256 of its 65536 values are not finite)"),
-                std::string::npos)
-          << e.what();
-    }
+    ordo::test::expect_has(ordo::test::error_of([&] { load(path, o); }),
+                           {path + ": tensor 'model.layers.0.self_attn.q_proj.weight' holds NaN at [33, 0] (256 of "
+                                   "its 65536 values are not finite)"});
   }
 }
 
