@@ -98,9 +98,7 @@ Loaded load_gguf(const std::string& path, bool decoded_as_f32) {
     const uint32_t t = ti.type;
     const bool decoded = ggml_type_decodable(t);
     if (t != kGgmlF32 && t != kGgmlF16 && t != kGgmlBF16 && t != kGgmlQ8_0 && t != kGgmlQ4_0 && !decoded) {
-      unsupported[hf] = path + ": tensor '" + ti.name + "' has type " + ggml_type_name(t) +
-                        ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 "
-                        "and Q2_K-Q6_K)";
+      unsupported[hf] = ggml_type_unread(path, ti.name, t);
       continue;
     }
     // Q8_0 / Q4_0 stay blocks (the family's linear weights run on the block kernels; what it reads

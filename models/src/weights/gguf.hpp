@@ -77,6 +77,8 @@ uint64_t ggml_type_bytes(uint32_t type, uint64_t n);
 bool ggml_type_decodable(uint32_t type);
 // n elements (whole blocks) of a decodable type at src, as floats, as llama.cpp dequantizes them.
 void ggml_decode(uint32_t type, const unsigned char* src, int64_t n, float* out);
+// "<file>: tensor '<name>' has type <T>, which ordo does not read yet (it reads ...)".
+std::string ggml_type_unread(const std::string& file, const std::string& tensor, uint32_t type);
 
 struct GgufTensorInfo {
   std::string name;

@@ -34,6 +34,11 @@ constexpr uint32_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
 
 std::string ggml_type_name(uint32_t type) { return type < kNumTypes ? kTypes[type].name : ""; }
 
+std::string ggml_type_unread(const std::string& file, const std::string& tensor, uint32_t type) {
+  return file + ": tensor '" + tensor + "' has type " + ggml_type_name(type) +
+         ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K-Q6_K)";
+}
+
 uint64_t ggml_type_block(uint32_t type) { return type < kNumTypes ? kTypes[type].block : 0; }
 
 uint64_t ggml_type_bytes(uint32_t type, uint64_t n) {
@@ -73,10 +78,7 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
       return out;
     }
     default: {
-      if (!ggml_type_decodable(info.type))
-        throw Error(path_ + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
-                    ", which ordo does not read yet (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 "
-                    "and Q2_K-Q6_K)");
+      if (!ggml_type_decodable(info.type)) throw Error(ggml_type_unread(path_, info.name, info.type));
       if (!keep_blocks || t.ndim() != 2 || t.dim(1) % kQuantBlock != 0) {
         Tensor f = Tensor::uninitialized(t.shape, DType::F32);
         ggml_decode(info.type, src, static_cast<int64_t>(n), f.f32());
