@@ -67,7 +67,7 @@ def make_models(ordo, quantize, work, shape, types):
         sh([sys.executable, ROOT / "tools" / "perf" / "synthetic_dir.py", hf, "--shape", shape])
         shutil.copy(ROOT / "models" / "stories260K" / "tokenizer.model", hf / "tokenizer.model")
     files = {}
-    for t in sorted(types, key=is_k_quant):  # the f32 file first: llama-quantize makes K-quants from it
+    for t in types:
         f = work / f"model-{tag}-{t}.gguf"
         if not f.exists() and is_k_quant(t):
             f32 = work / f"model-{tag}-f32.gguf"
