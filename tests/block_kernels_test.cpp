@@ -1,4 +1,4 @@
-// The W8A8 / W4A8 block kernels (Q8_0 / Q4_0 weights, activations quantized per 32-element block):
+// The W8A8 / W4A8 block kernels (Q8_0 / Q4_0 / Q4_K weights, activations quantized per 32-element block):
 // every instruction-set path the CPU runs against a double-precision reference on the same quantized
 // activations and weights (dequantised by the codec), the paths bit-identical to each other, the
 // activation quantizer equal to the codec's, and linear() on block weights.
@@ -38,23 +38,66 @@ std::vector<BlockIsa> paths() {
   return p;
 }
 
-// W [N, K] quantized to `dt` and x [M, K]: each path's raw sums against Σ_k ŵ[n][k]·x̂[m][k] in
-// double, ŵ and x̂ the codec's dequantised weights and activations. The float path adds one fma per
-// block to a running total and rounds d_w·d_x once: |error| <= (blocks + 2)·2^-24·Σ|ŵ·x̂| (+ a
-// denormal's worth). The paths also equal each other bit for bit.
+// A Q4_K weight [N, K] (ordo reads these from files and writes none): random codes, 6-bit scales
+// and mins, d and dmin in [1e-3, 1e-2).
+ordo::Tensor random_q4k(int64_t N, int64_t K, uint32_t seed) {
+  ordo::Tensor t = ordo::Tensor::zeros({N, K}, DType::Q4_K);
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> scale(1e-3f, 1e-2f);
+  auto* b = static_cast<uint8_t*>(t.data);
+  for (size_t i = 0; i < t.nbytes(); ++i) b[i] = static_cast<uint8_t>(g());
+  for (size_t i = 0; i < t.nbytes(); i += ordo::kQ4KBytes)
+    for (int h = 0; h < 2; ++h) {
+      const uint16_t v = ordo::f32_to_f16(scale(g));
+      std::memcpy(b + i + 2 * h, &v, 2);
+    }
+  return t;
+}
+
+// |s·q| + |m| of Q4_K element k of a row (x = s·q - m): the size of the terms the kernel adds apart.
+double q4k_magnitude(const uint8_t* row, int64_t k) {
+  const uint8_t* sb = row + k / ordo::kQ4KBlock * ordo::kQ4KBytes;
+  const int64_t j = k % ordo::kQ4KBlock / 32, l = k % 32;
+  int sc = 0, mn = 0;
+  ordo::q4_k_scale_min(static_cast<int>(j), sb + 4, &sc, &mn);
+  const uint8_t byte = sb[16 + 32 * (j / 2) + l];
+  const int q = j % 2 ? byte >> 4 : byte & 0x0F;
+  uint16_t d, dmin;
+  std::memcpy(&d, sb, 2);
+  std::memcpy(&dmin, sb + 2, 2);
+  return std::fabs(double(ordo::f16_to_f32(d)) * sc * q) + std::fabs(double(ordo::f16_to_f32(dmin)) * mn);
+}
+
+// W [N, K] quantized to `dt` (Q4_K: random blocks) and x [M, K]: each path's raw sums against
+// Σ_k ŵ[n][k]·x̂[m][k] in double, ŵ and x̂ the codec's dequantised weights and activations. The
+// float path adds one fma per block to a running total and rounds d_w·d_x once: |error| <=
+// (blocks + 2)·2^-24·Σ|ŵ·x̂| (+ a denormal's worth). Q4_K adds its min in a second fma per block and
+// ŵ is rounded once more, so there the bound is (2·blocks + 4)·2^-24·Σ(|s·q| + |m|)·|x̂|. The paths
+// also equal each other bit for bit.
 void check_shape(DType dt, int64_t M, int64_t N, int64_t K, uint32_t seed) {
   SCOPED_TRACE(std::string(ordo::weight_dtype_name(dt)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                " K=" + std::to_string(K));
-  ordo::Linear f;
-  f.weight = ordo::Tensor::from({N, K}, random_values(N * K, seed, 0.05f));
-  const ordo::Linear q = ordo::convert_linear(f, dt);
+  ordo::Linear q;
+  if (dt == DType::Q4_K) {
+    q.weight = random_q4k(N, K, seed);
+  } else {
+    ordo::Linear f;
+    f.weight = ordo::Tensor::from({N, K}, random_values(N * K, seed, 0.05f));
+    q = ordo::convert_linear(f, dt);
+  }
   const std::vector<float> x = random_values(M * K, seed + 1);
-  // ŵ: the codec's dequantisation of the stored rows.
+  // ŵ: the codec's dequantisation of the stored rows (Q4_K's decoder is held to gguf-py's in
+  // gguf_reader_test.cpp); mag_w: each weight's size for the bound.
   std::vector<float> w_hat(static_cast<size_t>(N * K)), x_hat(static_cast<size_t>(M * K));
+  std::vector<double> mag_w(static_cast<size_t>(N * K));
   const size_t row_bytes = ordo::dtype_row_bytes(dt, K);
   for (int64_t n = 0; n < N; ++n) {
     const auto* row = static_cast<const uint8_t*>(q.weight.data) + n * row_bytes;
-    (dt == DType::Q8_0 ? ordo::dequantize_q8_0 : ordo::dequantize_q4_0)(row, K, w_hat.data() + n * K);
+    (dt == DType::Q8_0   ? ordo::dequantize_q8_0
+     : dt == DType::Q4_0 ? ordo::dequantize_q4_0
+                         : ordo::dequantize_q4_k)(row, K, w_hat.data() + n * K);
+    for (int64_t k = 0; k < K; ++k)
+      mag_w[n * K + k] = dt == DType::Q4_K ? q4k_magnitude(row, k) : std::fabs(double(w_hat[n * K + k]));
   }
   // x̂: the activations as the codec quantizes them (the kernels' quantizer must agree, below).
   std::vector<uint8_t> xb(ordo::q8_0_bytes(K));
@@ -71,17 +114,16 @@ void check_shape(DType dt, int64_t M, int64_t N, int64_t K, uint32_t seed) {
     SCOPED_TRACE(ordo::detail::block_isa_name(isa));
     std::vector<float> out(static_cast<size_t>(M * ldo), -1.0f);
     ordo::detail::block_panels(isa, in, M, *panels, 0, panels->panels, out.data(), ldo);
-    const double blocks = static_cast<double>(K / 32);
+    const double blocks = static_cast<double>(K / 32), terms = dt == DType::Q4_K ? 2 * blocks + 4 : blocks + 2;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         double ref = 0, mag = 0;
         for (int64_t k = 0; k < K; ++k) {
-          const double t = static_cast<double>(w_hat[n * K + k]) * x_hat[m * K + k];
-          ref += t;
-          mag += std::fabs(t);
+          ref += static_cast<double>(w_hat[n * K + k]) * x_hat[m * K + k];
+          mag += mag_w[n * K + k] * std::fabs(x_hat[m * K + k]);
         }
         const double got = out[m * ldo + n];
-        ASSERT_NEAR(got, ref, (blocks + 2) * std::ldexp(mag, -24) + 1e-30) << "m=" << m << " n=" << n;
+        ASSERT_NEAR(got, ref, terms * std::ldexp(mag, -24) + 1e-30) << "m=" << m << " n=" << n;
       }
     if (first.empty())
       first = out;
@@ -101,10 +143,19 @@ TEST(BlockKernels, EveryPathMatchesDoubleReference) {
         for (int64_t K : {32, 96, 288, 1024}) check_shape(dt, M, N, K, seed++);
 }
 
+// Q4_K: whole super-blocks of 256 columns; one row (decode), a batch's rows, and N past a panel.
+TEST(BlockKernels, Q4KEveryPathMatchesDoubleReference) {
+  uint32_t seed = 100;
+  for (int64_t M : {1, 2, 3, 5, 16})
+    for (int64_t N : {64, 100, 130})
+      for (int64_t K : {256, 768, 2048}) check_shape(DType::Q4_K, M, N, K, seed++);
+}
+
 TEST(BlockKernels, PrefillShapes) {
   check_shape(DType::Q8_0, 512, 192, 512, 7);
   check_shape(DType::Q4_0, 67, 256, 2048, 8);
   check_shape(DType::Q8_0, 40, 128, 1280, 9);  // a prompt's 32-block chunks, and a last one of 8
+  check_shape(DType::Q4_K, 67, 128, 1280, 10);
 }
 
 // The kernels' activation quantizer writes what the codec writes: the same codes and fp16 scale,

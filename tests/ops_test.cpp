@@ -70,7 +70,8 @@ TestLinear make_linear(int64_t N, int64_t K, DType dt, bool bias, uint32_t seed)
       break;
     }
     case DType::Q8_0:
-    case DType::Q4_0: break;  // not built here: block weights are tested in block_kernels_test.cpp
+    case DType::Q4_0:
+    case DType::Q4_K: break;  // not built here: block weights are tested in block_kernels_test.cpp
   }
   if (bias) t.lin.bias = Tensor::from({N}, random_vec(static_cast<size_t>(N), seed + 2));
   return t;

@@ -60,7 +60,8 @@ Linear make_linear(int64_t N, int64_t K, DType dt, bool bias, uint32_t seed, std
         break;
       }
       case DType::Q8_0:
-      case DType::Q4_0: break;  // not built here: block weights are tested in block_kernels_test.cpp
+      case DType::Q4_0:
+      case DType::Q4_K: break;  // not built here: block weights are tested in block_kernels_test.cpp
     }
   }
   if (dt == DType::I8) {

@@ -38,17 +38,23 @@ int64_t first_of(const void* data, int64_t n) {
   return -1;
 }
 
-// Block dtypes: the integers are finite, so a block's 32 values are non-finite exactly when its fp16
-// scale d (its first two bytes) is NaN or inf. The first element of the first such block at or after
-// block `from`, or -1.
+// A block dtype's elements and bytes per block.
+int64_t block_elems(DType t) { return t == DType::Q4_K ? kQ4KBlock : kQuantBlock; }
+size_t block_bytes(DType t) { return t == DType::Q8_0 ? 34 : t == DType::Q4_0 ? 18 : kQ4KBytes; }
+
+// Block dtypes: the integers are finite, so a block's values are non-finite exactly when one of its
+// fp16 scales (its first two bytes; Q4_K: d and dmin, its first four) is NaN or inf (inf · 0 is NaN).
+// The first element of the first such block at or after block `from`, or -1.
 int64_t first_bad_block(const Tensor& t, int64_t from = 0) {
-  const size_t block = t.dtype == DType::Q8_0 ? 34 : 18;
+  const size_t block = block_bytes(t.dtype);
+  const int64_t elems = block_elems(t.dtype), scales = t.dtype == DType::Q4_K ? 2 : 1;
   const auto* p = static_cast<const unsigned char*>(t.data);
-  for (int64_t b = from, nb = t.numel() / kQuantBlock; b < nb; ++b) {
-    uint16_t d;
-    std::memcpy(&d, p + static_cast<size_t>(b) * block, 2);
-    if ((d & 0x7c00u) == 0x7c00u) return b * kQuantBlock;
-  }
+  for (int64_t b = from, nb = t.numel() / elems; b < nb; ++b)
+    for (int64_t s = 0; s < scales; ++s) {
+      uint16_t d;
+      std::memcpy(&d, p + static_cast<size_t>(b) * block + 2 * s, 2);
+      if ((d & 0x7c00u) == 0x7c00u) return b * elems;
+    }
   return -1;
 }
 
@@ -64,7 +70,8 @@ int64_t first_nonfinite(const Tensor& t) {
     case DType::BF16: return first_of<uint16_t, 0x7f80u>(t.data, t.numel());
     case DType::I8: return -1;
     case DType::Q8_0:
-    case DType::Q4_0: return first_bad_block(t);
+    case DType::Q4_0:
+    case DType::Q4_K: return first_bad_block(t);
   }
   return -1;
 }
@@ -73,7 +80,8 @@ int64_t count_nonfinite(const Tensor& t) {
   int64_t n = 0;
   if (t.empty() || t.dtype == DType::I8) return 0;
   if (is_block_dtype(t.dtype)) {  // every value of a block with a non-finite scale (inf * 0 is NaN)
-    for (int64_t i = first_bad_block(t); i >= 0; i = first_bad_block(t, i / kQuantBlock + 1)) n += kQuantBlock;
+    const int64_t elems = block_elems(t.dtype);
+    for (int64_t i = first_bad_block(t); i >= 0; i = first_bad_block(t, i / elems + 1)) n += elems;
     return n;
   }
   for (int64_t i = 0, e = t.numel(); i < e; ++i) n += std::isfinite(element_as_f32(t, i)) ? 0 : 1;
@@ -100,6 +108,12 @@ float element_as_f32(const Tensor& t, int64_t i) {
                         ? static_cast<int8_t>(p[2 + j])
                         : (j < kQuantBlock / 2 ? p[2 + j] & 0x0F : p[2 + j - kQuantBlock / 2] >> 4) - 8;
       return f16_to_f32(h) * static_cast<float>(q);
+    }
+    case DType::Q4_K: {  // the element's super-block decoded
+      float block[kQ4KBlock];
+      dequantize_q4_k(static_cast<const unsigned char*>(t.data) + static_cast<size_t>(i / kQ4KBlock) * kQ4KBytes,
+                      kQ4KBlock, block);
+      return block[i % kQ4KBlock];
     }
   }
   return 0.0f;

@@ -1,4 +1,4 @@
-// q8_0 / q4_0 block codec (layouts and rounding in ordo/quant_blocks.hpp).
+// q8_0 / q4_0 block codec, q4_k decoder (layouts and rounding in ordo/quant_blocks.hpp).
 #include "ordo/quant_blocks.hpp"
 
 #include <algorithm>
@@ -42,6 +42,12 @@ float inverse_scale(float d) {
 
 size_t q8_0_bytes(int64_t n) { return static_cast<size_t>(blocks(n, "q8_0")) * kQ8Block; }
 size_t q4_0_bytes(int64_t n) { return static_cast<size_t>(blocks(n, "q4_0")) * kQ4Block; }
+size_t q4_k_bytes(int64_t n) {
+  if (n < 0 || n % kQ4KBlock != 0)
+    throw Error("q4_k: " + std::to_string(n) + " elements is not a multiple of the block size " +
+                std::to_string(kQ4KBlock));
+  return static_cast<size_t>(n / kQ4KBlock) * kQ4KBytes;
+}
 
 void quantize_q8_0(const float* x, int64_t n, uint8_t* out) {
   const int64_t nb = blocks(n, "quantize_q8_0");
@@ -95,6 +101,33 @@ void dequantize_q4_0(const uint8_t* in, int64_t n, float* out) {
       out[j] = d * static_cast<float>((in[2 + j] & 0x0F) - 8);
       out[j + kQuantBlock / 2] = d * static_cast<float>((in[2 + j] >> 4) - 8);
     }
+  }
+}
+
+// j < 4: the low 6 bits of bytes j (scale) and j + 4 (min); j >= 4: the nibbles of byte j + 4
+// below the top 2 bits of bytes j - 4 (scale) and j (min).
+void q4_k_scale_min(int j, const uint8_t* q, int* sc, int* mn) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *mn = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+void dequantize_q4_k(const uint8_t* in, int64_t n, float* out) {
+  const int64_t nb = static_cast<int64_t>(q4_k_bytes(n) / kQ4KBytes);
+  for (int64_t b = 0; b < nb; ++b, in += kQ4KBytes) {
+    const float d = get_half(in), dmin = get_half(in + 2);
+    const uint8_t* qs = in + 16;
+    for (int i = 0; i < 4; ++i, qs += 32)
+      for (int part = 0; part < 2; ++part) {
+        int sc = 0, mn = 0;
+        q4_k_scale_min(2 * i + part, in + 4, &sc, &mn);
+        const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(mn);
+        for (int l = 0; l < kQuantBlock; ++l) *out++ = dl * static_cast<float>(part ? qs[l] >> 4 : qs[l] & 0x0F) - ml;
+      }
   }
 }
 

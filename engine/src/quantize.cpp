@@ -39,6 +39,7 @@ const char* weight_dtype_name(DType t) {
     case DType::I8: return "int8";
     case DType::Q8_0: return "q8_0";
     case DType::Q4_0: return "q4_0";
+    case DType::Q4_K: return "q4_k";
   }
   return "?";
 }
@@ -67,9 +68,12 @@ void row_f32(const Tensor& w, const float* scales, int64_t r, float* dst) {
       return;
     }
     case DType::Q8_0:
-    case DType::Q4_0: {
+    case DType::Q4_0:
+    case DType::Q4_K: {
       const auto* p = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * dtype_row_bytes(w.dtype, K);
-      (w.dtype == DType::Q8_0 ? dequantize_q8_0 : dequantize_q4_0)(p, K, dst);
+      (w.dtype == DType::Q8_0   ? dequantize_q8_0
+       : w.dtype == DType::Q4_0 ? dequantize_q4_0
+                                : dequantize_q4_k)(p, K, dst);
       return;
     }
   }
@@ -100,6 +104,8 @@ Linear convert_linear(const Linear& l, DType to) {
   if (w.dtype == DType::I8 && (l.scales.empty() || l.scales.numel() != w.dim(0)))
     throw Error("convert_linear: I8 weight " + w.shape_str() + " without matching scales");
   const int64_t N = w.dim(0), K = w.dim(1);
+  if (to == DType::Q4_K)
+    throw Error("convert_linear: ordo reads q4_k weights from GGUF files but does not write them (to: q8_0, q4_0)");
   if (is_block_dtype(to) && K % kQuantBlock != 0)
     throw Error(std::string("convert_linear: a ") + weight_dtype_name(to) +
                 " weight needs a multiple of 32 columns, got " + w.shape_str());
@@ -130,6 +136,7 @@ Linear convert_linear(const Linear& l, DType to) {
           case DType::I8:
             quantize_row(row.data(), K, static_cast<int8_t*>(out.weight.data) + r * K, out.scales.f32() + r);
             break;
+          case DType::Q4_K: break;  // refused above
           case DType::Q8_0:
           case DType::Q4_0: {
             auto* d = static_cast<uint8_t*>(out.weight.data) + static_cast<size_t>(r) * dtype_row_bytes(to, K);

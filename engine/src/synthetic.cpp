@@ -90,7 +90,8 @@ void fill_uniform(Tensor& t, float a, uint64_t seed) {
         case DType::BF16: static_cast<uint16_t*>(t.data)[i] = f32_to_bf16(u * a); break;
         case DType::I8: static_cast<int8_t*>(t.data)[i] = static_cast<int8_t>(std::nearbyint(u * 127.0f)); break;
         case DType::Q8_0:
-        case DType::Q4_0: break;  // not reached: random_linear fills F32 and quantizes
+        case DType::Q4_0:
+        case DType::Q4_K: break;  // not reached: random_linear fills F32 and quantizes
       }
     }
   }

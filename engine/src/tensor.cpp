@@ -18,6 +18,7 @@ const char* dtype_name(DType t) {
     case DType::I8: return "I8";
     case DType::Q8_0: return "Q8_0";
     case DType::Q4_0: return "Q4_0";
+    case DType::Q4_K: return "Q4_K";
   }
   return "?";
 }
@@ -30,17 +31,18 @@ size_t dtype_size(DType t) {
     case DType::I8: return 1;
     case DType::Q8_0:
     case DType::Q4_0:
-      throw Error(std::string("dtype_size: ") + dtype_name(t) +
-                  " is stored in blocks of 32 elements; its size is per row");
+    case DType::Q4_K:
+      throw Error(std::string("dtype_size: ") + dtype_name(t) + " is stored in blocks; its size is per row");
   }
   return 0;
 }
 
-bool is_block_dtype(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+bool is_block_dtype(DType t) { return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K; }
 
 size_t dtype_row_bytes(DType t, int64_t cols) {
   if (t == DType::Q8_0) return q8_0_bytes(cols);
   if (t == DType::Q4_0) return q4_0_bytes(cols);
+  if (t == DType::Q4_K) return q4_k_bytes(cols);
   return static_cast<size_t>(cols) * dtype_size(t);
 }
 
@@ -123,6 +125,7 @@ Tensor Tensor::to_f32() const {
     case DType::I8: throw Error("to_f32: I8 tensors need their scales to dequantize");
     case DType::Q8_0: dequantize_q8_0(static_cast<const uint8_t*>(data), n, dst); break;
     case DType::Q4_0: dequantize_q4_0(static_cast<const uint8_t*>(data), n, dst); break;
+    case DType::Q4_K: dequantize_q4_k(static_cast<const uint8_t*>(data), n, dst); break;
   }
   return out;
 }

@@ -38,7 +38,8 @@ void table_row(const Tensor& table, int64_t r, int64_t d, float* dst) {
     }
     case DType::I8: throw Error("embedding tables cannot be stored as I8");
     case DType::Q8_0:
-    case DType::Q4_0: throw Error(std::string("embedding tables cannot be stored as ") + dtype_name(table.dtype));
+    case DType::Q4_0:
+    case DType::Q4_K: throw Error(std::string("embedding tables cannot be stored as ") + dtype_name(table.dtype));
   }
 }
 

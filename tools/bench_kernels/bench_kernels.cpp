@@ -31,6 +31,7 @@
 #include "attention_kernels.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
+#include "ordo/quant_blocks.hpp"
 #include "ordo/quantize.hpp"
 #include "team.hpp"
 
@@ -72,6 +73,17 @@ ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
       ordo::Linear f;
       f.weight = Tensor::from({N, K}, src);
       l.weight = ordo::convert_linear(f, dt).weight;
+      break;
+    }
+    case DType::Q4_K: {  // read from files only: random super-blocks, d and dmin ~1e-3 (the speed is all we read)
+      auto* b = static_cast<uint8_t*>(l.weight.data);
+      std::mt19937 g(seed);
+      for (size_t i = 0; i < l.weight.nbytes(); ++i) b[i] = static_cast<uint8_t>(g());
+      const uint16_t h = ordo::f32_to_f16(1e-3f);
+      for (size_t i = 0; i < l.weight.nbytes(); i += ordo::kQ4KBytes) {
+        std::memcpy(b + i, &h, 2);
+        std::memcpy(b + i + 2, &h, 2);
+      }
       break;
     }
   }
@@ -133,7 +145,7 @@ std::string shape(int64_t M, int64_t N, int64_t K) {
   return "M=" + std::to_string(M) + "/N=" + std::to_string(N) + "/K=" + std::to_string(K);
 }
 
-const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8, DType::Q8_0, DType::Q4_0};
+const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8, DType::Q8_0, DType::Q4_0, DType::Q4_K};
 const Backend kBackends[] = {Backend::OpenBLAS, Backend::OneDNN};
 
 // The kernels compared, as Kernel functions.
@@ -174,7 +186,7 @@ void register_batch() {
   for (int64_t M : {2, 4, 6, 8, 12, 16})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}}) {
       const std::string s = shape(M, N, K);
-      for (DType dt : {DType::F32, DType::I8, DType::Q8_0, DType::Q4_0})
+      for (DType dt : {DType::F32, DType::I8, DType::Q8_0, DType::Q4_0, DType::Q4_K})
         reg("batch/linear/" + std::string(ordo::dtype_name(dt)) + "/" + s, M, N, K, dt, true, linear_onednn);
       reg("batch/variant/onednn_sgemm/F32/" + s, M, N, K, DType::F32, true, onednn_sgemm);
       for (DType dt : {DType::F32, DType::I8, DType::Q8_0,

@@ -10,13 +10,13 @@
 namespace ordo {
 
 // Flat index of the first NaN or ±inf element of t, -1 when every element is finite. F32, F16, BF16:
-// read once, in parallel chunks, comparing exponent bits only. I8 holds none. Q8_0 / Q4_0: the first
-// element of the first block whose fp16 scale is NaN or inf (the codes are integers).
+// read once, in parallel chunks, comparing exponent bits only. I8 holds none. Q8_0 / Q4_0 / Q4_K: the
+// first element of the first block with an fp16 scale that is NaN or inf (the codes are integers).
 int64_t first_nonfinite(const Tensor& t);
 int64_t first_nonfinite(const float* x, int64_t n);
 // Elements of t that are NaN or ±inf (for messages: counted only once one is found).
 int64_t count_nonfinite(const Tensor& t);
-// Element i of an F32, F16, BF16, Q8_0 or Q4_0 tensor as float (I8: the stored integer).
+// Element i of an F32, F16, BF16, Q8_0, Q4_0 or Q4_K tensor as float (I8: the stored integer).
 float element_as_f32(const Tensor& t, int64_t i);
 // Flat index i of `shape` as "[r, c]".
 std::string index_str(const std::vector<int64_t>& shape, int64_t i);

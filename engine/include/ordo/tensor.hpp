@@ -12,14 +12,15 @@
 namespace ordo {
 
 // Q8_0 / Q4_0: llama.cpp's blocks of 32 elements (ordo/quant_blocks.hpp), for 2-D linear weights
-// [N, K] with K a multiple of 32, each row K / 32 blocks.
-enum class DType { F32, F16, BF16, I8, Q8_0, Q4_0 };
+// [N, K] with K a multiple of 32, each row K / 32 blocks. Q4_K: its super-blocks of 256 (K a
+// multiple of 256), as GGUF files store them; read and run, never written.
+enum class DType { F32, F16, BF16, I8, Q8_0, Q4_0, Q4_K };
 
 const char* dtype_name(DType t);
 // Bytes per element; an Error for the block types, whose size is per row (dtype_row_bytes).
 size_t dtype_size(DType t);
 bool is_block_dtype(DType t);
-// Bytes of `cols` consecutive elements of one row (block types: cols % 32 == 0, else Error).
+// Bytes of `cols` consecutive elements of one row (block types: whole blocks, else Error).
 size_t dtype_row_bytes(DType t, int64_t cols);
 
 // Thrown for every user-facing failure (bad file, bad config, bad token id, ...).
@@ -54,7 +55,7 @@ struct Tensor {
   static Tensor from(std::vector<int64_t> shape, const std::vector<float>& values);
   // A view that shares `owner` with this tensor: rows [row_begin, row_end) of dim 0.
   Tensor rows(int64_t row_begin, int64_t row_end) const;
-  // An owned F32 copy (converting F16/BF16, dequantising Q8_0/Q4_0). Throws for I8.
+  // An owned F32 copy (converting F16/BF16, dequantising Q8_0/Q4_0/Q4_K). Throws for I8.
   Tensor to_f32() const;
 };
 

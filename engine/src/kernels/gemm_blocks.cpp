@@ -1,5 +1,6 @@
-// W8A8 / W4A8 kernels for Q8_0 / Q4_0 panels: activations quantized to int8 per 32-element block,
-// int8 dot products per block (vpdpbusd on AVX-512 VNNI and AVX-VNNI, vpmaddubsw on AVX2, scalar).
+// W8A8 / W4A8 kernels for Q8_0 / Q4_0 / Q4_K panels: activations quantized to int8 per 32-element
+// block, int8 dot products per block (vpdpbusd on AVX-512 VNNI and AVX-VNNI, vpmaddubsw on AVX2,
+// scalar).
 //
 // Panel layout (64 rows, PanelWeight::kPanel), per 32-column block b of the panel, at b · stride:
 //   Q8_0: 8 groups g, each [64 rows][4 bytes]: row j's elements 4g..4g+3 of the block, plus 128 (u8:
@@ -7,12 +8,18 @@
 //   Q4_0: 4 groups h, each [64 rows][4 bytes]: row j's ggml bytes 4h..4h+3, whose low nibbles are
 //         elements 4h+i and high nibbles elements 16+4h+i (both + 8), then the 64 fp16 scales.
 //         1024 + 128 bytes: no larger than ggml's own blocks.
+//   Q4_K: Q4_0's groups holding the super-block's codes of sub-block b % 8 (0..15, no offset), then
+//         the 64 rows' fp32 scales d·sc, then their fp32 mins dmin·mn (both exact in fp32: an fp16
+//         times a 6-bit integer). 1024 + 512 bytes, 6 bits per weight (the file: 4.5): decode reads
+//         0.7x the bytes of Q8_0, and every value is the file's.
 // One 32-bit lane of a 64-byte load is one row: a broadcast of 4 activation bytes meets 16 rows, and
 // a block's sums land one row per lane, with no horizontal sums; each load serves every row of a tile.
 //
 // Arithmetic, the same on every path: per block the exact int32 sum Σ w·xq (unsigned codes corrected
-// by 128·Σxq or 8·Σxq), then acc = fma(float(sum), d_w · d_x, acc) over blocks in order. Every path,
-// tile and row count gives the same bits (tests/block_kernels_test.cpp).
+// by 128·Σxq or 8·Σxq), then acc = fma(float(sum), d_w · d_x, acc) over blocks in order; Q4_K's sum
+// is Σ code·xq, its scale d·sc, and its min leaves acc = fma(-dmin·mn, d_x · Σxq, acc) after that.
+// Every path, tile and row count gives the same bits (tests/block_kernels_test.cpp). Q4_K runs the
+// AVX2 kernels on the VNNI machines too (no machine here had VNNI to test its own path on).
 #include <cpuid.h>
 #include <algorithm>
 #include <cmath>
@@ -39,8 +46,25 @@ constexpr int64_t kBatchRows = 16;
 // tokens ~5% faster than with 8 blocks).
 constexpr int64_t kPromptChunkBlocks = 32;
 
-constexpr int64_t codes_bytes(bool q4) { return q4 ? 4 * kP * 4 : 8 * kP * 4; }
-constexpr int64_t stride_of(bool q4) { return codes_bytes(q4) + 2 * kP; }
+// A panel's block format.
+enum class Fmt { Q8, Q4, Q4K };
+constexpr bool nibbles(Fmt f) { return f != Fmt::Q8; }
+constexpr Fmt fmt_of(bool q4) { return q4 ? Fmt::Q4 : Fmt::Q8; }
+Fmt fmt_of(DType t) { return t == DType::Q4_K ? Fmt::Q4K : t == DType::Q4_0 ? Fmt::Q4 : Fmt::Q8; }
+constexpr int64_t codes_bytes(Fmt f) { return nibbles(f) ? 4 * kP * 4 : 8 * kP * 4; }
+constexpr int64_t stride_of(Fmt f) { return codes_bytes(f) + (f == Fmt::Q4K ? 8 * kP : 2 * kP); }
+
+// Q4_K's fp32 scale and min of panel row j in block B.
+inline float q4k_scale(const uint8_t* B, int64_t j) {
+  float v;
+  std::memcpy(&v, B + codes_bytes(Fmt::Q4K) + 4 * j, 4);
+  return v;
+}
+inline float q4k_min(const uint8_t* B, int64_t j) {
+  float v;
+  std::memcpy(&v, B + codes_bytes(Fmt::Q4K) + 4 * kP + 4 * j, 4);
+  return v;
+}
 
 inline int32_t load4(const int8_t* p) {
   int32_t v;
@@ -126,9 +150,11 @@ void quantize_block(const float* x, int8_t* q, float* d, int32_t* s) {
 // ---- scalar -----------------------------------------------------------------------------------------
 
 // Rows [0, MX) of x (row stride K codes, nb blocks) × the panel's 64 rows over blocks [b0, b1).
-void tile_scalar(bool q4, const BlockInput& in, int64_t m0, int64_t MX, const uint8_t* P, int64_t b0, int64_t b1,
+void tile_scalar(Fmt f, const BlockInput& in, int64_t m0, int64_t MX, const uint8_t* P, int64_t b0, int64_t b1,
                  float* y, int64_t ldy, bool first) {
-  const int64_t nb = in.K / kB, stride = stride_of(q4);
+  const int64_t nb = in.K / kB, stride = stride_of(f);
+  const bool q4 = nibbles(f);
+  const int off = f == Fmt::Q4 ? 8 : 0;
   for (int64_t m = m0; m < m0 + MX; ++m)
     for (int64_t j = 0; j < kP; ++j) {
       float acc = first ? 0.0f : y[(m - m0) * ldy + j];
@@ -140,13 +166,19 @@ void tile_scalar(bool q4, const BlockInput& in, int64_t m0, int64_t MX, const ui
           for (int i = 0; i < 4; ++i) {
             const int c = B[g * 4 * kP + j * 4 + i];
             if (q4)
-              isum += ((c & 15) - 8) * xq[4 * g + i] + ((c >> 4) - 8) * xq[16 + 4 * g + i];
+              isum += ((c & 15) - off) * xq[4 * g + i] + ((c >> 4) - off) * xq[16 + 4 * g + i];
             else
               isum += (c - 128) * xq[4 * g + i];
           }
+        const float dx = in.d[m * nb + b];
+        if (f == Fmt::Q4K) {
+          acc = std::fma(static_cast<float>(isum), q4k_scale(B, j) * dx, acc);
+          acc = std::fma(-q4k_min(B, j), dx * static_cast<float>(in.s[m * nb + b]), acc);
+          continue;
+        }
         uint16_t h;
-        std::memcpy(&h, B + codes_bytes(q4) + 2 * j, 2);
-        acc = std::fma(static_cast<float>(isum), f16_to_f32(h) * in.d[m * nb + b], acc);
+        std::memcpy(&h, B + codes_bytes(f) + 2 * j, 2);
+        acc = std::fma(static_cast<float>(isum), f16_to_f32(h) * dx, acc);
       }
       y[(m - m0) * ldy + j] = acc;
     }
@@ -172,7 +204,7 @@ struct Ahead {
 template <bool Q4, int MX, int NZ>
 ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1,
                           float* y, int64_t ldy, bool first, Ahead ahead = {}) {
-  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
+  constexpr int64_t kCodes = codes_bytes(fmt_of(Q4)), kStride = stride_of(fmt_of(Q4));
   const int64_t nb = in.K / kB;
   __m512 acc[MX][NZ];
   ORDO_UNROLL
@@ -253,7 +285,7 @@ ORDO_BLK512 void tile_512(const BlockInput& in, int64_t m0, const uint8_t* P, in
 template <bool Q4, int NS>
 ORDO_BLK512 void decode_512(const BlockInput& in, const uint8_t* const* P, int64_t b0, int64_t b1, float* const* y,
                             bool first) {
-  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);
+  constexpr int64_t kCodes = codes_bytes(fmt_of(Q4)), kStride = stride_of(fmt_of(Q4));
   constexpr int32_t kCorr = Q4 ? 8 : 128;
   constexpr int NZ = 4 * NS;  // slice z: panel z / 4, its 16 rows (z % 4) · 16
   __m512 acc[NZ];
@@ -445,88 +477,95 @@ __attribute__((target("avx2"))) inline __m256i ordo_chain32(__m256i t, __m256i a
 #define ORDO_Q4_DONE_VNNI(acc, t) _mm256_add_epi32(acc, t)
 #define ORDO_DOT_VNNI_Q8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
 
-// tile_512's 256-bit twin: NZ 8-row slices from slice z0.
-#define ORDO_TILE_256(NAME, ATTR, Q4_STEP, Q4_DONE, DOT_Q8, CORR_Q8)                                                \
-  template <bool Q4, int MX, int NZ>                                                                                \
-  ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,  \
-                 int64_t ldy, bool first) {                                                                         \
-    constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4);                                            \
-    constexpr int32_t kCorr = Q4 ? 8 : CORR_Q8;                                                                     \
-    const int64_t nb = in.K / kB;                                                                                   \
-    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);                                                     \
-    [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));                                \
-    const __m256i lo4 = _mm256_set1_epi8(0x0F);                                                                     \
-    __m256 acc[MX][NZ];                                                                                             \
-    ORDO_UNROLL                                                                                                     \
-    for (int m = 0; m < MX; ++m) {                                                                                  \
-      ORDO_UNROLL                                                                                                   \
-      for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);  \
-    }                                                                                                               \
-    for (int64_t b = b0; b < b1; ++b) {                                                                             \
-      const uint8_t* B = P + b * kStride;                                                                           \
-      const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                          \
-      __m256i ia[MX][NZ];                                                                                           \
-      ORDO_UNROLL                                                                                                   \
-      for (int m = 0; m < MX; ++m) {                                                                                \
-        ORDO_UNROLL                                                                                                 \
-        for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
-      }                                                                                                             \
-      if constexpr (Q4) {                                                                                           \
-        __m256i t[MX][NZ] = {};                                                                                     \
-        ORDO_UNROLL                                                                                                 \
-        for (int h = 0; h < 4; ++h) {                                                                               \
-          __m256i wl[NZ], wh[NZ];                                                                                   \
-          ORDO_UNROLL                                                                                               \
-          for (int z = 0; z < NZ; ++z) {                                                                            \
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + (z0 + z) * 32)); \
-            wl[z] = _mm256_and_si256(v, lo4);                                                                       \
-            wh[z] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);                                                 \
-          }                                                                                                         \
-          ORDO_UNROLL                                                                                               \
-          for (int m = 0; m < MX; ++m) {                                                                            \
-            const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                     \
-            const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                \
-            ORDO_UNROLL                                                                                             \
-            for (int z = 0; z < NZ; ++z) t[m][z] = Q4_STEP(t[m][z], wl[z], xl, wh[z], xh);                          \
-          }                                                                                                         \
-        }                                                                                                           \
-        ORDO_UNROLL                                                                                                 \
-        for (int m = 0; m < MX; ++m) {                                                                              \
-          ORDO_UNROLL                                                                                               \
-          for (int z = 0; z < NZ; ++z) ia[m][z] = Q4_DONE(ia[m][z], t[m][z]);                                       \
-        }                                                                                                           \
-      } else {                                                                                                      \
-        ORDO_UNROLL                                                                                                 \
-        for (int g = 0; g < 8; ++g) {                                                                               \
-          __m256i w[NZ];                                                                                            \
-          ORDO_UNROLL                                                                                               \
-          for (int z = 0; z < NZ; ++z)                                                                              \
-            w[z] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + (z0 + z) * 32));            \
-          ORDO_UNROLL                                                                                               \
-          for (int m = 0; m < MX; ++m) {                                                                            \
-            const __m256i xv = _mm256_set1_epi32(load4(xb + m * in.K + 4 * g));                                     \
-            ORDO_UNROLL                                                                                             \
-            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q8(ia[m][z], w[z], xv);                                     \
-          }                                                                                                         \
-        }                                                                                                           \
-      }                                                                                                             \
-      ORDO_UNROLL                                                                                                   \
-      for (int z = 0; z < NZ; ++z) {                                                                                \
-        const __m256 dw =                                                                                           \
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));         \
-        ORDO_UNROLL                                                                                                 \
-        for (int m = 0; m < MX; ++m) {                                                                              \
-          const int64_t mb = (m0 + m) * nb + b;                                                                     \
-          const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                             \
-          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][z]), s, acc[m][z]);                                  \
-        }                                                                                                           \
-      }                                                                                                             \
-    }                                                                                                               \
-    ORDO_UNROLL                                                                                                     \
-    for (int m = 0; m < MX; ++m) {                                                                                  \
-      ORDO_UNROLL                                                                                                   \
-      for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);                                \
-    }                                                                                                               \
+// tile_512's 256-bit twin (and Q4_K's tile): NZ 8-row slices from slice z0.
+#define ORDO_TILE_256(NAME, ATTR, Q4_STEP, Q4_DONE, DOT_Q8, CORR_Q8)                                                   \
+  template <Fmt F, int MX, int NZ>                                                                                     \
+  ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,     \
+                 int64_t ldy, bool first) {                                                                            \
+    constexpr bool Q4 = nibbles(F);                                                                                    \
+    constexpr int64_t kCodes = codes_bytes(F), kStride = stride_of(F);                                                 \
+    constexpr int32_t kCorr = F == Fmt::Q4 ? 8 : F == Fmt::Q4K ? 0 : CORR_Q8;                                          \
+    const int64_t nb = in.K / kB;                                                                                      \
+    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);                                                        \
+    [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));                                   \
+    const __m256i lo4 = _mm256_set1_epi8(0x0F);                                                                        \
+    __m256 acc[MX][NZ];                                                                                                \
+    ORDO_UNROLL                                                                                                        \
+    for (int m = 0; m < MX; ++m) {                                                                                     \
+      ORDO_UNROLL                                                                                                      \
+      for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);     \
+    }                                                                                                                  \
+    for (int64_t b = b0; b < b1; ++b) {                                                                                \
+      const uint8_t* B = P + b * kStride;                                                                              \
+      const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                             \
+      __m256i ia[MX][NZ];                                                                                              \
+      ORDO_UNROLL                                                                                                      \
+      for (int m = 0; m < MX; ++m) {                                                                                   \
+        ORDO_UNROLL                                                                                                    \
+        for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                   \
+      }                                                                                                                \
+      if constexpr (Q4) {                                                                                              \
+        __m256i t[MX][NZ] = {};                                                                                        \
+        ORDO_UNROLL                                                                                                    \
+        for (int h = 0; h < 4; ++h) {                                                                                  \
+          __m256i wl[NZ], wh[NZ];                                                                                      \
+          ORDO_UNROLL                                                                                                  \
+          for (int z = 0; z < NZ; ++z) {                                                                               \
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + (z0 + z) * 32));    \
+            wl[z] = _mm256_and_si256(v, lo4);                                                                          \
+            wh[z] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);                                                    \
+          }                                                                                                            \
+          ORDO_UNROLL                                                                                                  \
+          for (int m = 0; m < MX; ++m) {                                                                               \
+            const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                        \
+            const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                   \
+            ORDO_UNROLL                                                                                                \
+            for (int z = 0; z < NZ; ++z) t[m][z] = Q4_STEP(t[m][z], wl[z], xl, wh[z], xh);                             \
+          }                                                                                                            \
+        }                                                                                                              \
+        ORDO_UNROLL                                                                                                    \
+        for (int m = 0; m < MX; ++m) {                                                                                 \
+          ORDO_UNROLL                                                                                                  \
+          for (int z = 0; z < NZ; ++z) ia[m][z] = Q4_DONE(ia[m][z], t[m][z]);                                          \
+        }                                                                                                              \
+      } else {                                                                                                         \
+        ORDO_UNROLL                                                                                                    \
+        for (int g = 0; g < 8; ++g) {                                                                                  \
+          __m256i w[NZ];                                                                                               \
+          ORDO_UNROLL                                                                                                  \
+          for (int z = 0; z < NZ; ++z)                                                                                 \
+            w[z] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + (z0 + z) * 32));               \
+          ORDO_UNROLL                                                                                                  \
+          for (int m = 0; m < MX; ++m) {                                                                               \
+            const __m256i xv = _mm256_set1_epi32(load4(xb + m * in.K + 4 * g));                                        \
+            ORDO_UNROLL                                                                                                \
+            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q8(ia[m][z], w[z], xv);                                        \
+          }                                                                                                            \
+        }                                                                                                              \
+      }                                                                                                                \
+      ORDO_UNROLL                                                                                                      \
+      for (int z = 0; z < NZ; ++z) {                                                                                   \
+        const __m256 dw =                                                                                              \
+            F == Fmt::Q4K                                                                                              \
+                ? _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + (z0 + z) * 32))                          \
+                : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));      \
+        ORDO_UNROLL                                                                                                    \
+        for (int m = 0; m < MX; ++m) {                                                                                 \
+          const int64_t mb = (m0 + m) * nb + b;                                                                        \
+          const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                                \
+          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][z]), s, acc[m][z]);                                     \
+          if constexpr (F == Fmt::Q4K)                                                                                 \
+            acc[m][z] =                                                                                                \
+                _mm256_fnmadd_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + 4 * kP + (z0 + z) * 32)), \
+                                 _mm256_set1_ps(in.d[mb] * static_cast<float>(in.s[mb])), acc[m][z]);                  \
+        }                                                                                                              \
+      }                                                                                                                \
+    }                                                                                                                  \
+    ORDO_UNROLL                                                                                                        \
+    for (int m = 0; m < MX; ++m) {                                                                                     \
+      ORDO_UNROLL                                                                                                      \
+      for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);                                   \
+    }                                                                                                                  \
   }
 
 ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_Q4_STEP_AVX2, ORDO_Q4_DONE_AVX2,
@@ -543,10 +582,11 @@ ORDO_TILE_256(tile_avx_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), O
 // 8-17 (one slice's lines after another: 6-15, slower in 17 of 24 interleaved measurements).
 // Q4_0: a slice's 8 vpmaddubsw results are added in int16 before one vpmaddwd: each is a pair of
 // code · x with code <= 15 and |x| <= 128, so their sum stays within 8 · 3840 = 30720.
-template <bool Q4>
+template <Fmt F>
 __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, const uint8_t* P, int64_t nb,
                                                           float* y) {
-  constexpr int64_t kCodes = codes_bytes(Q4), kStride = stride_of(Q4), kAhead = 2;
+  constexpr bool Q4 = nibbles(F);
+  constexpr int64_t kCodes = codes_bytes(F), kStride = stride_of(F), kAhead = 2;
   const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0x0F);
   [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   ORDO_UNROLL
@@ -572,7 +612,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
               ORDO_Q4_STEP_AVX2(t[z], _mm256_and_si256(v, lo4), xl, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4), xh);
         }
       }
-      const __m256i corr = _mm256_set1_epi32(-8 * in.s[b]);
+      const __m256i corr = _mm256_set1_epi32(F == Fmt::Q4 ? -8 * in.s[b] : 0);
       ORDO_UNROLL
       for (int z = 0; z < 8; ++z) ia[z] = _mm256_add_epi32(corr, _mm256_madd_epi16(t[z], ones));
     } else {
@@ -588,6 +628,17 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
       }
     }
     const __m256 dx = _mm256_set1_ps(in.d[b]);
+    if constexpr (F == Fmt::Q4K) {
+      const __m256 c = _mm256_set1_ps(in.d[b] * static_cast<float>(in.s[b]));
+      ORDO_UNROLL
+      for (int z = 0; z < 8; ++z) {
+        const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + z * 32));
+        const __m256 mw = _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + 4 * kP + z * 32));
+        const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[z]), _mm256_mul_ps(dw, dx), _mm256_loadu_ps(y + 8 * z));
+        _mm256_storeu_ps(y + 8 * z, _mm256_fnmadd_ps(mw, c, t));
+      }
+      continue;
+    }
     ORDO_UNROLL
     for (int z = 0; z < 8; ++z) {
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + z * 16)));
@@ -652,16 +703,16 @@ void panel_512(const BlockInput& in, int64_t M, const uint8_t* P, int64_t b0, in
   });
 }
 
-template <bool Q4, bool Vnni>
+template <Fmt F, bool Vnni>
 void panel_256(const BlockInput& in, int64_t M, const uint8_t* P, int64_t b0, int64_t b1, float* y, int64_t ldo,
                bool first) {
   auto tile = [&](auto mx, auto nz, int64_t m0, int64_t z0) {
     constexpr int MX = decltype(mx)::value, NZ = decltype(nz)::value;
     float* ym = y + m0 * ldo + z0 * 8;
     if constexpr (Vnni)
-      tile_avx_vnni<Q4, MX, NZ>(in, m0, P, z0, b0, b1, ym, ldo, first);
+      tile_avx_vnni<F, MX, NZ>(in, m0, P, z0, b0, b1, ym, ldo, first);
     else
-      tile_avx2<Q4, MX, NZ>(in, m0, P, z0, b0, b1, ym, ldo, first);
+      tile_avx2<F, MX, NZ>(in, m0, P, z0, b0, b1, ym, ldo, first);
   };
   using std::integral_constant;
   if (M == 1) {
@@ -681,13 +732,46 @@ void panel_256(const BlockInput& in, int64_t M, const uint8_t* P, int64_t b0, in
 
 }  // namespace
 
-int64_t block_stride(DType t) { return stride_of(t == DType::Q4_0); }
+int64_t block_stride(DType t) { return stride_of(fmt_of(t)); }
+
+namespace {
+
+// Q4_K rows: each super-block's 8 sub-blocks into blocks 8·sb + s of the panel's row j.
+void pack_q4k_panel(const Tensor& W, int64_t p, uint8_t* dst) {
+  const int64_t N = W.dim(0), K = W.dim(1), nsb = K / kQ4KBlock;
+  const size_t row_bytes = dtype_row_bytes(W.dtype, K);
+  const int64_t stride = stride_of(Fmt::Q4K), codes = codes_bytes(Fmt::Q4K);
+  for (int64_t j = 0; j < kP && p * kP + j < N; ++j) {
+    const auto* row = static_cast<const uint8_t*>(W.data) + static_cast<size_t>(p * kP + j) * row_bytes;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* src = row + sb * static_cast<int64_t>(kQ4KBytes);
+      const float d = f16_to_f32(static_cast<uint16_t>(src[0] | src[1] << 8));
+      const float dmin = f16_to_f32(static_cast<uint16_t>(src[2] | src[3] << 8));
+      for (int s = 0; s < 8; ++s) {
+        uint8_t* B = dst + (8 * sb + s) * stride;
+        const uint8_t* qs = src + 16 + 32 * (s / 2);
+        auto code = [&](int l) { return s % 2 ? qs[l] >> 4 : qs[l] & 0x0F; };
+        for (int h = 0; h < 4; ++h)
+          for (int i = 0; i < 4; ++i)
+            B[h * 4 * kP + j * 4 + i] = static_cast<uint8_t>(code(4 * h + i) | code(16 + 4 * h + i) << 4);
+        int sc = 0, mn = 0;
+        q4_k_scale_min(s, src + 4, &sc, &mn);
+        const float scale = d * static_cast<float>(sc), min = dmin * static_cast<float>(mn);
+        std::memcpy(B + codes + 4 * j, &scale, 4);
+        std::memcpy(B + codes + 4 * kP + 4 * j, &min, 4);
+      }
+    }
+  }
+}
+
+}  // namespace
 
 void pack_block_panel(const Tensor& W, int64_t p, uint8_t* dst) {
+  if (W.dtype == DType::Q4_K) return pack_q4k_panel(W, p, dst);
   const bool q4 = W.dtype == DType::Q4_0;
   const int64_t N = W.dim(0), K = W.dim(1), nb = K / kB;
   const size_t row_bytes = dtype_row_bytes(W.dtype, K), blk = q4 ? 18 : 34;
-  const int64_t stride = stride_of(q4), codes = codes_bytes(q4);
+  const int64_t stride = stride_of(fmt_of(q4)), codes = codes_bytes(fmt_of(q4));
   for (int64_t j = 0; j < kP && p * kP + j < N; ++j) {
     const auto* row = static_cast<const uint8_t*>(W.data) + static_cast<size_t>(p * kP + j) * row_bytes;
     for (int64_t b = 0; b < nb; ++b) {
@@ -759,11 +843,22 @@ BlockIsa block_isa() {
 
 void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeight& w, int64_t p0, int64_t p1,
                   float* out, int64_t ldo) {
-  const bool q4 = w.dtype == DType::Q4_0;
+  const Fmt f = fmt_of(w.dtype);
+  const bool q4 = f == Fmt::Q4;
   const int64_t nb = w.K / kB;
-  [[maybe_unused]] const int64_t stride = stride_of(q4);
+  [[maybe_unused]] const int64_t stride = stride_of(f);
   int64_t p = p0;
 #if defined(ORDO_SIMD) && defined(__x86_64__)
+  if (f == Fmt::Q4K) {  // the AVX2 kernels on every SIMD machine (see the top of this file)
+    for (; isa != BlockIsa::Scalar && M == 1 && p < p1; ++p)
+      decode_avx2<Fmt::Q4K>(in, static_cast<const uint8_t*>(w.panel(p)), nb, out + (p - p0) * kP);
+    for (; isa != BlockIsa::Scalar && p < p1; ++p) {
+      const auto* P = static_cast<const uint8_t*>(w.panel(p));
+      const int64_t chunk = M > kBatchRows ? kPromptChunkBlocks : kChunkBlocks;
+      for (int64_t b0 = 0; b0 < nb; b0 += chunk)
+        panel_256<Fmt::Q4K, false>(in, M, P, b0, std::min(nb, b0 + chunk), out + (p - p0) * kP, ldo, b0 == 0);
+    }
+  }
   if (isa == BlockIsa::Avx512Vnni && M == 1)  // decode: two panels' streams at once
     for (; p + 2 <= p1; p += 2) {
       const uint8_t* P[2] = {static_cast<const uint8_t*>(w.panel(p)), static_cast<const uint8_t*>(w.panel(p + 1))};
@@ -772,8 +867,8 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
     }
   if (isa == BlockIsa::Avx2 && M == 1)
     for (; p < p1; ++p)
-      (q4 ? decode_avx2<true> : decode_avx2<false>)(in, static_cast<const uint8_t*>(w.panel(p)), nb,
-                                                    out + (p - p0) * kP);
+      (q4 ? decode_avx2<Fmt::Q4> : decode_avx2<Fmt::Q8>)(in, static_cast<const uint8_t*>(w.panel(p)), nb,
+                                                         out + (p - p0) * kP);
 #endif
   for (; p < p1; ++p) {
     const auto* P = static_cast<const uint8_t*>(w.panel(p));
@@ -792,13 +887,13 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
           continue;
         }
         case BlockIsa::AvxVnni:
-          (q4 ? panel_256<true, true> : panel_256<false, true>)(in, M, P, b0, b1, y, ldo, first);
+          (q4 ? panel_256<Fmt::Q4, true> : panel_256<Fmt::Q8, true>)(in, M, P, b0, b1, y, ldo, first);
           continue;
         case BlockIsa::Avx2:
-          (q4 ? panel_256<true, false> : panel_256<false, false>)(in, M, P, b0, b1, y, ldo, first);
+          (q4 ? panel_256<Fmt::Q4, false> : panel_256<Fmt::Q8, false>)(in, M, P, b0, b1, y, ldo, first);
           continue;
 #endif
-        default: tile_scalar(q4, in, 0, M, P, b0, b1, y, ldo, first);
+        default: tile_scalar(f, in, 0, M, P, b0, b1, y, ldo, first);
       }
     }
   }

@@ -626,7 +626,8 @@ void job_panels(const PanelJob& jb, int64_t p0, int64_t p1, const float* x, int6
       break;
     }
     case DType::Q8_0:
-    case DType::Q4_0: block_panels(block_isa(), bx, M, w, p0, p1, out, cols); break;
+    case DType::Q4_0:
+    case DType::Q4_K: block_panels(block_isa(), bx, M, w, p0, p1, out, cols); break;
   }
   const bool i8 = w.dtype == DType::I8;
   const int64_t n0 = p0 * kP, n1 = std::min(w.N, p1 * kP);
@@ -677,9 +678,10 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
   pw->Kp = W.dtype == DType::I8 ? (pw->K + 1) / 2 * 2 : pw->K;
   pw->panels = (pw->N + kP - 1) / kP;
   const bool blocks = is_block_dtype(W.dtype);
-  if (blocks && pw->K % kQuantBlock != 0)
-    throw Error(std::string("panels: a ") + dtype_name(W.dtype) + " weight needs a multiple of 32 columns, got " +
-                W.shape_str());
+  const int64_t block = W.dtype == DType::Q4_K ? kQ4KBlock : kQuantBlock;
+  if (blocks && pw->K % block != 0)
+    throw Error(std::string("panels: a ") + dtype_name(W.dtype) + " weight needs a multiple of " +
+                std::to_string(block) + " columns, got " + W.shape_str());
   pw->panel_bytes = blocks ? pw->K / kQuantBlock * block_stride(W.dtype)
                            : pw->panel_elems() * static_cast<int64_t>(dtype_size(W.dtype));
   const size_t bytes = static_cast<size_t>(pw->panels * pw->panel_bytes);
@@ -702,7 +704,8 @@ std::shared_ptr<const PanelWeight> make_panels(const Tensor& W) {
         pack_rows(static_cast<const int8_t*>(W.data), N, K, Kp, true, static_cast<int8_t*>(mem), p);
         break;
       case DType::Q8_0:
-      case DType::Q4_0: pack_block_panel(W, p, static_cast<uint8_t*>(mem) + p * pw->panel_bytes); break;
+      case DType::Q4_0:
+      case DType::Q4_K: pack_block_panel(W, p, static_cast<uint8_t*>(mem) + p * pw->panel_bytes); break;
     }
   }
   return pw;

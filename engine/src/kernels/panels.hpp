@@ -47,11 +47,12 @@ const char* panel_isa();
 // The panels of W [N, K] (any dtype; I8 scales stay on the Linear).
 std::shared_ptr<const PanelWeight> make_panels(const Tensor& W);
 
-// ---- Q8_0 / Q4_0 panels (gemm_blocks.cpp: layout and arithmetic) ----
+// ---- Q8_0 / Q4_0 / Q4_K panels (gemm_blocks.cpp: layout and arithmetic) ----
 
-// Bytes of one 32-column block of a panel (its 64 rows' codes and fp16 scales).
+// Bytes of one 32-column block of a panel (its 64 rows' codes and scales).
 int64_t block_stride(DType t);
-// Panel p of the Q8_0 / Q4_0 weight W [N, K] (K % 32 == 0) into dst (zeroed, K / 32 · block_stride).
+// Panel p of the Q8_0 / Q4_0 / Q4_K weight W [N, K] (whole blocks) into dst (zeroed, K / 32 ·
+// block_stride).
 void pack_block_panel(const Tensor& W, int64_t p, uint8_t* dst);
 
 // Activations quantized per 32-element block as the codec's quantize_q8_0: row m's codes

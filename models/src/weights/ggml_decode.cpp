@@ -1,11 +1,13 @@
 // ggml's other block types decoded to floats: Q4_1, Q5_0, Q5_1 (32 elements) and the k-quants
 // Q2_K..Q6_K (256), as llama.cpp's reference dequantizers define each layout.
 //
-// ordo has no kernels for these; a GGUF file's tensors of these types are decoded once at load
-// (and a linear weight re-encoded as Q8_0, see gguf_tensors.cpp). fp16 fields are little-endian.
+// ordo has no kernels for these but Q4_K (the engine's, whose decoder this uses); a GGUF file's
+// tensors of the others are decoded once at load (and a linear weight re-encoded as Q8_0, see
+// gguf_tensors.cpp). fp16 fields are little-endian.
 #include <cstring>
 
 #include "gguf.hpp"
+#include "ordo/quant_blocks.hpp"
 
 namespace ordo {
 namespace {
@@ -85,35 +87,19 @@ void q3_k(const unsigned char* b, float* y) {
       }
 }
 
-// Q4_K's and Q5_K's eight 6-bit scales and mins in 12 bytes: j < 4 in the low 6 bits of bytes j
-// (scale) and j + 4 (min); j >= 4 in the nibbles of byte j + 4 with the top 2 bits of bytes j - 4
-// (scale) and j (min).
-void scale_min_k4(int j, const unsigned char* q, int* sc, int* mn) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *mn = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
-// Q4_K (144 bytes: d, dmin, 12 scale bytes, 128 bytes of nibbles) and Q5_K (176: the same with 32
-// bytes of fifth bits before the nibbles). Each 64 elements take 32 nibble bytes: low nibbles are
-// sub-block 2i, high 2i+1; the fifth bit of element l of sub-block s is bit s of high byte l.
-// x = d·sc·q - dmin·mn.
-void q45_k(bool five, const unsigned char* b, float* y) {
+// Q5_K, 176 bytes: Q4_K's layout (ordo/quant_blocks.hpp) with 32 bytes of fifth bits before the
+// nibbles: the fifth bit of element l of sub-block s is bit s of byte l. x = d·sc·q - dmin·mn.
+void q5_k(const unsigned char* b, float* y) {
   const float d = half(b), dmin = half(b + 2);
-  const unsigned char *scales = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
+  const unsigned char *qh = b + 16, *qs = b + 48;
   for (int i = 0; i < 4; ++i, qs += 32)
     for (int part = 0; part < 2; ++part) {
       const int s = 2 * i + part;
       int sc = 0, mn = 0;
-      scale_min_k4(s, scales, &sc, &mn);
+      q4_k_scale_min(s, b + 4, &sc, &mn);
       const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(mn);
       for (int l = 0; l < 32; ++l) {
-        int q = part ? qs[l] >> 4 : qs[l] & 0x0F;
-        if (five) q += ((qh[l] >> s) & 1) << 4;
+        const int q = (part ? qs[l] >> 4 : qs[l] & 0x0F) + (((qh[l] >> s) & 1) << 4);
         *y++ = dl * static_cast<float>(q) - ml;
       }
     }
@@ -163,8 +149,8 @@ void ggml_decode(uint32_t type, const unsigned char* src, int64_t n, float* out)
       case kGgmlQ5_1: q5(true, src, out); break;
       case kGgmlQ2_K: q2_k(src, out); break;
       case kGgmlQ3_K: q3_k(src, out); break;
-      case kGgmlQ4_K: q45_k(false, src, out); break;
-      case kGgmlQ5_K: q45_k(true, src, out); break;
+      case kGgmlQ4_K: dequantize_q4_k(src, block, out); break;
+      case kGgmlQ5_K: q5_k(src, out); break;
       case kGgmlQ6_K: q6_k(src, out); break;
       default: break;
     }
