@@ -145,8 +145,9 @@ TEST(GgufReader, TypesOrdoDoesNotReadAreNamed) {
 
 // Q4_1, Q5_0, Q5_1 and the k-quants Q2_K..Q6_K against llama.cpp's gguf-py (numpy, written apart
 // from ggml's C) on seeded random blocks (tests/data/gguf/ggml_decode.json, made by
-// tools/fixtures/make_ggml_decode_golden.py). As floats, and as a 2-D linear weight re-encoded as
-// Q8_0 blocks, within Q8_0's rounding of them.
+// tools/fixtures/make_ggml_decode_golden.py). As floats, and as a 2-D linear weight: Q4_K kept as
+// it is (the engine's decoder reads it), the others re-encoded as Q8_0 blocks, within Q8_0's
+// rounding of them.
 TEST(GgufReader, DecodesTheOtherBlockTypesAsGgufPy) {
   std::ifstream f(std::string(ORDO_TEST_DATA) + "/gguf/ggml_decode.json");
   ASSERT_TRUE(f) << "tests/data/gguf/ggml_decode.json";
@@ -170,12 +171,17 @@ TEST(GgufReader, DecodesTheOtherBlockTypesAsGgufPy) {
     const GgufFile g = parse(bytes);
     const ordo::Tensor flat = g.tensor(g.tensors()[0]), blocks = g.tensor(g.tensors()[1], true);
     ASSERT_EQ(flat.dtype, ordo::DType::F32);
-    ASSERT_EQ(blocks.dtype, ordo::DType::Q8_0);
+    const bool q4k = name == "Q4_K";
+    ASSERT_EQ(blocks.dtype, q4k ? ordo::DType::Q4_K : ordo::DType::Q8_0);
     const ordo::Tensor q8 = blocks.to_f32();
     int exact = 0;
     for (int64_t i = 0; i < n; ++i) {
       EXPECT_NEAR(flat.f32()[i], want[i], 1e-6f * std::max(1.0f, std::fabs(want[i]))) << i;
       exact += flat.f32()[i] == want[i];
+      if (q4k) {
+        EXPECT_EQ(q8.f32()[i], flat.f32()[i]) << i;
+        continue;
+      }
       float amax = 0;
       for (int64_t j = i / 32 * 32; j < i / 32 * 32 + 32; ++j) amax = std::max(amax, std::fabs(want[j]));
       // Half a step of d = amax / 127, plus |q| <= 127 times fp16's rounding of d (2^-11 of it).

@@ -1,6 +1,6 @@
 // ggml's tensor types (names, block sizes) and a GGUF tensor's bytes turned into an ordo Tensor:
-// F32/F16/BF16 as stored, Q8_0 and Q4_0 as engine block tensors or dequantised to F32, the other
-// types ordo decodes (ggml_decode.cpp) as F32 or, for a linear weight, re-encoded as Q8_0.
+// F32/F16/BF16 as stored, Q8_0, Q4_0 and Q4_K as engine block tensors or dequantised to F32, the
+// other types ordo decodes (ggml_decode.cpp) as F32 or, for a linear weight, re-encoded as Q8_0.
 #include <cstring>
 #include <vector>
 
@@ -77,6 +77,14 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info, bool keep_blocks) const {
       (info.type == kGgmlQ8_0 ? dequantize_q8_0 : dequantize_q4_0)(src, static_cast<int64_t>(n), out.f32());
       return out;
     }
+    case kGgmlQ4_K:
+      if (keep_blocks && t.ndim() == 2) {  // rows are whole super-blocks (checked when the file was read)
+        t.dtype = DType::Q4_K;
+        t.data = const_cast<unsigned char*>(src);  // read-only mapping, as above
+        t.owner = mapping_;
+        return t;
+      }
+      [[fallthrough]];
     default: {
       if (!ggml_type_decodable(info.type)) throw Error(ggml_type_unread(path_, info.name, info.type));
       if (!keep_blocks || t.ndim() != 2 || t.dim(1) % kQuantBlock != 0) {
