@@ -13,6 +13,7 @@
 #include "ordo/ops.hpp"
 #include "ordo/quant_blocks.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/synthetic.hpp"
 
 namespace {
 
@@ -36,22 +37,6 @@ std::vector<BlockIsa> paths() {
   for (BlockIsa i : kAll)
     if (ordo::detail::block_isa_supported(i)) p.push_back(i);
   return p;
-}
-
-// A Q4_K weight [N, K] (ordo reads these from files and writes none): random codes, 6-bit scales
-// and mins, d and dmin in [1e-3, 1e-2).
-ordo::Tensor random_q4k(int64_t N, int64_t K, uint32_t seed) {
-  ordo::Tensor t = ordo::Tensor::zeros({N, K}, DType::Q4_K);
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> scale(1e-3f, 1e-2f);
-  auto* b = static_cast<uint8_t*>(t.data);
-  for (size_t i = 0; i < t.nbytes(); ++i) b[i] = static_cast<uint8_t>(g());
-  for (size_t i = 0; i < t.nbytes(); i += ordo::kQ4KBytes)
-    for (int h = 0; h < 2; ++h) {
-      const uint16_t v = ordo::f32_to_f16(scale(g));
-      std::memcpy(b + i + 2 * h, &v, 2);
-    }
-  return t;
 }
 
 // |s·q| + |m| of Q4_K element k of a row (x = s·q - m): the size of the terms the kernel adds apart.
@@ -79,7 +64,7 @@ void check_shape(DType dt, int64_t M, int64_t N, int64_t K, uint32_t seed) {
                " K=" + std::to_string(K));
   ordo::Linear q;
   if (dt == DType::Q4_K) {
-    q.weight = random_q4k(N, K, seed);
+    q.weight = ordo::random_q4_k(N, K, seed, 0.05f);  // ordo writes no Q4_K: random blocks
   } else {
     ordo::Linear f;
     f.weight = ordo::Tensor::from({N, K}, random_values(N * K, seed, 0.05f));

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
 #include "kernels/gemm_backend.hpp"
+#include "ordo/quant_blocks.hpp"
 #include "ordo/quantize.hpp"
 
 namespace ordo {
@@ -98,6 +100,11 @@ void fill_uniform(Tensor& t, float a, uint64_t seed) {
 }
 
 Linear random_linear(int64_t out, int64_t in, DType dt, uint64_t seed) {
+  if (dt == DType::Q4_K) {
+    Linear l;
+    l.weight = random_q4_k(out, in, seed, 1.0f / std::sqrt(static_cast<float>(in)));
+    return l;
+  }
   if (is_block_dtype(dt)) return convert_linear(random_linear(out, in, DType::F32, seed), dt);  // llama.cpp's rounding
   Linear l;
   l.weight = Tensor::zeros({out, in}, dt);
@@ -109,6 +116,33 @@ Linear random_linear(int64_t out, int64_t in, DType dt, uint64_t seed) {
   }
   return l;
 }
+
+}  // namespace
+
+Tensor random_q4_k(int64_t rows, int64_t cols, uint64_t seed, float a) {
+  if (cols % kQ4KBlock != 0)
+    throw Error("a q4_k weight needs a multiple of 256 columns, got [" + std::to_string(rows) + ", " +
+                std::to_string(cols) + "]");
+  Tensor t = Tensor::uninitialized({rows, cols}, DType::Q4_K);
+  auto* p = static_cast<uint8_t*>(t.data);
+  uint64_t st = splitmix(seed) | 1;
+  for (size_t i = 0; i < t.nbytes(); ++i) {
+    st ^= st >> 12;
+    st ^= st << 25;
+    st ^= st >> 27;
+    p[i] = static_cast<uint8_t>((st * 0x2545F4914F6CDD1Dull) >> 56);
+  }
+  // Codes and 6-bit scales average 7.5 and 31.5: d·sc·q spans [0, 2a] and the mean min cancels its mean.
+  const float d = 2.0f * a / (63.0f * 15.0f);
+  const uint16_t hd = f32_to_f16(d), hmin = f32_to_f16(7.5f * d);
+  for (size_t i = 0; i < t.nbytes(); i += kQ4KBytes) {
+    std::memcpy(p + i, &hd, 2);
+    std::memcpy(p + i + 2, &hmin, 2);
+  }
+  return t;
+}
+
+namespace {
 
 Norm ones_norm(int64_t d) {
   Norm n;
@@ -159,14 +193,16 @@ ModelSpec synthetic_llama(const SyntheticShape& sh, DType dtype, uint64_t seed) 
   }
   s.decoder.final_norm = ones_norm(sh.dim);
   s.decoder.causal = true;
+  // Q4_K: the head as a Q4_K_M file's Q6_K head runs (ordo has no Q6_K kernels), Q8_0.
+  const DType head_dtype = dtype == DType::Q4_K ? DType::Q8_0 : dtype;
   if (sh.tied_head && dtype == DType::F32) {
     s.lm_head.weight = s.tok_embed;
   } else if (sh.tied_head) {
     Linear head;
     head.weight = s.tok_embed;
-    s.lm_head = convert_linear(head, dtype);  // the head copy only; tok_embed stays F32
+    s.lm_head = convert_linear(head, head_dtype);  // the head copy only; tok_embed stays F32
   } else {
-    s.lm_head = random_linear(sh.vocab, sh.dim, dtype, ++k);
+    s.lm_head = random_linear(sh.vocab, sh.dim, head_dtype, ++k);
   }
   s.bos_id = 1;
   s.eos_id = 2;

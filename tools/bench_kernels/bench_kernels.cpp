@@ -31,8 +31,8 @@
 #include "attention_kernels.hpp"
 #include "gemm_backend.hpp"
 #include "ordo/ops.hpp"
-#include "ordo/quant_blocks.hpp"
 #include "ordo/quantize.hpp"
+#include "ordo/synthetic.hpp"
 #include "team.hpp"
 
 namespace {
@@ -75,17 +75,7 @@ ordo::Linear make_linear(int64_t N, int64_t K, DType dt, uint32_t seed) {
       l.weight = ordo::convert_linear(f, dt).weight;
       break;
     }
-    case DType::Q4_K: {  // read from files only: random super-blocks, d and dmin ~1e-3 (the speed is all we read)
-      auto* b = static_cast<uint8_t*>(l.weight.data);
-      std::mt19937 g(seed);
-      for (size_t i = 0; i < l.weight.nbytes(); ++i) b[i] = static_cast<uint8_t>(g());
-      const uint16_t h = ordo::f32_to_f16(1e-3f);
-      for (size_t i = 0; i < l.weight.nbytes(); i += ordo::kQ4KBytes) {
-        std::memcpy(b + i, &h, 2);
-        std::memcpy(b + i + 2, &h, 2);
-      }
-      break;
-    }
+    case DType::Q4_K: l.weight = ordo::random_q4_k(N, K, seed, 0.05f); break;  // read from files only
   }
   l.bias = Tensor::zeros({N});
   fill_random(l.bias.f32(), size_t(N), seed + 1);

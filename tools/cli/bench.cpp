@@ -86,7 +86,9 @@ struct BenchCommand : Command {
                   "Random-weight Llama-shaped model: 110m, 1b or DIM,LAYERS,HEADS,KV_HEADS,FFN,VOCAB (default: 110m)")
         ->excludes(m);
     c->add_option("--backend", backends, "GEMM backends, comma-separated")->capture_default_str();
-    c->add_option("--dtypes,--dtype", dtypes, "Weight dtypes, comma-separated: f32, f16, bf16, int8, q8_0, q4_0")
+    c->add_option(
+         "--dtypes,--dtype", dtypes,
+         "Weight dtypes, comma-separated: f32, f16, bf16, int8, q8_0, q4_0, q4_k (a GGUF file's Q4_K as stored)")
         ->capture_default_str();
     c->add_option("--kv-dtype", kv_dtype,
                   "KV cache storage: f32, f16 or int8; auto: each dtype's default (f16 for q8_0/q4_0, else f32)")
@@ -139,6 +141,9 @@ struct BenchCommand : Command {
       // other is converted to dt, head and all.
       m.model = std::make_unique<Model>(Model::load(dir, o));
       if (!layers_hold(m.model->engine().spec(), dt)) {
+        if (dt == DType::Q4_K)
+          throw Error("bench: --dtypes q4_k runs a GGUF file's Q4_K layers as stored, and " + dir +
+                      " has none (ordo does not write q4_k)");
         m.model.reset();
         reset_peak_rss();  // the row's peak memory is the converted model's, not the first load's
         o.dtype = dt;
@@ -349,7 +354,9 @@ struct BenchCommand : Command {
     std::vector<Backend> bes;
     for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
     std::vector<DType> dts;
-    for (const std::string& d : split_list(dtypes)) dts.push_back(parse_weight_dtype(d));
+    // q4_k: read from GGUF files, never written, so a dtype to bench but not to convert to.
+    for (const std::string& d : split_list(dtypes))
+      dts.push_back(d == "q4_k" || d == "Q4_K" ? DType::Q4_K : parse_weight_dtype(d));
     if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
     std::string kv_name = kv_dtype;
     std::transform(kv_name.begin(), kv_name.end(), kv_name.begin(), [](unsigned char c) { return std::tolower(c); });

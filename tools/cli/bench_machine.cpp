@@ -12,6 +12,7 @@
 
 #include "common.hpp"
 #include "ordo/input.hpp"
+#include "ordo/synthetic.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -120,7 +121,10 @@ LinearProbe::LinearProbe(DType dt, int threads) : ws_(static_cast<size_t>(thread
     w.weight = Tensor::uninitialized({kN, kK});
     float* wd = w.weight.f32();
     for (int64_t i = 0; i < kN * kK; ++i) wd[i] = static_cast<float>((i * 7) % 13 - 6) * 0.01f;
-    if (dt != DType::F32) w = convert_linear(w, dt);
+    if (dt == DType::Q4_K)
+      w.weight = random_q4_k(kN, kK, 1, 0.05f);  // ordo writes no Q4_K: random blocks
+    else if (dt != DType::F32)
+      w = convert_linear(w, dt);
     pack_panels(w);
   }
 }

@@ -18,9 +18,10 @@ the other (which goes first alternates between rounds):
 
 A K-quant type (--types q4_k_m, q5_k_m, q6_k...) is made from the f32 file by llama.cpp's own
 llama-quantize, as a user's file would be. ordo runs the file's type where `ordo bench --dtypes`
-offers it (q8_0, q4_0); a K-quant file as q8_0, which is how it runs one (decoded at load); else the
-nearest it has (int8 for a quantized file, weights dequantised at load then stored as int8) and says
-so in the table (--llama-rev names llama.cpp's commit where LLAMA_CPP_SRC is not a git checkout, e.g. an
+offers it (q8_0, q4_0); a Q4_K_M file as stored (`--dtypes q4_k`: its Q4_K layers on ordo's Q4_K
+kernels, the Q6_K ones decoded to Q8_0 at load), another K-quant file as q8_0; else the nearest it
+has (int8 for a quantized file, weights dequantised at load then stored as int8) and says so in the
+table (--llama-rev names llama.cpp's commit where LLAMA_CPP_SRC is not a git checkout, e.g. an
 exported tree). The median of the rounds is reported with ordo/llama.cpp ratios, as one markdown table
 headed by CPU, date, both commits, threads and load averages (--out, and stdout).
 """
@@ -85,6 +86,8 @@ def ordo_dtype(ordo, t):
     offered = helptext[helptext.find("--dtypes"):].split("\n")[1]
     if t in offered:
         return t
+    if t.startswith("q4_k") and "q4_k" in offered:
+        return "q4_k"
     if is_k_quant(t) and "q8_0" in offered:
         return "q8_0"
     return "f32" if t in ("f32", "f16") else "int8"
