@@ -154,7 +154,7 @@ namespace {
 
 int64_t linear_bytes(const Linear& l) {
   if (!l.present()) return 0;
-  // Q4_K's panels hold fp32 scales and mins (6 bits per weight to the file's 4.5): what is read.
+  // Q4_K's panels hold its scales and mins unpacked (4.625 bits per weight to the file's 4.5): what is read.
   if (l.panels && l.weight.dtype == DType::Q4_K) return l.panels->panels * l.panels->panel_bytes;
   return static_cast<int64_t>(l.weight.nbytes() + (l.scales.empty() ? 0 : l.scales.nbytes()));
 }

@@ -8,10 +8,11 @@
 //   Q4_0: 4 groups h, each [64 rows][4 bytes]: row j's ggml bytes 4h..4h+3, whose low nibbles are
 //         elements 4h+i and high nibbles elements 16+4h+i (both + 8), then the 64 fp16 scales.
 //         1024 + 128 bytes: no larger than ggml's own blocks.
-//   Q4_K: Q4_0's groups holding the super-block's codes of sub-block b % 8 (0..15, no offset), then
-//         the 64 rows' fp32 scales d·sc, then their fp32 mins dmin·mn (both exact in fp32: an fp16
-//         times a 6-bit integer). 1024 + 512 bytes, 6 bits per weight (the file: 4.5): decode reads
-//         0.7x the bytes of Q8_0, and every value is the file's.
+//   Q4_K: Q4_0's groups holding the codes of sub-block b % 8 of a super-block (0..15, no offset),
+//         the 64 rows' 6-bit scales sc (a byte each), then their mins mn, then a share of the
+//         super-block's fp16 d and dmin: block 8s + z holds rows 8z..8z+7's (8 d, then 8 dmin).
+//         1024 + 128 + 32 bytes, 4.625 bits per weight (the file: 4.5). The kernels multiply d·sc and
+//         dmin·mn out per block, exactly (an fp16 times a 6-bit integer fits fp32).
 // One 32-bit lane of a 64-byte load is one row: a broadcast of 4 activation bytes meets 16 rows, and
 // a block's sums land one row per lane, with no horizontal sums; each load serves every row of a tile.
 //
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "ordo/quant_blocks.hpp"
 #include "panels.hpp"
@@ -46,24 +48,26 @@ constexpr int64_t kBatchRows = 16;
 // tokens ~5% faster than with 8 blocks).
 constexpr int64_t kPromptChunkBlocks = 32;
 
-// A panel's block format.
-enum class Fmt { Q8, Q4, Q4K };
+// A panel's block format. Q4KF: a Q4_K chunk with its scales and mins multiplied out to fp32 (64
+// of each after the codes), which the tiles of several rows read: multiplied once per chunk, not
+// once per tile and block (a 512-token prompt took 1.7x as long).
+enum class Fmt { Q8, Q4, Q4K, Q4KF };
 constexpr bool nibbles(Fmt f) { return f != Fmt::Q8; }
+constexpr bool has_min(Fmt f) { return f == Fmt::Q4K || f == Fmt::Q4KF; }
 constexpr Fmt fmt_of(bool q4) { return q4 ? Fmt::Q4 : Fmt::Q8; }
 Fmt fmt_of(DType t) { return t == DType::Q4_K ? Fmt::Q4K : t == DType::Q4_0 ? Fmt::Q4 : Fmt::Q8; }
 constexpr int64_t codes_bytes(Fmt f) { return nibbles(f) ? 4 * kP * 4 : 8 * kP * 4; }
-constexpr int64_t stride_of(Fmt f) { return codes_bytes(f) + (f == Fmt::Q4K ? 8 * kP : 2 * kP); }
-
-// Q4_K's fp32 scale and min of panel row j in block B.
-inline float q4k_scale(const uint8_t* B, int64_t j) {
-  float v;
-  std::memcpy(&v, B + codes_bytes(Fmt::Q4K) + 4 * j, 4);
-  return v;
+constexpr int64_t stride_of(Fmt f) {
+  return codes_bytes(f) + (f == Fmt::Q4K ? 2 * kP + 32 : f == Fmt::Q4KF ? 8 * kP : 2 * kP);
 }
-inline float q4k_min(const uint8_t* B, int64_t j) {
-  float v;
-  std::memcpy(&v, B + codes_bytes(Fmt::Q4K) + 4 * kP + 4 * j, 4);
-  return v;
+// Q4_K: where a block's scales, its mins, and (in the block a super-block's d and dmin share) d.
+constexpr int64_t kQ4KScales = codes_bytes(Fmt::Q4K), kQ4KMins = kQ4KScales + kP, kQ4KD = kQ4KMins + kP;
+
+// Q4_K's scale d·sc and min dmin·mn of row j in block b of panel P.
+inline float q4k_scale(const uint8_t* P, int64_t b, int64_t j, bool min) {
+  const uint8_t* D = P + ((b & ~int64_t{7}) + j / 8) * stride_of(Fmt::Q4K) + kQ4KD + (min ? 16 : 0) + 2 * (j % 8);
+  const float d = f16_to_f32(static_cast<uint16_t>(D[0] | D[1] << 8));
+  return d * static_cast<float>(P[b * stride_of(Fmt::Q4K) + (min ? kQ4KMins : kQ4KScales) + j]);
 }
 
 inline int32_t load4(const int8_t* p) {
@@ -172,8 +176,8 @@ void tile_scalar(Fmt f, const BlockInput& in, int64_t m0, int64_t MX, const uint
           }
         const float dx = in.d[m * nb + b];
         if (f == Fmt::Q4K) {
-          acc = std::fma(static_cast<float>(isum), q4k_scale(B, j) * dx, acc);
-          acc = std::fma(-q4k_min(B, j), dx * static_cast<float>(in.s[m * nb + b]), acc);
+          acc = std::fma(static_cast<float>(isum), q4k_scale(P, b, j, false) * dx, acc);
+          acc = std::fma(-q4k_scale(P, b, j, true), dx * static_cast<float>(in.s[m * nb + b]), acc);
           continue;
         }
         uint16_t h;
@@ -477,95 +481,121 @@ __attribute__((target("avx2"))) inline __m256i ordo_chain32(__m256i t, __m256i a
 #define ORDO_Q4_DONE_VNNI(acc, t) _mm256_add_epi32(acc, t)
 #define ORDO_DOT_VNNI_Q8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
 
+// Q4_K: rows 8z..8z+7's scales d·sc (min: mins dmin·mn) in block b of panel P, in 8 lanes.
+__attribute__((target("avx2,fma,f16c"))) inline __m256 q4k_scales8(const uint8_t* P, int64_t b, int64_t z, bool min) {
+  constexpr int64_t kS = stride_of(Fmt::Q4K);
+  const uint8_t* D = P + ((b & ~int64_t{7}) + z) * kS + kQ4KD + (min ? 16 : 0);
+  const uint8_t* c = P + b * kS + (min ? kQ4KMins : kQ4KScales) + 8 * z;
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(D)));
+  return _mm256_mul_ps(d,
+                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)))));
+}
+
+// Blocks [b0, b1) of Q4_K panel P into Q4KF's layout at the same blocks of `fat`.
+__attribute__((target("avx2,fma,f16c"))) void expand_q4k(const uint8_t* P, int64_t b0, int64_t b1, uint8_t* fat) {
+  constexpr int64_t kS = stride_of(Fmt::Q4K), kF = stride_of(Fmt::Q4KF), kCodes = codes_bytes(Fmt::Q4KF);
+  for (int64_t b = b0; b < b1; ++b) {
+    uint8_t* out = fat + b * kF;
+    std::memcpy(out, P + b * kS, kCodes);
+    for (int64_t z = 0; z < kP / 8; ++z) {
+      _mm256_storeu_ps(reinterpret_cast<float*>(out + kCodes + 32 * z), q4k_scales8(P, b, z, false));
+      _mm256_storeu_ps(reinterpret_cast<float*>(out + kCodes + 4 * kP + 32 * z), q4k_scales8(P, b, z, true));
+    }
+  }
+}
+
 // tile_512's 256-bit twin (and Q4_K's tile): NZ 8-row slices from slice z0.
-#define ORDO_TILE_256(NAME, ATTR, Q4_STEP, Q4_DONE, DOT_Q8, CORR_Q8)                                                   \
-  template <Fmt F, int MX, int NZ>                                                                                     \
-  ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,     \
-                 int64_t ldy, bool first) {                                                                            \
-    constexpr bool Q4 = nibbles(F);                                                                                    \
-    constexpr int64_t kCodes = codes_bytes(F), kStride = stride_of(F);                                                 \
-    constexpr int32_t kCorr = F == Fmt::Q4 ? 8 : F == Fmt::Q4K ? 0 : CORR_Q8;                                          \
-    const int64_t nb = in.K / kB;                                                                                      \
-    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);                                                        \
-    [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));                                   \
-    const __m256i lo4 = _mm256_set1_epi8(0x0F);                                                                        \
-    __m256 acc[MX][NZ];                                                                                                \
-    ORDO_UNROLL                                                                                                        \
-    for (int m = 0; m < MX; ++m) {                                                                                     \
-      ORDO_UNROLL                                                                                                      \
-      for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);     \
-    }                                                                                                                  \
-    for (int64_t b = b0; b < b1; ++b) {                                                                                \
-      const uint8_t* B = P + b * kStride;                                                                              \
-      const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                             \
-      __m256i ia[MX][NZ];                                                                                              \
-      ORDO_UNROLL                                                                                                      \
-      for (int m = 0; m < MX; ++m) {                                                                                   \
-        ORDO_UNROLL                                                                                                    \
-        for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                   \
-      }                                                                                                                \
-      if constexpr (Q4) {                                                                                              \
-        __m256i t[MX][NZ] = {};                                                                                        \
-        ORDO_UNROLL                                                                                                    \
-        for (int h = 0; h < 4; ++h) {                                                                                  \
-          __m256i wl[NZ], wh[NZ];                                                                                      \
-          ORDO_UNROLL                                                                                                  \
-          for (int z = 0; z < NZ; ++z) {                                                                               \
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + (z0 + z) * 32));    \
-            wl[z] = _mm256_and_si256(v, lo4);                                                                          \
-            wh[z] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);                                                    \
-          }                                                                                                            \
-          ORDO_UNROLL                                                                                                  \
-          for (int m = 0; m < MX; ++m) {                                                                               \
-            const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                        \
-            const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                   \
-            ORDO_UNROLL                                                                                                \
-            for (int z = 0; z < NZ; ++z) t[m][z] = Q4_STEP(t[m][z], wl[z], xl, wh[z], xh);                             \
-          }                                                                                                            \
-        }                                                                                                              \
-        ORDO_UNROLL                                                                                                    \
-        for (int m = 0; m < MX; ++m) {                                                                                 \
-          ORDO_UNROLL                                                                                                  \
-          for (int z = 0; z < NZ; ++z) ia[m][z] = Q4_DONE(ia[m][z], t[m][z]);                                          \
-        }                                                                                                              \
-      } else {                                                                                                         \
-        ORDO_UNROLL                                                                                                    \
-        for (int g = 0; g < 8; ++g) {                                                                                  \
-          __m256i w[NZ];                                                                                               \
-          ORDO_UNROLL                                                                                                  \
-          for (int z = 0; z < NZ; ++z)                                                                                 \
-            w[z] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + (z0 + z) * 32));               \
-          ORDO_UNROLL                                                                                                  \
-          for (int m = 0; m < MX; ++m) {                                                                               \
-            const __m256i xv = _mm256_set1_epi32(load4(xb + m * in.K + 4 * g));                                        \
-            ORDO_UNROLL                                                                                                \
-            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q8(ia[m][z], w[z], xv);                                        \
-          }                                                                                                            \
-        }                                                                                                              \
-      }                                                                                                                \
-      ORDO_UNROLL                                                                                                      \
-      for (int z = 0; z < NZ; ++z) {                                                                                   \
-        const __m256 dw =                                                                                              \
-            F == Fmt::Q4K                                                                                              \
-                ? _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + (z0 + z) * 32))                          \
-                : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));      \
-        ORDO_UNROLL                                                                                                    \
-        for (int m = 0; m < MX; ++m) {                                                                                 \
-          const int64_t mb = (m0 + m) * nb + b;                                                                        \
-          const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                                \
-          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][z]), s, acc[m][z]);                                     \
-          if constexpr (F == Fmt::Q4K)                                                                                 \
-            acc[m][z] =                                                                                                \
-                _mm256_fnmadd_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + 4 * kP + (z0 + z) * 32)), \
-                                 _mm256_set1_ps(in.d[mb] * static_cast<float>(in.s[mb])), acc[m][z]);                  \
-        }                                                                                                              \
-      }                                                                                                                \
-    }                                                                                                                  \
-    ORDO_UNROLL                                                                                                        \
-    for (int m = 0; m < MX; ++m) {                                                                                     \
-      ORDO_UNROLL                                                                                                      \
-      for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);                                   \
-    }                                                                                                                  \
+#define ORDO_TILE_256(NAME, ATTR, Q4_STEP, Q4_DONE, DOT_Q8, CORR_Q8)                                                \
+  template <Fmt F, int MX, int NZ>                                                                                  \
+  ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,  \
+                 int64_t ldy, bool first) {                                                                         \
+    constexpr bool Q4 = nibbles(F);                                                                                 \
+    constexpr int64_t kCodes = codes_bytes(F), kStride = stride_of(F);                                              \
+    constexpr int32_t kCorr = F == Fmt::Q4 ? 8 : has_min(F) ? 0 : CORR_Q8;                                          \
+    const int64_t nb = in.K / kB;                                                                                   \
+    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);                                                     \
+    [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));                                \
+    const __m256i lo4 = _mm256_set1_epi8(0x0F);                                                                     \
+    __m256 acc[MX][NZ];                                                                                             \
+    ORDO_UNROLL                                                                                                     \
+    for (int m = 0; m < MX; ++m) {                                                                                  \
+      ORDO_UNROLL                                                                                                   \
+      for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);  \
+    }                                                                                                               \
+    for (int64_t b = b0; b < b1; ++b) {                                                                             \
+      const uint8_t* B = P + b * kStride;                                                                           \
+      const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                          \
+      __m256i ia[MX][NZ];                                                                                           \
+      ORDO_UNROLL                                                                                                   \
+      for (int m = 0; m < MX; ++m) {                                                                                \
+        ORDO_UNROLL                                                                                                 \
+        for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
+      }                                                                                                             \
+      if constexpr (Q4) {                                                                                           \
+        __m256i t[MX][NZ] = {};                                                                                     \
+        ORDO_UNROLL                                                                                                 \
+        for (int h = 0; h < 4; ++h) {                                                                               \
+          __m256i wl[NZ], wh[NZ];                                                                                   \
+          ORDO_UNROLL                                                                                               \
+          for (int z = 0; z < NZ; ++z) {                                                                            \
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + h * 4 * kP + (z0 + z) * 32)); \
+            wl[z] = _mm256_and_si256(v, lo4);                                                                       \
+            wh[z] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);                                                 \
+          }                                                                                                         \
+          ORDO_UNROLL                                                                                               \
+          for (int m = 0; m < MX; ++m) {                                                                            \
+            const __m256i xl = _mm256_set1_epi32(load4(xb + m * in.K + 4 * h));                                     \
+            const __m256i xh = _mm256_set1_epi32(load4(xb + m * in.K + 16 + 4 * h));                                \
+            ORDO_UNROLL                                                                                             \
+            for (int z = 0; z < NZ; ++z) t[m][z] = Q4_STEP(t[m][z], wl[z], xl, wh[z], xh);                          \
+          }                                                                                                         \
+        }                                                                                                           \
+        ORDO_UNROLL                                                                                                 \
+        for (int m = 0; m < MX; ++m) {                                                                              \
+          ORDO_UNROLL                                                                                               \
+          for (int z = 0; z < NZ; ++z) ia[m][z] = Q4_DONE(ia[m][z], t[m][z]);                                       \
+        }                                                                                                           \
+      } else {                                                                                                      \
+        ORDO_UNROLL                                                                                                 \
+        for (int g = 0; g < 8; ++g) {                                                                               \
+          __m256i w[NZ];                                                                                            \
+          ORDO_UNROLL                                                                                               \
+          for (int z = 0; z < NZ; ++z)                                                                              \
+            w[z] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + g * 4 * kP + (z0 + z) * 32));            \
+          ORDO_UNROLL                                                                                               \
+          for (int m = 0; m < MX; ++m) {                                                                            \
+            const __m256i xv = _mm256_set1_epi32(load4(xb + m * in.K + 4 * g));                                     \
+            ORDO_UNROLL                                                                                             \
+            for (int z = 0; z < NZ; ++z) ia[m][z] = DOT_Q8(ia[m][z], w[z], xv);                                     \
+          }                                                                                                         \
+        }                                                                                                           \
+      }                                                                                                             \
+      ORDO_UNROLL                                                                                                   \
+      for (int z = 0; z < NZ; ++z) {                                                                                \
+        const __m256 dw =                                                                                           \
+            F == Fmt::Q4KF ? _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + (z0 + z) * 32))            \
+            : F == Fmt::Q4K                                                                                         \
+                ? q4k_scales8(P, b, z0 + z, false)                                                                  \
+                : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));   \
+        [[maybe_unused]] const __m256 mw =                                                                          \
+            F == Fmt::Q4KF  ? _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + 4 * kP + (z0 + z) * 32))  \
+            : F == Fmt::Q4K ? q4k_scales8(P, b, z0 + z, true)                                                       \
+                            : _mm256_setzero_ps();                                                                  \
+        ORDO_UNROLL                                                                                                 \
+        for (int m = 0; m < MX; ++m) {                                                                              \
+          const int64_t mb = (m0 + m) * nb + b;                                                                     \
+          const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(in.d[mb]));                                             \
+          acc[m][z] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][z]), s, acc[m][z]);                                  \
+          if constexpr (has_min(F))                                                                                 \
+            acc[m][z] = _mm256_fnmadd_ps(mw, _mm256_set1_ps(in.d[mb] * static_cast<float>(in.s[mb])), acc[m][z]);   \
+        }                                                                                                           \
+      }                                                                                                             \
+    }                                                                                                               \
+    ORDO_UNROLL                                                                                                     \
+    for (int m = 0; m < MX; ++m) {                                                                                  \
+      ORDO_UNROLL                                                                                                   \
+      for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(y + m * ldy + 8 * z, acc[m][z]);                                \
+    }                                                                                                               \
   }
 
 ORDO_TILE_256(tile_avx2, __attribute__((target("avx2,fma,f16c"))), ORDO_Q4_STEP_AVX2, ORDO_Q4_DONE_AVX2,
@@ -632,8 +662,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
       const __m256 c = _mm256_set1_ps(in.d[b] * static_cast<float>(in.s[b]));
       ORDO_UNROLL
       for (int z = 0; z < 8; ++z) {
-        const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + z * 32));
-        const __m256 mw = _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + 4 * kP + z * 32));
+        const __m256 dw = q4k_scales8(P, b, z, false), mw = q4k_scales8(P, b, z, true);
         const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[z]), _mm256_mul_ps(dw, dx), _mm256_loadu_ps(y + 8 * z));
         _mm256_storeu_ps(y + 8 * z, _mm256_fnmadd_ps(mw, c, t));
       }
@@ -740,13 +769,14 @@ namespace {
 void pack_q4k_panel(const Tensor& W, int64_t p, uint8_t* dst) {
   const int64_t N = W.dim(0), K = W.dim(1), nsb = K / kQ4KBlock;
   const size_t row_bytes = dtype_row_bytes(W.dtype, K);
-  const int64_t stride = stride_of(Fmt::Q4K), codes = codes_bytes(Fmt::Q4K);
+  const int64_t stride = stride_of(Fmt::Q4K);
   for (int64_t j = 0; j < kP && p * kP + j < N; ++j) {
     const auto* row = static_cast<const uint8_t*>(W.data) + static_cast<size_t>(p * kP + j) * row_bytes;
     for (int64_t sb = 0; sb < nsb; ++sb) {
       const uint8_t* src = row + sb * static_cast<int64_t>(kQ4KBytes);
-      const float d = f16_to_f32(static_cast<uint16_t>(src[0] | src[1] << 8));
-      const float dmin = f16_to_f32(static_cast<uint16_t>(src[2] | src[3] << 8));
+      uint8_t* D = dst + (8 * sb + j / 8) * stride + kQ4KD + 2 * (j % 8);
+      std::memcpy(D, src, 2);           // d
+      std::memcpy(D + 16, src + 2, 2);  // dmin
       for (int s = 0; s < 8; ++s) {
         uint8_t* B = dst + (8 * sb + s) * stride;
         const uint8_t* qs = src + 16 + 32 * (s / 2);
@@ -756,9 +786,8 @@ void pack_q4k_panel(const Tensor& W, int64_t p, uint8_t* dst) {
             B[h * 4 * kP + j * 4 + i] = static_cast<uint8_t>(code(4 * h + i) | code(16 + 4 * h + i) << 4);
         int sc = 0, mn = 0;
         q4_k_scale_min(s, src + 4, &sc, &mn);
-        const float scale = d * static_cast<float>(sc), min = dmin * static_cast<float>(mn);
-        std::memcpy(B + codes + 4 * j, &scale, 4);
-        std::memcpy(B + codes + 4 * kP + 4 * j, &min, 4);
+        B[kQ4KScales + j] = static_cast<uint8_t>(sc);
+        B[kQ4KMins + j] = static_cast<uint8_t>(mn);
       }
     }
   }
@@ -852,11 +881,18 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
   if (f == Fmt::Q4K) {  // the AVX2 kernels on every SIMD machine (see the top of this file)
     for (; isa != BlockIsa::Scalar && M == 1 && p < p1; ++p)
       decode_avx2<Fmt::Q4K>(in, static_cast<const uint8_t*>(w.panel(p)), nb, out + (p - p0) * kP);
-    for (; isa != BlockIsa::Scalar && p < p1; ++p) {
-      const auto* P = static_cast<const uint8_t*>(w.panel(p));
-      const int64_t chunk = M > kBatchRows ? kPromptChunkBlocks : kChunkBlocks;
-      for (int64_t b0 = 0; b0 < nb; b0 += chunk)
-        panel_256<Fmt::Q4K, false>(in, M, P, b0, std::min(nb, b0 + chunk), out + (p - p0) * kP, ldo, b0 == 0);
+    if (isa != BlockIsa::Scalar && p < p1) {
+      thread_local std::vector<uint8_t> fat;  // a chunk of the panel as Q4KF, at its blocks' places
+      fat.resize(static_cast<size_t>(nb * stride_of(Fmt::Q4KF)));
+      for (; p < p1; ++p) {
+        const auto* P = static_cast<const uint8_t*>(w.panel(p));
+        const int64_t chunk = M > kBatchRows ? kPromptChunkBlocks : kChunkBlocks;
+        for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
+          const int64_t b1 = std::min(nb, b0 + chunk);
+          expand_q4k(P, b0, b1, fat.data());
+          panel_256<Fmt::Q4KF, false>(in, M, fat.data(), b0, b1, out + (p - p0) * kP, ldo, b0 == 0);
+        }
+      }
     }
   }
   if (isa == BlockIsa::Avx512Vnni && M == 1)  // decode: two panels' streams at once
