@@ -337,7 +337,7 @@ TEST(Bench, BlockDtypesDefaultToF16Cache) {
       ordo::test::run_cli("bench --synthetic 64,2,4,2,96,256 --quick --backend onednn --dtypes q8_0,q4_0,f32 --json " +
                           ordo::test::shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("KV cache f16 for q8_0/q4_0, f32 otherwise"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KV cache f16 for q8_0/q4_0/q4_k, f32 otherwise"), std::string::npos) << r.out;
   std::ifstream f(out);
   ASSERT_TRUE(f) << out;
   const nlohmann::json j = nlohmann::json::parse(f);

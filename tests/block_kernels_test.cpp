@@ -190,32 +190,61 @@ TEST(BlockKernels, ActivationQuantizerEqualsCodec) {
   EXPECT_TRUE(std::isinf(in.d[3 * nb + 39]));
 }
 
-// linear() on Q8_0 / Q4_0 weights with a bias: the kernels' sums plus the bias, for decode and a batch;
-// a non-finite activation makes its row's outputs NaN, not a silent number.
+// linear() on Q8_0 / Q4_0 / Q4_K weights with a bias: the kernels' sums plus the bias, for decode and
+// a batch; a non-finite activation makes its row's outputs NaN, not a silent number.
 TEST(BlockKernels, LinearAddsBiasAndPropagatesNonFinite) {
-  for (DType dt : {DType::Q8_0, DType::Q4_0}) {
-    ordo::Linear f;
-    f.weight = ordo::Tensor::from({96, 128}, random_values(96 * 128, 5, 0.1f));
-    ordo::Linear l = ordo::convert_linear(f, dt);
+  for (DType dt : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+    SCOPED_TRACE(ordo::weight_dtype_name(dt));
+    const int64_t K = 256;
+    ordo::Linear l;
+    if (dt == DType::Q4_K) {
+      l.weight = ordo::random_q4_k(96, K, 5, 0.1f);
+    } else {
+      ordo::Linear f;
+      f.weight = ordo::Tensor::from({96, K}, random_values(96 * K, 5, 0.1f));
+      l = ordo::convert_linear(f, dt);
+    }
     l.bias = ordo::Tensor::from({96}, random_values(96, 6));
-    const std::vector<float> x = random_values(3 * 128, 9);
+    const std::vector<float> x = random_values(3 * K, 9);
     std::vector<float> y(3 * 96), y1(96);
-    ordo::linear(ordo::Backend::OpenBLAS, x.data(), 3, 128, l, y.data());
-    ordo::linear(ordo::Backend::OpenBLAS, x.data() + 128, 1, 128, l, y1.data());
+    ordo::linear(ordo::Backend::OpenBLAS, x.data(), 3, K, l, y.data());
+    ordo::linear(ordo::Backend::OpenBLAS, x.data() + K, 1, K, l, y1.data());
     const auto panels = ordo::detail::make_panels(l.weight);
     BlockInput in;
-    ordo::detail::quantize_blocks(x.data(), 3, 128, in);
+    ordo::detail::quantize_blocks(x.data(), 3, K, in);
     std::vector<float> raw(3 * 128);
     ordo::detail::block_panels(BlockIsa::Scalar, in, 3, *panels, 0, panels->panels, raw.data(), 128);
     for (int64_t m = 0; m < 3; ++m)
       for (int64_t n = 0; n < 96; ++n) EXPECT_EQ(y[m * 96 + n], raw[m * 128 + n] + l.bias.f32()[n]);
     for (int64_t n = 0; n < 96; ++n) EXPECT_EQ(y1[n], y[96 + n]) << "a row's result depends on the batch";
     std::vector<float> bad = x;
-    bad[128 + 40] = std::nanf("");
-    ordo::linear(ordo::Backend::OpenBLAS, bad.data(), 3, 128, l, y.data());
+    bad[K + 40] = std::nanf("");
+    ordo::linear(ordo::Backend::OpenBLAS, bad.data(), 3, K, l, y.data());
     EXPECT_TRUE(std::isnan(y[96 + 7]));
     EXPECT_FALSE(std::isnan(y[7]));
   }
+}
+
+// Q4_K is read, never written: converting to it, or a random one whose rows are not whole
+// super-blocks, is an error naming the rule.
+TEST(BlockKernels, Q4KIsReadOnlyAndNeedsWholeSuperBlocks) {
+  ordo::Linear f;
+  f.weight = ordo::Tensor::from({2, 256}, std::vector<float>(512, 1.0f));
+  try {
+    ordo::convert_linear(f, DType::Q4_K);
+    FAIL() << "no error";
+  } catch (const ordo::Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "convert_linear: ordo reads q4_k weights from GGUF files but does not write them (to: q8_0, q4_0)");
+  }
+  try {
+    ordo::random_q4_k(2, 288, 1, 0.1f);
+    FAIL() << "no error";
+  } catch (const ordo::Error& e) {
+    EXPECT_STREQ(e.what(), "a q4_k weight needs a multiple of 256 columns, got [2, 288]");
+  }
+  EXPECT_EQ(ordo::Tensor::zeros({3, 512}, DType::Q4_K).nbytes(), 3u * 2u * 144u);
+  EXPECT_THROW(ordo::q4_k_bytes(288), ordo::Error);
 }
 
 TEST(BlockKernels, BlockWeightNeedsWholeBlocks) {

@@ -167,30 +167,35 @@ TEST(GgufKQuants, DefaultRunIsQ4KAndFollowsLlamaCpp) {
   expect_greedy(m, ref["q4_k_m"], ref["n_new"].get<int>(), true, 5e-3f);
 }
 
-// A K-quant block whose fp16 scale is Inf (a corrupt file) decodes to non-finite values: the load
-// names the tensor and the first bad element, under its Hugging Face name and row order (ggml's
-// row 3 of q_proj is Hugging Face's 33 once the RoPE rows are put back), run as Q8_0 or as F32.
+// A K-quant block whose fp16 d or dmin is Inf (a corrupt file) decodes to non-finite values: the
+// load names the tensor and the first bad element, under its Hugging Face name and row order
+// (ggml's row 3 of q_proj is Hugging Face's 33 once the RoPE rows are put back), run as Q4_K or as
+// F32.
 TEST(GgufKQuants, APoisonedBlockIsANamedErrorAtLoad) {
   const std::string src = kGguf + "/synth-q4_k_m.gguf";
   std::ifstream in(src, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string clean((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const ordo::GgufFile g = ordo::GgufFile::open(src);
   uint64_t at = 0;
   for (const ordo::GgufTensorInfo& t : g.tensors())
     if (t.name == "blk.0.attn_q.weight") {
       ASSERT_EQ(t.type, 12u);                     // Q4_K: 144-byte blocks, one per row of 256
-      at = g.data_offset() + t.offset + 3 * 144;  // row 3's block; its d comes first
+      at = g.data_offset() + t.offset + 3 * 144;  // row 3's block: d, then dmin
     }
   ASSERT_GT(at, 0u);
-  bytes.replace(static_cast<size_t>(at), 2, std::string("\x00\x7c", 2));  // fp16 +Inf
-  const std::string path = ordo::test::make_temp_dir("gguf_poison") + "/poison.gguf";
-  ordo::test::write_bytes(path, bytes);
-  for (const bool f32 : {false, true}) {
-    ModelOptions o;
-    if (f32) o.dtype = ordo::DType::F32;
-    ordo::test::expect_has(ordo::test::error_of([&] { load(path, o); }),
-                           {path + ": tensor 'model.layers.0.self_attn.q_proj.weight' holds NaN at [33, 0] (256 of "
-                                   "its 65536 values are not finite)"});
+  for (const int field : {0, 2}) {
+    SCOPED_TRACE(field == 0 ? "d" : "dmin");
+    std::string bytes = clean;
+    bytes.replace(static_cast<size_t>(at) + field, 2, std::string("\x00\x7c", 2));  // fp16 +Inf
+    const std::string path = ordo::test::make_temp_dir("gguf_poison") + "/poison.gguf";
+    ordo::test::write_bytes(path, bytes);
+    for (const bool f32 : {false, true}) {
+      ModelOptions o;
+      if (f32) o.dtype = ordo::DType::F32;
+      ordo::test::expect_has(ordo::test::error_of([&] { load(path, o); }),
+                             {path + ": tensor 'model.layers.0.self_attn.q_proj.weight' holds ",
+                              " at [33, 0] (256 of its 65536 values are not finite)"});
+    }
   }
 }
 

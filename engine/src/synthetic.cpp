@@ -93,7 +93,7 @@ void fill_uniform(Tensor& t, float a, uint64_t seed) {
         case DType::I8: static_cast<int8_t*>(t.data)[i] = static_cast<int8_t>(std::nearbyint(u * 127.0f)); break;
         case DType::Q8_0:
         case DType::Q4_0:
-        case DType::Q4_K: break;  // not reached: random_linear fills F32 and quantizes
+        case DType::Q4_K: break;  // not reached: random_linear makes block weights itself
       }
     }
   }

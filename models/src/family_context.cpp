@@ -62,7 +62,7 @@ Tensor FamilyContext::linear_weight_impl(const std::string& name, int64_t out, i
     *scales = get(name + ".scales", {out});
     return t;  // int8: no alignment needed
   }
-  if (is_block_dtype(t.dtype)) return t;  // Q8_0 / Q4_0 (GGUF): packed into panels, read at any address
+  if (is_block_dtype(t.dtype)) return t;  // Q8_0 / Q4_0 / Q4_K (GGUF): packed into panels, read at any address
   if (reinterpret_cast<uintptr_t>(t.data) % 2 == 0) return t;  // F16/BF16 borrowed from the mapping
   Tensor c = Tensor::zeros(t.shape, t.dtype);
   std::memcpy(c.data, t.data, t.nbytes());
@@ -141,7 +141,7 @@ Tensor FamilyContext::embedding(const std::string& name, const std::vector<int64
 Tensor FamilyContext::lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const {
   const bool tied = ties_lm_head(tied_by_default);
   const std::string& source = tied ? embed_name_ : name;
-  // F16, BF16, Q8_0 and Q4_0 as stored, like linear()'s weights: the embedding lookup reads a few
+  // F16, BF16 and the block dtypes as stored, like linear()'s weights: the embedding lookup reads a few
   // rows of its F32 copy, but the head reads all of it every token (a tied Q8_0 GGUF head as F32 was
   // 4x the bytes; F16/BF16 give the same bits either way).
   if (!source.empty()) {

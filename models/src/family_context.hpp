@@ -75,7 +75,8 @@ class FamilyContext {
 
   // The LM head weight by that rule: the token embedding (embedding()'s tensor) when tied, else the
   // stored tensor `name` [vocab, d_model] (an Error naming the file and tensor when the checkpoint
-  // has none); F16, BF16, Q8_0 and Q4_0 kept as stored like linear()'s weights.
+  // has none); F16, BF16 and the block dtypes (Q8_0, Q4_0, Q4_K) kept as stored like linear()'s
+  // weights.
   Tensor lm_head_weight(const ModelSpec& s, const std::string& name, bool tied_by_default) const;
 
   // The activation named by config field `key` (default `def`); see activation_from_name.

@@ -104,12 +104,12 @@ Loaded load_gguf(const std::string& path, bool decoded_as_f32) {
     // Q8_0 / Q4_0 / Q4_K stay blocks (the family's linear weights run on the block kernels; what it
     // reads as floats, embeddings for one, it dequantises); the types ordo only decodes become Q8_0.
     Tensor x = g.tensor(ti, !(decoded && decoded_as_f32));
-    if (decoded && !decoded_as_f32 && x.dtype != DType::Q4_K) ++decoded_types[ggml_type_name(t)];
     const bool q = hf.find("q_proj.weight") != std::string::npos, k = hf.find("k_proj.weight") != std::string::npos;
     if (arch == "llama" && (q || k) && x.ndim() == 2)
       x = gguf_rope_rows(x, cfg.at(q ? "num_attention_heads" : "num_key_value_heads").get<int64_t>(), false,
                          path + ": tensor '" + ti.name + "'");
     if (gpt2 && x.ndim() == 2 && hf.find(".h.") != std::string::npos) x = transposed(x);
+    if (decoded && !decoded_as_f32 && x.dtype != DType::Q4_K) ++decoded_types[ggml_type_name(t)];
     tensors.emplace(hf, std::move(x));
   }
   const std::string model_type = cfg.at("model_type").get<std::string>();

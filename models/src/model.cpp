@@ -119,7 +119,7 @@ Model Model::load_impl(const std::string& dir, const ModelOptions& opts) {
     file_pages.release(source);
     l.weights->release_values(source);  // a decoded copy (GGUF K-quants): freed with the spec's hold
   };
-  // Without --dtype, a GGUF file's Q8_0 / Q4_0 layers run as stored (as llama.cpp runs them).
+  // Without --dtype, a GGUF file's Q8_0 / Q4_0 / Q4_K layers run as stored (as llama.cpp runs them).
   convert_weights(spec, dtype, release, !opts.dtype);
   pack_panels(spec, release);
   check.finish();

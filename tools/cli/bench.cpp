@@ -91,7 +91,7 @@ struct BenchCommand : Command {
          "Weight dtypes, comma-separated: f32, f16, bf16, int8, q8_0, q4_0, q4_k (a GGUF file's Q4_K as stored)")
         ->capture_default_str();
     c->add_option("--kv-dtype", kv_dtype,
-                  "KV cache storage: f32, f16 or int8; auto: each dtype's default (f16 for q8_0/q4_0, else f32)")
+                  "KV cache storage: f32, f16 or int8; auto: each dtype's default (f16 for q8_0/q4_0/q4_k, else f32)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "f32", "f16", "int8"}, CLI::ignore_case));
     c->add_option("--prompts", prompts, "Prefill prompt lengths")->capture_default_str();
@@ -355,8 +355,10 @@ struct BenchCommand : Command {
     for (const std::string& b : split_list(backends)) bes.push_back(parse_backend(b));
     std::vector<DType> dts;
     // q4_k: read from GGUF files, never written, so a dtype to bench but not to convert to.
-    for (const std::string& d : split_list(dtypes))
-      dts.push_back(d == "q4_k" || d == "Q4_K" ? DType::Q4_K : parse_weight_dtype(d));
+    for (std::string d : split_list(dtypes)) {
+      std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+      dts.push_back(d == "q4_k" ? DType::Q4_K : parse_weight_dtype(d));
+    }
     if (bes.empty() || dts.empty()) throw Error("bench: empty --backend or --dtypes list");
     std::string kv_name = kv_dtype;
     std::transform(kv_name.begin(), kv_name.end(), kv_name.begin(), [](unsigned char c) { return std::tolower(c); });

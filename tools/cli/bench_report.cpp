@@ -64,7 +64,7 @@ void BenchReport::print_machine(const BenchMachine& mach, const std::string& kv)
             << " GFLOP/s (" << values(mach.sgemm_by) << "), ordo's linear kernels from cache by dtype and rows "
             << values(mach.linear_by) << " GFLOP/s, " << num_threads() << " threads, kernels " << kernel_isa()
             << ", oneDNN " << onednn_isa() << ", OpenMP wait policy " << wait_policy() << ", KV cache "
-            << (kv == "auto" ? std::string("f16 for q8_0/q4_0, f32 otherwise") : kv)
+            << (kv == "auto" ? std::string("f16 for q8_0/q4_0/q4_k, f32 otherwise") : kv)
             << " (bandwidth and sgemm: best of before and after, linear kernels: best of the probes beside the "
             << "repetitions; each row's roofline is the median of its repetitions against the probes run beside "
             << "them)\n"

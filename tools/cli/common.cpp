@@ -37,7 +37,7 @@ void ModelArgs::add(CLI::App* app, bool with_position) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8", "q8_0", "q4_0"}, CLI::ignore_case));
   app->add_option("--kv-dtype", kv_dtype,
                   "KV cache storage: f32 (exact), f16 (half the memory, ~3 digits) or int8 (a quarter, ~2 digits); "
-                  "default f16 for q8_0/q4_0 weights, else f32")
+                  "default f16 for q8_0/q4_0/q4_k weights, else f32")
       ->check(CLI::IsMember({"f32", "f16", "int8"}, CLI::ignore_case));
   app->add_flag("--allow-nonfinite", allow_nonfinite,
                 "Load weights holding NaN or Inf (a warning names each such tensor; a run stops at the first "

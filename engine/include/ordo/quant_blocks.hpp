@@ -29,7 +29,7 @@ size_t q8_0_bytes(int64_t n);  // n / 32 * 34
 size_t q4_0_bytes(int64_t n);  // n / 32 * 18
 size_t q4_k_bytes(int64_t n);  // n / 256 * 144 (n % 256 == 0, else Error)
 
-// n elements (n % 32 == 0, else Error naming n) to blocks and back.
+// n elements (n % 32 == 0; q4_k: n % 256 == 0; else Error naming n) to blocks and back.
 void quantize_q8_0(const float* x, int64_t n, uint8_t* out);
 void quantize_q4_0(const float* x, int64_t n, uint8_t* out);
 void dequantize_q8_0(const uint8_t* in, int64_t n, float* out);

@@ -36,7 +36,8 @@ using WeightDone = std::function<void(const Tensor& source)>;
 // and biases stay as they are; a head tied to tok_embed gets its own converted copy and tok_embed
 // is left alone. A source held by this spec alone is freed as soon as it is converted; `done` sees
 // every source converted. A weight whose values pack_panels released cannot be converted (Error).
-// keep_blocks: Q8_0 / Q4_0 weights stay as they are (a GGUF file's quantized layers, run as stored).
+// keep_blocks: Q8_0 / Q4_0 / Q4_K weights stay as they are (a GGUF file's quantized layers, run as
+// stored).
 // To Q8_0 / Q4_0, a weight whose input width is not a multiple of 32 keeps its dtype (llama.cpp's
 // quantizer leaves such tensors unquantized too); convert_linear refuses it.
 void convert_weights(ModelSpec& spec, DType to, const WeightDone& done = {}, bool keep_blocks = false);

@@ -125,7 +125,7 @@ class Transformer {
   void set_kv_dtype(DType dtype);
   DType kv_dtype() const { return kv_dtype_; }
   // The KV cache dtype a model runs with unless told otherwise: F16 when its linear weights are
-  // Q8_0 / Q4_0 blocks (llama.cpp's default; a batch of decode steps then reads about as many cache
+  // Q8_0 / Q4_0 / Q4_K blocks (llama.cpp's default; a batch of decode steps then reads about as many cache
   // bytes as weight bytes, and F16 halves them), F32 otherwise. docs/performance.md has the figures.
   static DType default_kv_dtype(const ModelSpec& spec);
 

@@ -491,6 +491,16 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 q4k_scales8(const uint8_t
                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)))));
 }
 
+// Block b's weight scales (min: mins) of the 8 rows of slice z: fp16 as stored (Q8_0, Q4_0; no
+// mins), fp32 as expanded (Q4KF), or multiplied out (Q4_K).
+template <Fmt F>
+__attribute__((target("avx2,fma,f16c"))) inline __m256 scales8(const uint8_t* P, int64_t b, int64_t z, bool min) {
+  const uint8_t* S = P + b * stride_of(F) + codes_bytes(F);
+  if constexpr (F == Fmt::Q4K) return q4k_scales8(P, b, z, min);
+  if constexpr (F == Fmt::Q4KF) return _mm256_loadu_ps(reinterpret_cast<const float*>(S + (min ? 4 * kP : 0) + 32 * z));
+  return min ? _mm256_setzero_ps() : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(S + 16 * z)));
+}
+
 // Blocks [b0, b1) of Q4_K panel P into Q4KF's layout at the same blocks of `fat`.
 __attribute__((target("avx2,fma,f16c"))) void expand_q4k(const uint8_t* P, int64_t b0, int64_t b1, uint8_t* fat) {
   constexpr int64_t kS = stride_of(Fmt::Q4K), kF = stride_of(Fmt::Q4KF), kCodes = codes_bytes(Fmt::Q4KF);
@@ -509,8 +519,6 @@ __attribute__((target("avx2,fma,f16c"))) void expand_q4k(const uint8_t* P, int64
   template <Fmt F, int MX, int NZ>                                                                                  \
   ATTR void NAME(const BlockInput& in, int64_t m0, const uint8_t* P, int64_t z0, int64_t b0, int64_t b1, float* y,  \
                  int64_t ldy, bool first) {                                                                         \
-    constexpr bool Q4 = nibbles(F);                                                                                 \
-    constexpr int64_t kCodes = codes_bytes(F), kStride = stride_of(F);                                              \
     constexpr int32_t kCorr = F == Fmt::Q4 ? 8 : has_min(F) ? 0 : CORR_Q8;                                          \
     const int64_t nb = in.K / kB;                                                                                   \
     [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);                                                     \
@@ -523,7 +531,7 @@ __attribute__((target("avx2,fma,f16c"))) void expand_q4k(const uint8_t* P, int64
       for (int z = 0; z < NZ; ++z) acc[m][z] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * ldy + 8 * z);  \
     }                                                                                                               \
     for (int64_t b = b0; b < b1; ++b) {                                                                             \
-      const uint8_t* B = P + b * kStride;                                                                           \
+      const uint8_t* B = P + b * stride_of(F);                                                                      \
       const int8_t* xb = in.q.data() + m0 * in.K + b * kB;                                                          \
       __m256i ia[MX][NZ];                                                                                           \
       ORDO_UNROLL                                                                                                   \
@@ -531,7 +539,7 @@ __attribute__((target("avx2,fma,f16c"))) void expand_q4k(const uint8_t* P, int64
         ORDO_UNROLL                                                                                                 \
         for (int z = 0; z < NZ; ++z) ia[m][z] = _mm256_set1_epi32(-kCorr * in.s[(m0 + m) * nb + b]);                \
       }                                                                                                             \
-      if constexpr (Q4) {                                                                                           \
+      if constexpr (nibbles(F)) {                                                                                   \
         __m256i t[MX][NZ] = {};                                                                                     \
         ORDO_UNROLL                                                                                                 \
         for (int h = 0; h < 4; ++h) {                                                                               \
@@ -572,15 +580,8 @@ __attribute__((target("avx2,fma,f16c"))) void expand_q4k(const uint8_t* P, int64
       }                                                                                                             \
       ORDO_UNROLL                                                                                                   \
       for (int z = 0; z < NZ; ++z) {                                                                                \
-        const __m256 dw =                                                                                           \
-            F == Fmt::Q4KF ? _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + (z0 + z) * 32))            \
-            : F == Fmt::Q4K                                                                                         \
-                ? q4k_scales8(P, b, z0 + z, false)                                                                  \
-                : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(B + kCodes + (z0 + z) * 16)));   \
-        [[maybe_unused]] const __m256 mw =                                                                          \
-            F == Fmt::Q4KF  ? _mm256_loadu_ps(reinterpret_cast<const float*>(B + kCodes + 4 * kP + (z0 + z) * 32))  \
-            : F == Fmt::Q4K ? q4k_scales8(P, b, z0 + z, true)                                                       \
-                            : _mm256_setzero_ps();                                                                  \
+        const __m256 dw = scales8<F>(P, b, z0 + z, false);                                                          \
+        [[maybe_unused]] const __m256 mw = scales8<F>(P, b, z0 + z, true);                                          \
         ORDO_UNROLL                                                                                                 \
         for (int m = 0; m < MX; ++m) {                                                                              \
           const int64_t mb = (m0 + m) * nb + b;                                                                     \
@@ -662,7 +663,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_avx2(const BlockInput& in, 
       const __m256 c = _mm256_set1_ps(in.d[b] * static_cast<float>(in.s[b]));
       ORDO_UNROLL
       for (int z = 0; z < 8; ++z) {
-        const __m256 dw = q4k_scales8(P, b, z, false), mw = q4k_scales8(P, b, z, true);
+        const __m256 dw = scales8<F>(P, b, z, false), mw = scales8<F>(P, b, z, true);
         const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[z]), _mm256_mul_ps(dw, dx), _mm256_loadu_ps(y + 8 * z));
         _mm256_storeu_ps(y + 8 * z, _mm256_fnmadd_ps(mw, c, t));
       }
@@ -882,7 +883,9 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
     for (; isa != BlockIsa::Scalar && M == 1 && p < p1; ++p)
       decode_avx2<Fmt::Q4K>(in, static_cast<const uint8_t*>(w.panel(p)), nb, out + (p - p0) * kP);
     if (isa != BlockIsa::Scalar && p < p1) {
-      thread_local std::vector<uint8_t> fat;  // a chunk of the panel as Q4KF, at its blocks' places
+      // A chunk of the panel as Q4KF, at its blocks' places (the tiles address blocks by number):
+      // room for a whole panel, 48·K bytes per thread (688 KB at K = 14336), of which a chunk is used.
+      thread_local std::vector<uint8_t> fat;
       fat.resize(static_cast<size_t>(nb * stride_of(Fmt::Q4KF)));
       for (; p < p1; ++p) {
         const auto* P = static_cast<const uint8_t*>(w.panel(p));
@@ -894,6 +897,7 @@ void block_panels(BlockIsa isa, const BlockInput& in, int64_t M, const PanelWeig
         }
       }
     }
+    if (isa != BlockIsa::Scalar) return;  // the loops below read Q8_0 and Q4_0 panels
   }
   if (isa == BlockIsa::Avx512Vnni && M == 1)  // decode: two panels' streams at once
     for (; p + 2 <= p1; p += 2) {

@@ -39,7 +39,7 @@ struct ModelOptions {
   std::optional<DType> dtype;
   // Decoder KV cache storage: F32 (exact), F16 (half the cache memory and reads) or I8 (a
   // quarter; see Transformer::set_kv_dtype). nullopt: Transformer::default_kv_dtype, F16 for
-  // Q8_0 / Q4_0 linear weights (as loaded: a GGUF file's or --dtype's), F32 otherwise.
+  // Q8_0 / Q4_0 / Q4_K linear weights (as loaded: a GGUF file's or --dtype's), F32 otherwise.
   std::optional<DType> kv_dtype;
   // Most positions one sequence may hold (prompt + generated), checked before allocating; 0: the
   // default (Transformer::context_limit).
@@ -143,7 +143,7 @@ class Model {
   const std::string& family() const;  // the family file that built it ("llama", "gpt2", ...)
   // What load() let through with ModelOptions::allow_nonfinite: one line per tensor holding NaN or
   // Inf (file, tensor, first index and value); and, without ModelOptions::dtype, a line for a GGUF
-  // file whose tensors of types ordo has no kernels for (Q4_K, Q6_K...) it decoded and runs as
+  // file whose tensors of types ordo has no kernels for (Q6_K, Q5_K...) it decoded and runs as
   // Q8_0. Empty for a clean model in a type ordo runs as stored.
   const std::vector<std::string>& load_warnings() const;
   const ModelSpec& spec() const;

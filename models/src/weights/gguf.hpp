@@ -115,9 +115,10 @@ class GgufFile {
   const std::vector<GgufValue>& get_array(const std::string& key, GgufType elem) const;
 
   // The tensor's values as a Tensor of shape dims reversed (outermost first, as PyTorch's): F32,
-  // F16 and BF16 point into the mapping (copied when misaligned for their type), Q8_0 and Q4_0
-  // dequantised into an owned F32 tensor, or with keep_blocks a 2-D one of rows of whole blocks as
-  // an engine Q8_0 / Q4_0 tensor pointing into the mapping. Any other type: an Error naming the
+  // F16 and BF16 point into the mapping (copied when misaligned for their type), Q8_0, Q4_0 and
+  // Q4_K dequantised into an owned F32 tensor, or with keep_blocks a 2-D one of rows of whole blocks
+  // as an engine Q8_0 / Q4_0 / Q4_K tensor pointing into the mapping; the other types ordo decodes
+  // as F32, or with keep_blocks (2-D) re-encoded as Q8_0. Any other type: an Error naming the
   // tensor and its type.
   Tensor tensor(const GgufTensorInfo& info, bool keep_blocks = false) const;
   const std::shared_ptr<void>& mapping() const { return mapping_; }
